@@ -1,0 +1,91 @@
+//! benchlab-probe: benchlab's built-in workloads in one executable that
+//! speaks Google Benchmark's JSON (see the design notes, "Probe protocol").
+
+mod report;
+mod timing;
+mod workload;
+mod workloads;
+
+use clap::{Arg, ArgAction, Command};
+use serde_json::json;
+use std::collections::BTreeMap;
+use workload::{Options, Workload};
+
+fn format_arg() -> Arg {
+    Arg::new("format")
+        .long("format")
+        .value_parser(["json", "console"])
+        .default_value("console")
+        .help("json: Google Benchmark JSON; console: Google Benchmark's table")
+}
+
+fn command(catalogue: &[&'static dyn Workload]) -> Command {
+    let mut cmd = Command::new("benchlab-probe")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("benchlab's built-in workloads; each prints Google Benchmark's JSON with --format json")
+        .subcommand_required(true)
+        .subcommand(Command::new("list").about("list workloads, options and metrics").arg(format_arg()));
+    for w in catalogue {
+        let mut sub = Command::new(w.name()).about(w.description()).arg(format_arg());
+        for o in w.options() {
+            sub = sub.arg(
+                Arg::new(o.name).long(o.name).default_value(o.default).help(o.help).action(ArgAction::Set),
+            );
+        }
+        cmd = cmd.subcommand(sub);
+    }
+    cmd
+}
+
+fn list(catalogue: &[&'static dyn Workload], format: &str) {
+    let items: Vec<_> = catalogue
+        .iter()
+        .map(|w| {
+            json!({
+                "name": w.name(),
+                "description": w.description(),
+                "version": w.version(),
+                "options": w.options().iter().map(|o| json!({"name": o.name, "default": o.default, "help": o.help})).collect::<Vec<_>>(),
+                "metrics": w.metrics().iter().map(|m| json!({"name": m.name, "unit": m.unit, "direction": m.direction, "help": m.help})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    if format == "json" {
+        println!("{}", serde_json::to_string_pretty(&json!({"probe_version": env!("CARGO_PKG_VERSION"), "workloads": items})).unwrap());
+    } else {
+        for w in catalogue {
+            println!("{:<24} {}", w.name(), w.description());
+        }
+    }
+}
+
+fn main() {
+    let catalogue = workloads::all();
+    let matches = command(&catalogue).get_matches();
+    let (name, sub) = matches.subcommand().expect("subcommand is required");
+    let format = sub.get_one::<String>("format").map(String::as_str).unwrap_or("console");
+    if name == "list" {
+        list(&catalogue, format);
+        return;
+    }
+    let w = catalogue.iter().find(|w| w.name() == name).expect("clap only accepts known workloads");
+    let values: BTreeMap<String, String> = w
+        .options()
+        .iter()
+        .filter_map(|o| sub.get_one::<String>(o.name).map(|v| (o.name.to_string(), v.clone())))
+        .collect();
+    match w.run(&Options { values }) {
+        Ok(entries) => {
+            let ctx = report::Context { workload: w.name().into(), workload_version: w.version() };
+            if format == "json" {
+                println!("{}", report::to_json(&ctx, &entries));
+            } else {
+                print!("{}", report::to_console(&entries));
+            }
+        }
+        Err(msg) => {
+            eprintln!("benchlab-probe {name}: {msg}");
+            std::process::exit(1);
+        }
+    }
+}

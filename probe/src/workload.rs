@@ -1,0 +1,80 @@
+//! What every built-in workload declares, so that the command line, the
+//! `list` output and benchlab's spec validation come from one place.
+
+use crate::report::Entry;
+use std::collections::BTreeMap;
+
+pub struct OptionSpec {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+pub struct MetricSpec {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub direction: &'static str,
+    pub help: &'static str,
+}
+
+pub trait Workload: Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// Bumped whenever the work changes: results of different versions are never compared.
+    fn version(&self) -> u32;
+    fn options(&self) -> &'static [OptionSpec];
+    fn metrics(&self) -> &'static [MetricSpec];
+    fn run(&self, opts: &Options) -> Result<Vec<Entry>, String>;
+}
+
+/// Parsed option values of one invocation, with typed accessors that turn a
+/// bad value into a message naming the option.
+pub struct Options {
+    pub values: BTreeMap<String, String>,
+}
+
+impl Options {
+    pub fn u64(&self, name: &str) -> Result<u64, String> {
+        let raw = self.values.get(name).ok_or_else(|| format!("option --{name} is missing"))?;
+        let cleaned = raw.replace('_', "");
+        let (digits, scale) = match cleaned.chars().last() {
+            Some('k') | Some('K') => (&cleaned[..cleaned.len() - 1], 1024),
+            Some('m') | Some('M') => (&cleaned[..cleaned.len() - 1], 1024 * 1024),
+            _ => (cleaned.as_str(), 1),
+        };
+        digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|v| v.checked_mul(scale))
+            .ok_or_else(|| format!("option --{name}: '{raw}' is not a non-negative integer"))
+    }
+
+    /// An integer that must lie in [lo, hi].
+    pub fn bounded(&self, name: &str, lo: u64, hi: u64) -> Result<u64, String> {
+        let v = self.u64(name)?;
+        if v < lo || v > hi {
+            return Err(format!("option --{name}: {v} is outside {lo}..={hi}"));
+        }
+        Ok(v)
+    }
+}
+
+/// FNV-1a over u64 words: a stable, dependency-free digest for checksums
+/// that must not change between builds (std's hashers are not guaranteed to).
+#[derive(Clone, Copy)]
+pub struct Digest(pub u64);
+
+impl Digest {
+    pub fn new() -> Self {
+        Digest(0xcbf2_9ce4_8422_2325)
+    }
+    pub fn word(&mut self, w: u64) {
+        for b in w.to_le_bytes() {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    pub fn hex(&self) -> String {
+        format!("{:016x}", self.0)
+    }
+}

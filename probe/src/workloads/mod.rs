@@ -1,0 +1,10 @@
+//! The catalogue of built-in workloads.
+
+mod alloc_churn;
+mod ipc_pipe;
+
+use crate::workload::Workload;
+
+pub fn all() -> Vec<&'static dyn Workload> {
+    vec![&alloc_churn::AllocChurn, &ipc_pipe::PipePingPong]
+}

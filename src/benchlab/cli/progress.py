@@ -1,0 +1,44 @@
+"""A rich progress bar with ETA for the runner."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from benchlab.cli.console import err
+from benchlab.plan import PlannedRun
+
+
+class BarProgress:
+    def __init__(self) -> None:
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[last]}"),
+            console=err,
+            transient=True,
+        )
+        self.task = self.bar.add_task("runs", total=0, last="")
+        self.failed = 0
+
+    def __enter__(self) -> BarProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.bar.stop()
+
+    def start(self, total: int, done: int) -> None:
+        self.bar.update(self.task, total=total, completed=done)
+
+    def advance(self, run: PlannedRun, status: str) -> None:
+        if status != "ok":
+            self.failed += 1
+        what = f"{run.workload}/{run.variant}" + (" warm-up" if run.warmup else f" block {run.block + 1}")
+        failed = f" ({self.failed} failed)" if self.failed else ""
+        self.bar.update(self.task, advance=1, last=f"{what}: {status}{failed}")

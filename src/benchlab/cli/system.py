@@ -1,0 +1,61 @@
+"""Commands about this machine: workloads, doctor, restore."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from benchlab.cli.console import out
+from benchlab.doctor import findings
+from benchlab.variants.knobs import KnobJournal
+from benchlab.workloads.probe import catalogue
+
+
+def workloads(fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table") -> None:
+    """List the built-in workloads with their options and metrics."""
+    items = catalogue()
+    if fmt == "json":
+        out.file.write(json.dumps(list(items.values()), indent=2) + "\n")
+        return
+    table = Table(title="built-in workloads (benchlab-probe)", title_justify="left", show_lines=True)
+    for col in ("workload", "description", "options (default)", "metrics"):
+        table.add_column(col)
+    for w in items.values():
+        options = "\n".join(f"{o['name']}={o['default']}" for o in w["options"])
+        metrics = "\n".join(f"{m['name']} ({m['unit']}, {m['direction']})" for m in w["metrics"])
+        table.add_row(w["name"], w["description"], options, metrics)
+    out.print(table)
+    out.print("every run also records from wait4: wall, user, sys, max_rss, minor/major faults, voluntary/involuntary switches")
+
+
+def doctor() -> None:
+    """The machine's fingerprint, what it offers experiments, and noise warnings with fixes."""
+    fp, found = findings()
+    table = Table(title="fingerprint", title_justify="left", show_header=False)
+    for key, value in fp.items():
+        table.add_row(key, str(value))
+    out.print(table)
+    checks = Table(title="checks", title_justify="left")
+    for col in ("", "topic", "finding", "fix"):
+        checks.add_column(col)
+    for f in found:
+        checks.add_row("[green]ok[/]" if f.ok else "[yellow]!![/]", f.topic, f.detail, "" if f.ok else f.fix)
+    out.print(checks)
+
+
+def restore() -> None:
+    """Put back knob values left changed by an experiment that was killed."""
+    restored = KnobJournal().restore()
+    if not restored:
+        out.print("nothing to restore: no knob was left changed")
+    for path, value in restored:
+        out.print(f"restored {path} = {value}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(workloads)
+    app.command()(doctor)
+    app.command()(restore)

@@ -1,0 +1,70 @@
+"""What this machine offers an experiment, and what will make its timings noisy; each finding with its fix."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from benchlab.measure.host import fingerprint, noise_warnings
+from benchlab.variants.allocator import LIBRARIES, find_library
+
+
+@dataclass(frozen=True)
+class Finding:
+    topic: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _can_fifo() -> bool:
+    """Tries SCHED_FIFO on a short-lived child, the way a workload would ask for it."""
+    code = "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"
+    try:
+        return subprocess.run(["python3", "-c", code], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _perf_counters() -> tuple[bool, str]:
+    """Opens a hardware instruction counter with perf_event_open, as the suite would."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class Attr(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64), ("rest", ctypes.c_uint8 * 112)]
+
+    attr = Attr(type=0, size=ctypes.sizeof(Attr), config=1)  # PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS
+    fd = libc.syscall(298, ctypes.byref(attr), 0, -1, -1, 0)  # __NR_perf_event_open on x86_64
+    if fd >= 0:
+        os.close(fd)
+        return True, "hardware counters available"
+    return False, f"perf_event_open failed: {os.strerror(ctypes.get_errno())}"
+
+
+def findings() -> tuple[dict[str, Any], list[Finding]]:
+    fp = fingerprint()
+    out = [Finding("root", os.geteuid() == 0, "running as root" if os.geteuid() == 0 else "not root",
+                   "knobs, SCHED_FIFO and cgroup limits need root: run as root")]  # fmt: skip
+    for name, lib in LIBRARIES.items():
+        path = find_library(name)
+        out.append(Finding(f"allocator {name}", path is not None, path or "not installed", f"apt-get install {lib.debian_package}"))
+    fifo = _can_fifo()
+    out.append(Finding("SCHED_FIFO", fifo, "real-time scheduling allowed" if fifo else "not allowed",
+                       "run as root or grant CAP_SYS_NICE / raise RLIMIT_RTPRIO"))  # fmt: skip
+    cgroup = os.path.isdir("/sys/fs/cgroup/memory") or os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+    out.append(Finding("cgroups", cgroup, "cgroup v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else
+                       ("cgroup v1 controllers" if cgroup else "no cgroup hierarchy"), "mount cgroup2 on /sys/fs/cgroup"))  # fmt: skip
+    tracefs = os.path.exists("/sys/kernel/tracing/trace_marker") or os.path.exists("/sys/kernel/debug/tracing/trace_marker")
+    out.append(Finding("tracefs", tracefs, "mounted" if tracefs else "not mounted", "mount -t tracefs nodev /sys/kernel/tracing"))
+    perf_ok, perf_detail = _perf_counters()
+    out.append(Finding("perf counters", perf_ok, perf_detail,
+                       "none on this (virtual) CPU: hardware characteristics are skipped; software counters still work"))  # fmt: skip
+    hyperfine = shutil.which("hyperfine")
+    out.append(Finding("hyperfine", hyperfine is not None, hyperfine or "not installed (bench/ uses it)", "apt-get install hyperfine"))
+    for text, fix in noise_warnings(fp):
+        out.append(Finding("noise", False, text, fix))
+    return fp, out

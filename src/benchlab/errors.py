@@ -1,0 +1,64 @@
+"""One error hierarchy for the whole core.
+
+The core raises these and never exits; the CLI turns each into one line on
+stderr and the class's exit code, so every failure a user can cause reads
+the same way and scripts can tell bad input from a broken environment.
+"""
+
+from __future__ import annotations
+
+
+class BenchlabError(Exception):
+    """Base of every error benchlab reports to a user."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class SpecError(BenchlabError):
+    """Bad input: a spec, a flag or a name. Nothing has run."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else message, hint=hint)
+        self.where = where
+
+
+class EnvironmentProblem(BenchlabError):
+    """The machine lacks something the experiment needs: a library, a privilege, a tool."""
+
+    exit_code = 3
+
+
+class StaleJournal(EnvironmentProblem):
+    """Knob writes of an earlier experiment were never undone."""
+
+
+class StoreError(BenchlabError):
+    """The results database refused or lacks what was asked."""
+
+    exit_code = 4
+
+
+class WorkloadFailed(BenchlabError):
+    """A run did not produce trustworthy metrics; stored as failed, never raised past the runner."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None, stderr_tail: str = "", status: str = "failed") -> None:
+        super().__init__(message)
+        self.process_exit_code = exit_code
+        self.stderr_tail = stderr_tail
+        self.status = status  # how the run is stored: failed | timeout
+
+
+class Interrupted(BenchlabError):
+    """The user stopped the experiment (Ctrl-C or SIGTERM); stored runs are kept."""
+
+    exit_code = 130

@@ -1,0 +1,108 @@
+"""The machine's fingerprint: what makes timings on it comparable or not.
+
+Only stable facts enter the fingerprint (its hash identifies the host row,
+which resume and pairing rely on); volatile readings such as the load
+average are reported by `noise_warnings` instead.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from pathlib import Path
+from typing import Any
+
+from benchlab.variants.allocator import LIBRARIES, find_library
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpuinfo() -> dict[str, str]:
+    info: dict[str, str] = {}
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in info:
+            info[key.strip()] = value.strip()
+    return info
+
+
+def _meminfo_kib(key: str) -> int | None:
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return None
+
+
+def _selected(text: str | None) -> str | None:
+    if text and "[" in text:
+        return text[text.index("[") + 1 : text.index("]")]
+    return text
+
+
+def virtualization(cpuinfo: dict[str, str]) -> str:
+    product = _read("/sys/class/dmi/id/product_name") or ""
+    vendor = _read("/sys/class/dmi/id/sys_vendor") or ""
+    hypervisor = "hypervisor" in cpuinfo.get("flags", "").split()
+    if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"):
+        return "container"
+    if hypervisor or "KVM" in product or "QEMU" in vendor or "VMware" in vendor:
+        return f"vm ({vendor or 'unknown'} {product})".strip()
+    return "none"
+
+
+def _boost() -> str | None:
+    generic = _read("/sys/devices/system/cpu/cpufreq/boost")
+    if generic is not None:
+        return "on" if generic == "1" else "off"
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    return None if no_turbo is None else ("off" if no_turbo == "1" else "on")
+
+
+def fingerprint() -> dict[str, Any]:
+    cpu = _cpuinfo()
+    online = os.cpu_count() or 1
+    siblings = _read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") or "0"
+    return {
+        "hostname": socket.gethostname(),
+        "machine_id": _read("/etc/machine-id"),
+        "arch": platform.machine(),
+        "cpu_model": cpu.get("model name", platform.processor() or "unknown"),
+        "cpus_online": online,
+        "smt": _read("/sys/devices/system/cpu/smt/active") == "1" or ("," in siblings or "-" in siblings),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "boost": _boost(),
+        "kernel": platform.release(),
+        "kernel_cmdline": _read("/proc/cmdline"),
+        "memory_kib": _meminfo_kib("MemTotal"),
+        "swap_kib": _meminfo_kib("SwapTotal"),
+        "virtualization": virtualization(cpu),
+        "thp": _selected(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "allocators": sorted(name for name in LIBRARIES if find_library(name)),
+        "python": platform.python_version(),
+    }
+
+
+def noise_warnings(fp: dict[str, Any], *, live: bool = True) -> list[tuple[str, str]]:
+    """(warning, fix) pairs for things that make timings on this machine noisier;
+    `live` adds readings of this moment (load), which a stored fingerprint lacks."""
+    warnings = []
+    load = os.getloadavg()[0]
+    if live and load > 0.3 * fp["cpus_online"]:
+        warnings.append((f"load average is {load:.2f} on {fp['cpus_online']} CPUs", "stop other work before measuring"))
+    if fp["governor"] not in (None, "performance"):
+        warnings.append((f"CPU frequency governor is '{fp['governor']}'", "cpupower frequency-set -g performance"))
+    if fp["boost"] == "on":
+        warnings.append(("CPU boost is on: clocks vary with temperature", "disable turbo/boost in sysfs or firmware"))
+    if fp["virtualization"] != "none":
+        warnings.append((f"running under virtualisation: {fp['virtualization']}", "compare only runs from the same VM, as ratios"))
+    if fp["smt"]:
+        warnings.append(("SMT is on: sibling threads share a core", "pin workloads with cpus=, or echo off > /sys/devices/system/cpu/smt/control"))
+    if fp["thp"] == "always":
+        warnings.append(("transparent huge pages are 'always': page-fault costs vary", "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"))
+    return warnings

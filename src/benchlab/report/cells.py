@@ -1,0 +1,59 @@
+"""How numbers of the JSON report read in a table, shared by the terminal and Markdown tables."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+
+def quantity(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    if value == 0:
+        return f"0 {unit}".strip()
+    digits = max(0, 3 - int(math.floor(math.log10(abs(value)))))
+    return f"{value:,.{min(digits, 6)}f} {unit}".strip()
+
+
+def percent(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 100:+.1f}%"
+
+
+def change(value: float | None, ci: list[float | None]) -> str:
+    if value is None:
+        return "n/a"
+    if ci[0] is None or ci[1] is None:
+        return f"{percent(value)} [n/a]"
+    return f"{percent(value)} [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]"
+
+
+def verdict(row: dict[str, Any]) -> str:
+    if row["verdict"] == "unclear" and row.get("runs_needed"):
+        return f"unclear (~{row['runs_needed']} blocks)"
+    return str(row["verdict"])
+
+
+def grouped_rows(report: dict[str, Any]) -> list[tuple[tuple[str, str], dict[str, dict[str, Any]]]]:
+    """Rows keyed by (workload, metric), each with its per-variant comparison, in report order."""
+    grouped: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for row in report["rows"]:
+        grouped[(row["workload"], row["metric"])][row["variant"]] = row
+    return list(grouped.items())
+
+
+def compared_variants(report: dict[str, Any]) -> list[str]:
+    return [v for v in report["variants"] if v != report["baseline"]]
+
+
+def failure_lines(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for run in report["failed_runs"]:
+        tail = (run.get("stderr_tail") or "").strip().splitlines()
+        detail = f": {tail[-1]}" if tail else ""
+        lines.append(f"{run['workload']} / {run['variant']} block {run['block']}: {run['status']}, {run['message']}{detail}")
+    return lines
+
+
+def geomean_label(direction: str) -> str:
+    return "geomean (lower is better)" if direction == "lower" else "geomean (higher is better)"

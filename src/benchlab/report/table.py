@@ -1,0 +1,70 @@
+"""The terminal table (rich), printed at the end of `run` and `compare`."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from benchlab.report import cells
+
+STYLE = {"better": "bold green", "worse": "bold red", "same": "dim", "unclear": "yellow", "-": "dim"}
+
+
+def renderable(report: dict[str, Any]) -> Group:
+    baseline = report["baseline"]
+    others = cells.compared_variants(report)
+    title = f"{report['experiment']['name']}: {', '.join(others) or 'no variant'} vs {baseline}"
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("workload")
+    table.add_column("metric")
+    table.add_column(f"{baseline} (median)", justify="right")
+    for v in others:
+        table.add_column(f"{v} (median)", justify="right")
+        table.add_column(f"{v} change [95% CI]", justify="right")
+        table.add_column(f"{v} verdict")
+    for (workload, metric), by_variant in cells.grouped_rows(report):
+        first = next(iter(by_variant.values()))
+        cols: list[str | Text] = [workload, metric, cells.quantity(first["baseline_median"], first["unit"])]
+        for v in others:
+            row = by_variant.get(v)
+            if row is None:
+                cols += ["", "", ""]
+                continue
+            cols += [
+                cells.quantity(row["median"], row["unit"]),
+                cells.change(row["change"], row["change_ci"]),
+                Text(cells.verdict(row), style=STYLE.get(row["verdict"], "")),
+            ]
+        table.add_row(*cols)
+    for g in report["geomean"]:
+        cols = ["", cells.geomean_label(g["direction"]), ""]
+        for v in others:
+            if v == g["variant"]:
+                cols += ["", cells.change(g["change"], g["change_ci"]), Text(g["verdict"], style=STYLE.get(g["verdict"], ""))]
+            else:
+                cols += ["", "", ""]
+        table.add_row(*cols, style="italic")
+    parts: list[Any] = [table]
+    judged = [r for r in report["rows"] if r["verdict"] != "-"]
+    parts.append(
+        Text(
+            f"{len(judged)} comparisons; {report['correction']} correction at alpha={report['alpha']}; "
+            f"same = 90% CI within ±{report['margin']:.1%}",
+            style="dim",
+        )
+    )
+    for line in cells.failure_lines(report):
+        parts.append(Text(f"failed: {line}", style="red"))
+    for line in report["warnings"]:
+        parts.append(Text(f"warning: {line}", style="yellow"))
+    return Group(*parts)
+
+
+def render(report: dict[str, Any]) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=220, color_system=None).print(renderable(report))
+    return buffer.getvalue()

@@ -1,0 +1,158 @@
+"""Executing a plan: per planned run, apply the variant, start the workload,
+wait for it, collect metrics and commit the run before the next one starts.
+
+The runner never computes statistics. Its clock, executor, knob journal and
+progress display are injected, so planning and storage can be tested without
+real timing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from benchlab.errors import SpecError, StoreError, WorkloadFailed
+from benchlab.measure.host import fingerprint
+from benchlab.measure.process import Executor, LocalExecutor
+from benchlab.measure.rusage import usage_metrics
+from benchlab.plan import PlannedRun, make_plan
+from benchlab.spec.models import ExperimentSpec
+from benchlab.store.db import ExperimentRecord, Store, spec_digest
+from benchlab.variants import PreparedVariant
+from benchlab.variants.knobs import KnobJournal
+from benchlab.workloads import Workload, resolve_workload
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A spec checked against this machine: every binary, library, CPU and knob resolved."""
+
+    spec: ExperimentSpec
+    workloads: dict[str, Workload]
+    variants: dict[str, PreparedVariant]
+
+    @classmethod
+    def from_spec(cls, spec: ExperimentSpec) -> Prepared:
+        return cls(
+            spec=spec,
+            workloads={w.name: resolve_workload(w, f"workloads[{i}]") for i, w in enumerate(spec.workloads)},
+            variants={v.name: PreparedVariant.prepare(v, f"variants[{i}]") for i, v in enumerate(spec.variants)},
+        )
+
+    def spec_json(self) -> dict[str, object]:
+        return self.spec.model_dump(mode="json")
+
+
+class Progress(Protocol):
+    def start(self, total: int, done: int) -> None: ...
+
+    def advance(self, run: PlannedRun, status: str) -> None: ...
+
+
+class SilentProgress:
+    def start(self, total: int, done: int) -> None:
+        pass
+
+    def advance(self, run: PlannedRun, status: str) -> None:
+        pass
+
+
+class Runner:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        executor: Executor | None = None,
+        clock: Callable[[], float] = time.time,
+        journal: KnobJournal | None = None,
+        progress: Progress | None = None,
+        host: dict[str, object] | None = None,
+    ) -> None:
+        self.store = store
+        self.executor = executor or LocalExecutor()
+        self.clock = clock
+        self.journal = journal or KnobJournal()
+        self.progress = progress or SilentProgress()
+        self.host = host
+
+    def open_experiment(self, prepared: Prepared, *, resume: bool) -> ExperimentRecord:
+        spec = prepared.spec
+        existing = self.store.find_experiment(spec.name)
+        spec_json = prepared.spec_json()
+        versions = {name: w.version for name, w in prepared.workloads.items()}
+        if existing is None:
+            return self.store.create_experiment(
+                name=spec.name,
+                spec=spec_json,
+                workloads=[(w.name, w.kind, versions[w.name]) for w in spec.workloads],
+                variants=[(v.name, v.model_dump(mode="json"), v.name == spec.baseline_name) for v in spec.variants],
+                created_at=self.clock(),
+            )
+        if not resume:
+            raise StoreError(
+                f"an experiment named '{spec.name}' already exists in {self.store.target}",
+                hint="continue it with --resume, or choose another name",
+            )
+        if existing.spec_hash != spec_digest(json.dumps(spec_json, sort_keys=True)):
+            raise SpecError(
+                f"the spec of '{spec.name}' changed since it started; resuming would mix two experiments",
+                hint="restore the spec or start a new experiment under another name",
+            )
+        changed = [w for w, v in versions.items() if existing.workload_versions.get(w) != v]
+        if changed:
+            raise SpecError(
+                f"workload {', '.join(changed)} changed version since the experiment started (rebuilt binary?)",
+                hint="start a new experiment: results of different versions are never compared",
+            )
+        return existing
+
+    def run(self, prepared: Prepared, *, resume: bool = False) -> ExperimentRecord:
+        self.journal.ensure_clean()
+        spec = prepared.spec
+        exp = self.open_experiment(prepared, resume=resume)
+        host_id = self.store.host_id(self.host if self.host is not None else fingerprint())
+        plan = make_plan(
+            [w.name for w in spec.workloads],
+            [v.name for v in spec.variants],
+            blocks=spec.blocks,
+            warmup=spec.warmup,
+            seed=spec.seed,
+        )
+        stored = self.store.stored_keys(exp, host_id)
+        todo = [p for p in plan if p.key not in stored]
+        self.progress.start(len(plan), len(plan) - len(todo))
+        for planned in todo:
+            status = self._run_one(prepared, exp, host_id, planned)
+            self.progress.advance(planned, status)
+        return exp
+
+    def _run_one(self, prepared: Prepared, exp: ExperimentRecord, host_id: int, planned: PlannedRun) -> str:
+        workload = prepared.workloads[planned.workload]
+        variant = prepared.variants[planned.variant]
+        timeout = workload.spec.timeout or prepared.spec.timeout
+        launch = variant.launch(workload.argv(), cwd=workload.spec.cwd, timeout=timeout)
+        started = self.clock()
+        common = dict(
+            host_id=host_id, workload=planned.workload, variant=planned.variant, block=planned.block,
+            warmup=planned.warmup, position=planned.position, started_at=started,
+        )  # fmt: skip
+        try:
+            try:
+                self.journal.apply(variant.knobs)
+                finished = self.executor.run(launch)
+            finally:
+                self.journal.restore()
+            if not finished.ok:
+                raise finished.failure()
+            metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
+        except WorkloadFailed as failure:
+            self.store.record_run(
+                exp, status=failure.status, exit_code=failure.process_exit_code, message=failure.message,
+                stderr_tail=failure.stderr_tail, ended_at=self.clock(), **common,
+            )  # fmt: skip
+            return failure.status
+        self.store.record_run(exp, status="ok", exit_code=0, metrics=metrics, ended_at=self.clock(), **common)
+        return "ok"

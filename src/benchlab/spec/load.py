@@ -1,0 +1,58 @@
+"""Reading specs from TOML and turning validation failures into one line that names the place."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from benchlab.errors import SpecError
+from benchlab.spec.models import ExperimentSpec
+
+_FRIENDLY = {
+    "extra_forbidden": "unknown key",
+    "missing": "required key is missing",
+}
+
+
+def error_place(loc: tuple[int | str, ...]) -> str:
+    """('variants', 1, 'allocator') -> 'variants[1].allocator'."""
+    place = ""
+    for part in loc:
+        if isinstance(part, int):
+            place += f"[{part}]"
+        elif part.startswith(("function-", "literal[", "list[", "dict[", "str", "int", "float", "bool", "tagged-")):
+            continue  # pydantic names the union branch it tried; a user never wrote that
+        else:
+            place += f".{part}" if place else part
+    return place or "spec"
+
+
+def spec_error(exc: ValidationError, source: str) -> SpecError:
+    errors = exc.errors()
+    first = errors[0]
+    message = _FRIENDLY.get(first["type"], first["msg"])
+    message = message.removeprefix("Value error, ")
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    return SpecError(f"{message}{more}", where=f"{source}: {error_place(tuple(first['loc']))}")
+
+
+def spec_from_dict(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        raise spec_error(exc, source) from None
+
+
+def load_spec(path: Path) -> ExperimentSpec:
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"no spec file at {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot read {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    return spec_from_dict(data, str(path))

@@ -1,0 +1,171 @@
+"""The experiment spec as validated models.
+
+Every field a user can write lives here, with its default and bounds, so a
+spec is checked whole before anything runs and an error can name its place
+(`variants[1].allocator`). Checks that need the machine (is the binary
+there, is the library installed) happen later, in `resolve`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Direction = Literal["lower", "higher", "none"]
+Correction = Literal["bh", "holm", "none"]
+Allocator = Literal["glibc", "jemalloc", "tcmalloc", "mimalloc"]
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a misspelt key must never be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MetricSettings(Strict):
+    """Per-metric overrides: a direction for counters that lack one, a tighter or looser margin."""
+
+    direction: Direction | None = None
+    margin: Annotated[float, Field(gt=0, lt=1)] | None = None
+
+
+def _split_command(value: object) -> object:
+    return shlex.split(value) if isinstance(value, str) else value
+
+
+class WorkloadSpec(Strict):
+    """One workload: exactly one of `builtin`, `gbench` or `command`."""
+
+    name: Name
+    builtin: str | None = None
+    gbench: str | None = None
+    command: list[str] | None = None
+    options: dict[str, int | float | str | bool] = {}
+    args: list[str] = []
+    cwd: str | None = None
+    timeout: Annotated[float, Field(gt=0)] | None = None
+    metrics: dict[str, MetricSettings] = {}
+
+    _split = field_validator("command", mode="before")(_split_command)
+
+    @field_validator("command")
+    @classmethod
+    def _non_empty(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value:
+            raise ValueError("the command is empty")
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> WorkloadSpec:
+        kinds = [k for k in ("builtin", "gbench", "command") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one of builtin, gbench or command")
+        if self.options and self.builtin is None:
+            raise ValueError("options apply to builtin workloads only (use args for the others)")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "builtin" if self.builtin else "gbench" if self.gbench else "command"
+
+
+_CPU_RANGE = re.compile(r"^\d+(-\d+)?$")
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """Parses the kernel's cpu-list syntax ("0-3,6") as taskset and cpusets write it."""
+    cpus: set[int] = set()
+    for part in text.replace(" ", "").split(","):
+        if not _CPU_RANGE.match(part):
+            raise ValueError(f"'{text}' is not a CPU list such as 0-3,6")
+        lo, _, hi = part.partition("-")
+        first, last = int(lo), int(hi or lo)
+        if last < first:
+            raise ValueError(f"'{part}' is a descending range")
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)
+
+
+class VariantSpec(Strict):
+    """One configuration of the system under test; every field is optional."""
+
+    name: Name
+    env: dict[str, str] = {}
+    wrapper: list[str] = []
+    cpus: list[int] | None = None
+    allocator: Allocator | None = None
+    knobs: dict[str, str] = {}
+
+    _split = field_validator("wrapper", mode="before")(_split_command)
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _cpus(cls, value: object) -> object:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return [value]
+        return parse_cpu_list(value) if isinstance(value, str) else value
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus_valid(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and (not value or min(value) < 0):
+            raise ValueError("give at least one CPU number, none negative")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                raise ValueError(f"'{key}' is not an environment variable name")
+        return value
+
+    @field_validator("knobs", mode="before")
+    @classmethod
+    def _knob_values(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for k, v in value.items()}
+        return value
+
+
+class ExperimentSpec(Strict):
+    """A whole experiment: what to run, under which variants, how to judge it."""
+
+    name: Name
+    workloads: Annotated[list[WorkloadSpec], Field(min_length=1)]
+    variants: Annotated[list[VariantSpec], Field(min_length=1)]
+    baseline: str | None = None
+    blocks: Annotated[int, Field(ge=2, le=100_000)] = 10
+    warmup: Annotated[int, Field(ge=0, le=1000)] = 0
+    seed: int = 0
+    alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
+    correction: Correction = "bh"
+    margin: Annotated[float, Field(gt=0, lt=1)] = 0.01
+    timeout: Annotated[float, Field(gt=0)] = 600.0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ExperimentSpec:
+        for label, items in (("workloads", self.workloads), ("variants", self.variants)):
+            seen: set[str] = set()
+            for item in items:
+                if item.name in seen:
+                    raise ValueError(f"two {label} are named '{item.name}'")
+                seen.add(item.name)
+        if self.baseline is not None and self.baseline not in {v.name for v in self.variants}:
+            raise ValueError(f"baseline '{self.baseline}' is not one of the variants")
+        return self
+
+    @property
+    def baseline_name(self) -> str:
+        return self.baseline or self.variants[0].name
+
+    def workload(self, name: str) -> WorkloadSpec:
+        return next(w for w in self.workloads if w.name == name)
+
+    def variant(self, name: str) -> VariantSpec:
+        return next(v for v in self.variants if v.name == name)

@@ -1,0 +1,88 @@
+"""The spec-free quick form: `benchlab compare -w alloc.churn --variant 'je: allocator=jemalloc'`.
+
+A variant is `NAME` or `NAME: key=value key=value ...` (shell quoting allowed
+inside), with keys `allocator`, `cpus`, `wrapper`, `env.VAR` and
+`knobs./proc/sys/...`; a workload is `BUILTIN key=value ...`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from benchlab.errors import SpecError
+from benchlab.spec.load import spec_from_dict
+from benchlab.spec.models import ExperimentSpec
+
+_PLAIN_KEYS = {"allocator", "cpus", "wrapper"}
+_MAPPED_KEYS = {"env", "knobs"}
+
+
+def _pairs(text: str, where: str) -> list[tuple[str, str]]:
+    try:
+        tokens = shlex.split(text)
+    except ValueError as exc:
+        raise SpecError(f"cannot split '{text}': {exc}", where=where) from None
+    pairs = []
+    for token in tokens:
+        key, sep, value = token.partition("=")
+        if not sep or not key:
+            raise SpecError(f"'{token}' is not key=value", where=where)
+        pairs.append((key, value))
+    return pairs
+
+
+def parse_variant(text: str) -> dict[str, Any]:
+    where = f"--variant '{text}'"
+    name, _, rest = text.partition(":")
+    variant: dict[str, Any] = {"name": name.strip()}
+    for key, value in _pairs(rest, where):
+        field, dot, sub = key.partition(".")
+        if field in _MAPPED_KEYS and dot and sub:
+            variant.setdefault(field, {})[sub] = value
+        elif field in _PLAIN_KEYS and not dot:
+            variant[field] = value
+        else:
+            raise SpecError(
+                f"unknown key '{key}' (use allocator=, cpus=, wrapper=, env.VAR=, knobs.PATH=)", where=where
+            )
+    return variant
+
+
+def parse_builtin(text: str) -> dict[str, Any]:
+    name, _, rest = text.strip().partition(" ")
+    options = dict(_pairs(rest, f"-w '{text}'"))
+    return {"name": name, "builtin": name, "options": options}
+
+
+def quick_spec(
+    *,
+    name: str,
+    builtins: list[str],
+    commands: list[str],
+    gbench: list[str],
+    variants: list[str],
+    blocks: int,
+    warmup: int,
+    seed: int,
+    baseline: str | None,
+    timeout: float,
+) -> ExperimentSpec:
+    """Builds the same spec a TOML file would give, so both forms share every check."""
+    workloads: list[dict[str, Any]] = [parse_builtin(b) for b in builtins]
+    workloads += [{"name": f"cmd{i + 1}" if len(commands) > 1 else "cmd", "command": c} for i, c in enumerate(commands)]
+    workloads += [{"name": f"gbench{i + 1}" if len(gbench) > 1 else "gbench", "gbench": g} for i, g in enumerate(gbench)]
+    if not workloads:
+        raise SpecError("give at least one workload: -w BUILTIN, --cmd 'COMMAND' or --gbench BINARY")
+    data: dict[str, Any] = {
+        "name": name,
+        "workloads": workloads,
+        "variants": [parse_variant(v) for v in variants] or [{"name": "base"}],
+        "blocks": blocks,
+        "warmup": warmup,
+        "seed": seed,
+        "timeout": timeout,
+    }
+    if baseline:
+        data["baseline"] = baseline
+    return spec_from_dict(data, "command line")

@@ -1,0 +1,1 @@
+"""Statistics: estimators, tests, corrections, verdicts and the experiment-level analysis."""

@@ -1,0 +1,226 @@
+"""Judging an experiment: per workload x metric x variant, the centre, the change against
+the baseline with its interval, the test, the correction and the verdict.
+
+Changes are estimated on the log scale (ratios, so a 5% change means the
+same on every metric) and reported as fractions: exp(x) - 1. Runs pair up
+within a block on one host; where they cannot pair (results merged from
+different hosts, partners missing), the two-sample test and shift are used.
+Metrics with zero or negative values cannot be logged; their change is the
+shift of the raw values relative to the baseline median.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from benchlab.stats.correction import adjust
+from benchlab.stats.estimators import (
+    NAN,
+    hodges_lehmann_paired,
+    hodges_lehmann_two_sample,
+    median_ci,
+    rank_sum_p,
+    signed_rank_p,
+)
+from benchlab.stats.verdict import NOT_JUDGED, min_pairs_to_decide, runs_needed, verdict
+
+PairKey = tuple[int, int]  # (host, block)
+
+
+@dataclass(frozen=True)
+class Settings:
+    baseline: str
+    alpha: float = 0.05
+    correction: str = "bh"
+    margin: float = 0.01
+    margins: dict[tuple[str, str], float] = field(default_factory=dict)  # (workload, metric) -> margin
+
+
+@dataclass
+class Series:
+    """All sample values of one metric of one workload, by variant and pairing key."""
+
+    workload: str
+    metric: str
+    unit: str
+    direction: str
+    values: dict[str, dict[PairKey, float]]
+
+
+@dataclass
+class Row:
+    workload: str
+    metric: str
+    unit: str
+    direction: str
+    variant: str
+    n: int
+    median: float
+    median_ci: tuple[float, float]
+    baseline_median: float
+    change: float
+    change_ci: tuple[float, float]
+    change_ci90: tuple[float, float]
+    pairs: int
+    test: str
+    p: float
+    q: float = NAN
+    verdict: str = NOT_JUDGED
+    runs_needed: int | None = None
+    log_scale: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload, "metric": self.metric, "unit": self.unit, "direction": self.direction,
+            "variant": self.variant, "n": self.n, "pairs": self.pairs, "median": _num(self.median),
+            "median_ci": _pair(self.median_ci), "baseline_median": _num(self.baseline_median),
+            "change": _num(self.change), "change_ci": _pair(self.change_ci), "change_ci90": _pair(self.change_ci90),
+            "test": self.test, "p": _num(self.p), "q": _num(self.q), "verdict": self.verdict,
+            "runs_needed": self.runs_needed,
+        }  # fmt: skip
+
+
+@dataclass
+class GeomeanRow:
+    variant: str
+    direction: str
+    metrics: int
+    blocks: int
+    change: float
+    change_ci: tuple[float, float]
+    p: float
+    verdict: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant, "direction": self.direction, "metrics": self.metrics, "blocks": self.blocks,
+            "change": _num(self.change), "change_ci": _pair(self.change_ci), "p": _num(self.p), "verdict": self.verdict,
+        }  # fmt: skip
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def _pair(p: tuple[float, float]) -> list[float | None]:
+    return [_num(p[0]), _num(p[1])]
+
+
+def _to_fraction(x: float) -> float:
+    return math.expm1(x) if not math.isnan(x) else NAN
+
+
+def _compare(series: Series, variant: str, settings: Settings) -> Row:
+    base = series.values.get(settings.baseline, {})
+    mine = series.values.get(variant, {})
+    keys = sorted(set(base) & set(mine))
+    b_all = np.array(list(base.values()), dtype=float)
+    v_all = np.array(list(mine.values()), dtype=float)
+    med, lo, hi = median_ci(v_all)
+    base_med = float(np.median(b_all)) if len(b_all) else NAN
+    paired = len(keys) >= 2 and len(keys) >= 0.5 * min(len(b_all), len(v_all))
+    log_scale = bool(len(b_all) and len(v_all) and b_all.min() > 0 and v_all.min() > 0)
+    if paired:
+        b = np.array([base[k] for k in keys])
+        v = np.array([mine[k] for k in keys])
+        d = np.log(v) - np.log(b) if log_scale else v - b
+        est, clo, chi = hodges_lehmann_paired(d, 0.95)
+        _, c90lo, c90hi = hodges_lehmann_paired(d, 0.90)
+        p, test = signed_rank_p(d), "wilcoxon"
+    else:
+        x = np.log(v_all) if log_scale else v_all
+        y = np.log(b_all) if log_scale else b_all
+        est, clo, chi = hodges_lehmann_two_sample(x, y, 0.95)
+        _, c90lo, c90hi = hodges_lehmann_two_sample(x, y, 0.90)
+        p, test = rank_sum_p(x, y), "mann-whitney"
+    if log_scale:
+        to_frac = _to_fraction
+    else:
+        scale = base_med if base_med and not math.isnan(base_med) else NAN
+
+        def to_frac(x: float) -> float:
+            if x == 0:
+                return 0.0
+            return x / scale if not math.isnan(scale) else NAN
+
+    return Row(
+        workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
+        variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
+        change=to_frac(est), change_ci=(to_frac(clo), to_frac(chi)), change_ci90=(to_frac(c90lo), to_frac(c90hi)),
+        pairs=len(keys) if paired else 0, test=test, p=p, log_scale=log_scale,
+    )  # fmt: skip
+
+
+def _describe(series: Series, variant: str) -> Row:
+    values = np.array(list(series.values.get(variant, {}).values()), dtype=float)
+    med, lo, hi = median_ci(values)
+    return Row(
+        workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
+        variant=variant, n=len(values), median=med, median_ci=(lo, hi), baseline_median=med,
+        change=NAN, change_ci=(NAN, NAN), change_ci90=(NAN, NAN), pairs=0, test="none", p=NAN,
+    )  # fmt: skip
+
+
+def _geomeans(series_list: list[Series], settings: Settings, variants: list[str]) -> list[GeomeanRow]:
+    """Per variant and direction: the mean log ratio over judged metrics within each pairing key,
+    then the same paired estimate and test as a single metric gets."""
+    out = []
+    for variant in variants:
+        for direction in ("lower", "higher"):
+            per_key: dict[PairKey, list[float]] = defaultdict(list)
+            count = 0
+            for s in series_list:
+                if s.direction != direction:
+                    continue
+                base, mine = s.values.get(settings.baseline, {}), s.values.get(variant, {})
+                pairs = [(base[k], mine[k]) for k in set(base) & set(mine)]
+                if len(pairs) < 2 or min(min(p) for p in pairs) <= 0:
+                    continue
+                count += 1
+                for k in set(base) & set(mine):
+                    per_key[k].append(math.log(mine[k]) - math.log(base[k]))
+            complete = [np.mean(v) for v in per_key.values() if len(v) == count]
+            if count == 0 or len(complete) < 2:
+                continue
+            d = np.array(complete)
+            est, lo, hi = hodges_lehmann_paired(d, 0.95)
+            _, lo90, hi90 = hodges_lehmann_paired(d, 0.90)
+            p = signed_rank_p(d)
+            ci = (_to_fraction(lo), _to_fraction(hi))
+            v = verdict(
+                direction=direction, change=_to_fraction(est), ci=ci,
+                ci90=(_to_fraction(lo90), _to_fraction(hi90)), q=p, alpha=settings.alpha, margin=settings.margin,
+            )  # fmt: skip
+            out.append(GeomeanRow(variant, direction, count, len(d), _to_fraction(est), ci, p, v))
+    return out
+
+
+def judge(series_list: list[Series], variants: list[str], settings: Settings) -> tuple[list[Row], list[GeomeanRow]]:
+    """Rows for every non-baseline variant of every series, corrected together, with verdicts."""
+    others = [v for v in variants if v != settings.baseline]
+    if not others:  # a lone variant is measured, not compared
+        return [_describe(s, settings.baseline) for s in series_list], []
+    rows = [_compare(s, v, settings) for s in series_list for v in others]
+    judged = [r for r in rows if r.direction != "none"]
+    for row, q in zip(judged, adjust([r.p for r in judged], settings.correction), strict=True):
+        row.q = q
+    minimum = min_pairs_to_decide(settings.alpha, len(judged) if settings.correction != "none" else 1)
+    for row in judged:
+        margin = settings.margins.get((row.workload, row.metric), settings.margin)
+        row.verdict = verdict(
+            direction=row.direction, change=row.change, ci=row.change_ci, ci90=row.change_ci90,
+            q=row.q, alpha=settings.alpha, margin=margin,
+        )  # fmt: skip
+        if row.verdict == "unclear":
+            row.runs_needed = runs_needed(
+                n=max(row.pairs, row.n), change=row.change,
+                half_width=(row.change_ci[1] - row.change_ci[0]) / 2,
+                half_width90=(row.change_ci90[1] - row.change_ci90[0]) / 2,
+                margin=margin, minimum=minimum,
+            )  # fmt: skip
+    return rows, _geomeans(series_list, settings, others)

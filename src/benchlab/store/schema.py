@@ -1,0 +1,114 @@
+"""The one schema, for SQLite and PostgreSQL alike (SQLAlchemy Core).
+
+One row per run, one per metric value; a run is committed the moment it
+ends. The unique key on run (experiment, host, workload, variant, block,
+warm-up) is what makes `--resume` and redelivered fleet tasks unable to store
+a run twice; `uuid` makes an imported bundle unable to add a run twice.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
+
+host = Table(
+    "host",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("hash", String(64), nullable=False, unique=True),
+    Column("fingerprint", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+experiment = Table(
+    "experiment",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(100), nullable=False, unique=True),
+    Column("spec", Text, nullable=False),
+    Column("spec_hash", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+workload = Table(
+    "workload",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("experiment_id", ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(100), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("version", Text, nullable=False),
+    UniqueConstraint("experiment_id", "name"),
+)
+
+variant = Table(
+    "variant",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("experiment_id", ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(100), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("config", Text, nullable=False),
+    Column("is_baseline", Boolean, nullable=False),
+    UniqueConstraint("experiment_id", "name"),
+)
+
+run = Table(
+    "run",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("uuid", String(36), nullable=False, unique=True),
+    Column("experiment_id", ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
+    Column("workload_id", ForeignKey("workload.id", ondelete="CASCADE"), nullable=False),
+    Column("variant_id", ForeignKey("variant.id", ondelete="CASCADE"), nullable=False),
+    Column("host_id", ForeignKey("host.id"), nullable=False),
+    Column("block", Integer, nullable=False),
+    Column("warmup", Boolean, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False, default=1),
+    Column("status", String(10), nullable=False),  # ok | failed | timeout
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float, nullable=False),
+    Column("exit_code", Integer),
+    Column("message", Text),
+    Column("stderr_tail", Text),
+    Column("workload_version", Text, nullable=False),
+    UniqueConstraint("experiment_id", "host_id", "workload_id", "variant_id", "block", "warmup", name="run_once"),
+)
+
+metric = Table(
+    "metric",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", ForeignKey("run.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("value", Float, nullable=False),
+    Column("unit", String(20), nullable=False),
+    Column("direction", String(6), nullable=False),
+    Index("metric_by_run", "run_id"),
+)
+
+bundle_import = Table(
+    "bundle_import",
+    metadata,
+    Column("bundle_id", String(36), primary_key=True),
+    Column("experiment_id", ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
+    Column("imported_at", Float, nullable=False),
+)

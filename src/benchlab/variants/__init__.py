@@ -1,0 +1,38 @@
+"""Variants: each field of a variant spec turned into what the runner needs to launch under it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from benchlab.measure.process import Launch, environment
+from benchlab.spec.models import VariantSpec
+from benchlab.variants.allocator import preload_for
+from benchlab.variants.cpus import affinity_for
+from benchlab.variants.knobs import validate_knob_path
+from benchlab.variants.wrapper import wrapper_argv
+
+
+@dataclass(frozen=True)
+class PreparedVariant:
+    """A variant checked against this machine and resolved to concrete paths."""
+
+    spec: VariantSpec
+    env: dict[str, str]
+    wrapper: list[str]
+    cpus: frozenset[int] | None
+    knobs: dict[str, str]
+
+    @classmethod
+    def prepare(cls, spec: VariantSpec, where: str) -> PreparedVariant:
+        preload = preload_for(spec.allocator, f"{where}.allocator")
+        return cls(
+            spec=spec,
+            env=environment(os.environ, spec.env, preload),
+            wrapper=wrapper_argv(spec.wrapper, f"{where}.wrapper"),
+            cpus=affinity_for(spec.cpus, f"{where}.cpus"),
+            knobs={validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()},
+        )
+
+    def launch(self, argv: list[str], *, cwd: str | None, timeout: float) -> Launch:
+        return Launch(argv=(*self.wrapper, *argv), env=self.env, cwd=cwd, cpus=self.cpus, timeout=timeout)

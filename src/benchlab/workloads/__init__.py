@@ -1,0 +1,18 @@
+"""Workload kinds: built-in (the probe), any Google Benchmark binary, any command."""
+
+from __future__ import annotations
+
+from benchlab.spec.models import WorkloadSpec
+from benchlab.workloads.base import Workload
+from benchlab.workloads.command import CommandWorkload
+from benchlab.workloads.gbench import GbenchWorkload
+from benchlab.workloads.probe import ProbeWorkload
+
+
+def resolve_workload(spec: WorkloadSpec, where: str) -> Workload:
+    """Checks a workload against the machine (binary present, options known) before anything runs."""
+    kinds = {"builtin": ProbeWorkload, "gbench": GbenchWorkload, "command": CommandWorkload}
+    return kinds[spec.kind].resolve(spec, where)
+
+
+__all__ = ["Workload", "resolve_workload"]

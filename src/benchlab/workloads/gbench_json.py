@@ -1,0 +1,87 @@
+"""Google Benchmark JSON into metrics, for the probe and for any third-party binary.
+
+Repetitions inside one process are reduced to their median (aggregate rows
+are not samples); `error_occurred` or `skipped` entries fail the run, since a
+benchmark that did not run cannot give a number.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from benchlab.errors import WorkloadFailed
+from benchlab.metrics import Direction, Metric
+
+_NOT_COUNTERS = {
+    "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+    "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
+    "aggregate_name", "aggregate_unit", "error_occurred", "error_message", "skipped", "skip_message",
+    "label", "checksum", "benchlab", "items_per_second", "bytes_per_second", "big_o", "rms",
+}  # fmt: skip
+
+
+def parse_document(stdout: bytes) -> dict[str, Any]:
+    text = stdout.decode(errors="replace")
+    start = text.find("{")  # some binaries print a banner before the JSON
+    try:
+        doc = json.loads(text[start:]) if start >= 0 else None
+    except json.JSONDecodeError as exc:
+        raise WorkloadFailed(f"the benchmark's output is not Google Benchmark JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise WorkloadFailed("the benchmark's output has no 'benchmarks' array")
+    return doc
+
+
+def _standard_fields(entry: Mapping[str, Any]) -> list[tuple[str, float, str, Direction]]:
+    unit = str(entry.get("time_unit", "ns"))
+    fields: list[tuple[str, float, str, Direction]] = [
+        ("real_time", float(entry["real_time"]), unit, "lower"),
+        ("cpu_time", float(entry["cpu_time"]), unit, "lower"),
+    ]
+    for rate, rate_unit in (("items_per_second", "1/s"), ("bytes_per_second", "B/s")):
+        if isinstance(entry.get(rate), int | float):
+            fields.append((rate, float(entry[rate]), rate_unit, "higher"))
+    extras = entry.get("benchlab") if isinstance(entry.get("benchlab"), dict) else {}
+    for key, value in entry.items():
+        if key in _NOT_COUNTERS or not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        info = extras.get(key, {}) if isinstance(extras.get(key), dict) else {}
+        direction = info.get("direction", "none")
+        fields.append((key, float(value), str(info.get("unit", "")), direction if direction in ("lower", "higher") else "none"))
+    return fields
+
+
+def benchmark_metrics(doc: Mapping[str, Any], directions: Mapping[str, Direction] | None = None) -> list[Metric]:
+    """One metric per (benchmark, field); the benchmark prefix is dropped when there is only one."""
+    directions = directions or {}
+    per_run: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for entry in doc["benchmarks"]:
+        if not isinstance(entry, dict) or entry.get("run_type") == "aggregate":
+            continue
+        name = str(entry.get("run_name") or entry.get("name"))
+        if entry.get("error_occurred") or entry.get("skipped"):
+            reason = entry.get("error_message") or entry.get("skip_message") or "no reason given"
+            raise WorkloadFailed(f"benchmark {name} reported an error: {reason}")
+        per_run[name].append(entry)
+    if not per_run:
+        raise WorkloadFailed("the benchmark reported no results (check its filter)")
+    metrics = []
+    for name, entries in per_run.items():
+        collected: dict[str, list[float]] = defaultdict(list)
+        units: dict[str, tuple[str, Direction]] = {}
+        try:
+            for entry in entries:
+                for field, value, unit, direction in _standard_fields(entry):
+                    collected[field].append(value)
+                    units[field] = (unit, direction)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise WorkloadFailed(f"benchmark {name} has a malformed entry ({exc})") from None
+        for field, values in collected.items():
+            metric = field if len(per_run) == 1 else f"{name}:{field}"
+            unit, direction = units[field]
+            metrics.append(Metric(metric, statistics.median(values), unit, directions.get(metric, direction)))
+    return metrics
