@@ -78,3 +78,35 @@ impl Digest {
         format!("{:016x}", self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(pairs: &[(&str, &str)]) -> Options {
+        Options { values: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+    }
+
+    #[test]
+    fn integers_accept_suffixes_and_underscores() {
+        let o = opts(&[("a", "256k"), ("b", "1_000"), ("c", "2M")]);
+        assert_eq!(o.u64("a").unwrap(), 256 * 1024);
+        assert_eq!(o.u64("b").unwrap(), 1000);
+        assert_eq!(o.u64("c").unwrap(), 2 * 1024 * 1024);
+    }
+
+    #[test]
+    fn bad_and_out_of_range_values_name_the_option() {
+        let o = opts(&[("threads", "-1"), ("ops", "0")]);
+        assert!(o.u64("threads").unwrap_err().contains("--threads"));
+        assert!(o.bounded("ops", 1, 10).unwrap_err().contains("outside"));
+    }
+
+    #[test]
+    fn digest_is_fnv1a() {
+        let mut d = Digest::new();
+        d.word(0);
+        // FNV-1a of eight zero bytes
+        assert_eq!(d.hex(), "a8c7f832281a39c5");
+    }
+}

@@ -194,3 +194,38 @@ impl Workload for AllocChurn {
         }])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_stay_within_bounds() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        for _ in 0..100_000 {
+            let s = draw_size(rng.next_u64(), 256 * 1024);
+            assert!((16..=256 * 1024).contains(&s));
+        }
+    }
+
+    #[test]
+    fn churn_is_deterministic_and_seed_dependent() {
+        let a = churn(1, 0, 20_000, 512, 100_000).unwrap().0;
+        let b = churn(1, 0, 20_000, 512, 100_000).unwrap().0;
+        let c = churn(2, 0, 20_000, 512, 100_000).unwrap().0;
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn verify_catches_a_changed_byte() {
+        let mut buf = vec![0u8; 64];
+        let b = Block { ptr: buf.as_mut_ptr(), size: 64, tag: 0x1234_5678_9abc_def1 };
+        unsafe {
+            fill(&b);
+            assert!(verify(&b, 64).is_ok());
+            *b.ptr.add(20) ^= 0xff;
+            assert!(verify(&b, 64).is_err());
+        }
+    }
+}

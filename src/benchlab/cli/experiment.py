@@ -12,19 +12,20 @@ import typer
 from benchlab.cli.console import err, out
 from benchlab.cli.options import Db, Format
 from benchlab.cli.progress import BarProgress
-from benchlab.cli.results import print_report
 from benchlab.report import check_format
-from benchlab.runner import Prepared, Runner
 from benchlab.spec import ExperimentSpec, load_spec
 from benchlab.spec.quick import quick_spec
-from benchlab.stats.experiment import analyze
-from benchlab.store import Store
 
 
 def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str) -> None:
+    # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
+    from benchlab.cli.results import open_store, print_report
+    from benchlab.runner import Prepared, Runner
+    from benchlab.stats.experiment import analyze
+
     check_format(fmt)
     prepared = Prepared.from_spec(spec)  # every check against the machine happens before the first run
-    store = Store(db)
+    store = open_store(db)
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume)
     analysis = analyze(store.load(exp))

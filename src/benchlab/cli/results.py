@@ -6,7 +6,7 @@ import datetime
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -15,9 +15,9 @@ from benchlab.cli.console import err, out
 from benchlab.cli.options import Db, Format
 from benchlab.report import check_format, render
 from benchlab.report import table as table_report
-from benchlab.stats.experiment import analyze
-from benchlab.store import Store
-from benchlab.store.bundle import export_bundle, import_bundle, read_bundle
+
+if TYPE_CHECKING:
+    from benchlab.store import Store
 
 
 def print_report(report: dict[str, Any], fmt: str) -> None:
@@ -27,6 +27,12 @@ def print_report(report: dict[str, Any], fmt: str) -> None:
         text = render(report, fmt)
         out.file.write(text)
         out.file.flush()
+
+
+def open_store(db: str | None) -> Store:
+    from benchlab.store import Store  # SQLAlchemy loads only for commands that need the database
+
+    return Store(db)
 
 
 def _when(ts: float | None) -> str:
@@ -39,14 +45,16 @@ def report(
     fmt: Format = "table",
 ) -> None:
     """Print an experiment's verdict table (table, md, json or csv)."""
+    from benchlab.stats.experiment import analyze  # scipy loads only for commands that judge
+
     check_format(fmt)
-    store = Store(db)
+    store = open_store(db)
     print_report(analyze(store.load(store.require_experiment(name))).as_dict(), fmt)
 
 
 def list_(db: Db = None) -> None:
     """List stored experiments."""
-    store = Store(db)
+    store = open_store(db)
     rows = store.list_experiments()
     table = Table(title=f"experiments in {store.target}", title_justify="left")
     for col in ("name", "created", "runs", "failed", "last run"):
@@ -58,7 +66,7 @@ def list_(db: Db = None) -> None:
 
 def show(name: Annotated[str, typer.Argument()], db: Db = None) -> None:
     """Show an experiment's spec, hosts and runs."""
-    store = Store(db)
+    store = open_store(db)
     data = store.load(store.require_experiment(name))
     out.print_json(json.dumps(data.experiment.spec))
     for host_id, fp in data.hosts.items():
@@ -84,7 +92,9 @@ def export(
     db: Db = None,
 ) -> None:
     """Write an experiment, raw values included, to a JSON bundle."""
-    bundle = export_bundle(Store(db), name)
+    from benchlab.store.bundle import export_bundle
+
+    bundle = export_bundle(open_store(db), name)
     path = output or Path(f"{name}.benchlab.json")
     path.write_text(json.dumps(bundle))
     err.print(f"wrote {len(bundle['runs'])} runs to {path}", highlight=False)
@@ -92,7 +102,9 @@ def export(
 
 def import_(bundle: Annotated[Path, typer.Argument(help="a bundle written by `benchlab export`")], db: Db = None) -> None:
     """Merge a bundle from another machine into this database."""
-    name, added = import_bundle(Store(db), read_bundle(bundle))
+    from benchlab.store.bundle import import_bundle, read_bundle
+
+    name, added = import_bundle(open_store(db), read_bundle(bundle))
     err.print(f"imported {added} runs into '{name}'", highlight=False)
 
 

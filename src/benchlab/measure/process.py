@@ -1,7 +1,6 @@
 """Starting one workload process and reading the kernel's account of it.
 
-Wall time brackets the process from spawn to exit (CLOCK_MONOTONIC, read
-immediately around the spawn and the exit notification); user, sys, max RSS,
+Wall time is taken in native code around fork and wait4; user, sys, max RSS,
 faults and context switches come from wait4(), which sums the process and
 every descendant it waited for. Nothing is timed in a Python loop.
 """
@@ -9,6 +8,7 @@ every descendant it waited for. Nothing is timed in a Python loop.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -17,9 +17,10 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from benchlab.errors import WorkloadFailed
+from benchlab.locate import probe_path
 
 STDERR_TAIL_BYTES = 4000
 
@@ -94,31 +95,42 @@ def _read_all(f: tempfile._TemporaryFileWrapper[bytes]) -> bytes:
 
 
 class LocalExecutor:
-    """Runs processes on this machine.
+    """Runs processes on this machine through the probe's launcher.
 
-    Output goes to temporary files rather than pipes, so the wait needs no
-    reader thread and a chatty process cannot block on a full pipe. The child
-    leads its own session so a timeout can kill the whole tree, and stragglers
-    left in its process group are killed after it exits so they cannot disturb
-    the next run.
+    The launcher (`benchlab-probe launch`) forks the workload, times it and
+    reports its wait4() account on a pipe: a command spawned straight from
+    this interpreter would inherit its max-RSS watermark. Output goes to
+    temporary files, so a chatty process cannot block on a full pipe. The
+    launcher leads its own session, so a timeout kills the whole tree, and
+    stragglers left in the group are killed after the run so they cannot
+    disturb the next one.
     """
 
+    def __init__(self, launcher: Sequence[str] | None = None) -> None:
+        self.launcher = list(launcher) if launcher is not None else None
+
     def run(self, launch: Launch) -> Finished:
+        launcher = self.launcher if self.launcher is not None else [probe_path(), "launch"]
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            pid, start, end, status, ru, timed_out = self._spawn_and_wait(launch, out, err)
+            account, timed_out = self._spawn_and_wait(launcher, launch, out, err)
+            if account is None:
+                if not timed_out:
+                    tail = _read_all(err)[-STDERR_TAIL_BYTES:].decode(errors="replace")
+                    raise WorkloadFailed("the launcher reported nothing", stderr_tail=tail)
+                account = {"wall_ns": int(launch.timeout * 1e9)}
             usage = Usage(
-                wall_s=(end - start) / 1e9,
-                user_s=ru.ru_utime,
-                sys_s=ru.ru_stime,
-                max_rss_kib=ru.ru_maxrss,
-                minor_faults=ru.ru_minflt,
-                major_faults=ru.ru_majflt,
-                voluntary_switches=ru.ru_nvcsw,
-                involuntary_switches=ru.ru_nivcsw,
+                wall_s=account.get("wall_ns", 0) / 1e9,
+                user_s=account.get("user_ns", 0) / 1e9,
+                sys_s=account.get("sys_ns", 0) / 1e9,
+                max_rss_kib=account.get("max_rss_kib", 0),
+                minor_faults=account.get("minor_faults", 0),
+                major_faults=account.get("major_faults", 0),
+                voluntary_switches=account.get("voluntary_switches", 0),
+                involuntary_switches=account.get("involuntary_switches", 0),
             )
             return Finished(
-                exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-                signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                exit_code=account.get("exit_code"),
+                signal=account.get("signal"),
                 timed_out=timed_out,
                 usage=usage,
                 stdout=_read_all(out),
@@ -127,42 +139,45 @@ class LocalExecutor:
 
     @staticmethod
     def _spawn_and_wait(
-        launch: Launch, out: tempfile._TemporaryFileWrapper[bytes], err: tempfile._TemporaryFileWrapper[bytes]
-    ) -> tuple[int, int, int, int, os.struct_rusage, bool]:
+        launcher: list[str], launch: Launch, out: tempfile._TemporaryFileWrapper[bytes], err: tempfile._TemporaryFileWrapper[bytes]
+    ) -> tuple[dict[str, Any] | None, bool]:
+        read_end, write_end = os.pipe()
+        argv = [*launcher, "--result-fd", str(write_end), "--", *launch.argv]
         # Children inherit the spawning thread's affinity; the runner's own mask is restored at once.
         saved = os.sched_getaffinity(0) if launch.cpus is not None else None
         try:
             if launch.cpus is not None:
                 os.sched_setaffinity(0, launch.cpus)
-            start = time.monotonic_ns()
             proc = subprocess.Popen(
-                list(launch.argv),
+                argv,
                 env=dict(launch.env),
                 cwd=launch.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
+                pass_fds=(write_end,),
             )
         except OSError as exc:
-            raise WorkloadFailed(f"cannot start {launch.argv[0]}: {exc.strerror or exc}") from None
+            raise WorkloadFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
         finally:
+            os.close(write_end)
             if saved is not None:
                 os.sched_setaffinity(0, saved)
         try:
             timed_out = not _wait_exit(proc.pid, launch.timeout)
         except BaseException:  # Ctrl-C or SIGTERM in the runner: take the tree down with us
             _kill_group(proc.pid)
-            os.wait4(proc.pid, 0)
-            proc.returncode = -1
+            proc.wait()
+            os.close(read_end)
             raise
-        end = time.monotonic_ns()
         if timed_out:
             _kill_group(proc.pid)
-        _, status, ru = os.wait4(proc.pid, 0)
-        proc.returncode = status  # reaped here; keep Popen from trying again
+        proc.wait()
         _kill_group(proc.pid)
-        return proc.pid, start, end, status, ru, timed_out
+        with os.fdopen(read_end, "rb") as result:
+            text = result.read()
+        return (json.loads(text) if text.strip() and not timed_out else None), timed_out
 
 
 def _wait_exit(pid: int, timeout: float) -> bool:
@@ -196,3 +211,4 @@ def environment(base: Mapping[str, str], overrides: Mapping[str, str], preload: 
     if preload:
         env["LD_PRELOAD"] = " ".join([*preload, *filter(None, [env.get("LD_PRELOAD", "")])])
     return env
+

@@ -57,3 +57,11 @@ def failure_lines(report: dict[str, Any]) -> list[str]:
 
 def geomean_label(direction: str) -> str:
     return "geomean (lower is better)" if direction == "lower" else "geomean (higher is better)"
+
+
+def geomean_by_direction(report: dict[str, Any]) -> list[tuple[str, dict[str, dict[str, Any]]]]:
+    """One line per direction, with each variant's geometric-mean change."""
+    grouped: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for g in report["geomean"]:
+        grouped[g["direction"]][g["variant"]] = g
+    return list(grouped.items())

@@ -25,10 +25,11 @@ def render(report: dict[str, Any]) -> str:
                 else ["", "", ""]
             )
         lines.append("| " + " | ".join(cols) + " |")
-    for g in report["geomean"]:
-        cols = ["", f"*{cells.geomean_label(g['direction'])}*", ""]
+    for direction, by_variant in cells.geomean_by_direction(report):
+        cols = ["", f"*{cells.geomean_label(direction)}*", ""]
         for v in others:
-            cols += ["", cells.change(g["change"], g["change_ci"]), g["verdict"]] if v == g["variant"] else ["", "", ""]
+            g = by_variant.get(v)
+            cols += ["", cells.change(g["change"], g["change_ci"]), g["verdict"]] if g else ["", "", ""]
         lines.append("| " + " | ".join(cols) + " |")
     lines += ["", f"{report['correction']} correction at alpha={report['alpha']}; same = 90% CI within ±{report['margin']:.1%}"]
     lines += [f"- failed: {line}" for line in cells.failure_lines(report)]

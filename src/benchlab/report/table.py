@@ -40,13 +40,11 @@ def renderable(report: dict[str, Any]) -> Group:
                 Text(cells.verdict(row), style=STYLE.get(row["verdict"], "")),
             ]
         table.add_row(*cols)
-    for g in report["geomean"]:
-        cols = ["", cells.geomean_label(g["direction"]), ""]
+    for direction, by_variant in cells.geomean_by_direction(report):
+        cols = ["", cells.geomean_label(direction), ""]
         for v in others:
-            if v == g["variant"]:
-                cols += ["", cells.change(g["change"], g["change_ci"]), Text(g["verdict"], style=STYLE.get(g["verdict"], ""))]
-            else:
-                cols += ["", "", ""]
+            g = by_variant.get(v)
+            cols += ["", cells.change(g["change"], g["change_ci"]), Text(g["verdict"], style=STYLE.get(g["verdict"], ""))] if g else ["", "", ""]
         table.add_row(*cols, style="italic")
     parts: list[Any] = [table]
     judged = [r for r in report["rows"] if r["verdict"] != "-"]

@@ -4,36 +4,17 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
+from benchlab.locate import probe_path
 from benchlab.measure.process import Finished
 from benchlab.metrics import Metric
 from benchlab.spec.models import WorkloadSpec
 from benchlab.workloads.base import metric_directions
 from benchlab.workloads.gbench_json import benchmark_metrics, parse_document
-
-
-def probe_path() -> str:
-    """BENCHLAB_PROBE, else the probe installed beside this interpreter, else PATH."""
-    explicit = os.environ.get("BENCHLAB_PROBE")
-    if explicit:
-        if not os.access(explicit, os.X_OK):
-            raise EnvironmentProblem(f"BENCHLAB_PROBE={explicit} is not an executable file")
-        return explicit
-    beside = Path(sys.executable).parent / "benchlab-probe"
-    if os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("benchlab-probe")
-    if found:
-        return found
-    raise EnvironmentProblem("benchlab-probe is not installed", hint="reinstall benchlab with `uv sync`, or set BENCHLAB_PROBE")
 
 
 @functools.cache

@@ -1,0 +1,86 @@
+//! `benchlab-probe launch -- COMMAND...`: starts one workload process and
+//! reports the kernel's account of it.
+//!
+//! benchlab starts every run through this small launcher rather than from
+//! the Python runner itself: Linux carries the max-RSS watermark of the
+//! process that calls exec into the child's rusage, so a command spawned
+//! straight from a 100+ MiB interpreter would report the interpreter's
+//! footprint. Wall time is taken here too, around fork and wait4, in native
+//! code. The result is one JSON line written to --result-fd (default 3).
+
+use serde_json::json;
+use std::ffi::CString;
+use std::io::Write;
+use std::os::fd::FromRawFd;
+use std::time::Instant;
+
+pub fn launch(argv: &[String], result_fd: i32) -> i32 {
+    if argv.is_empty() {
+        eprintln!("benchlab-probe launch: no command given");
+        return 2;
+    }
+    let cargs: Vec<CString> = match argv.iter().map(|a| CString::new(a.as_bytes())).collect() {
+        Ok(v) => v,
+        Err(_) => {
+            eprintln!("benchlab-probe launch: an argument contains a NUL byte");
+            return 2;
+        }
+    };
+    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let start = Instant::now();
+    // SAFETY: the launcher is single-threaded; the child only calls exec and _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        eprintln!("benchlab-probe launch: fork: {}", std::io::Error::last_os_error());
+        return 1;
+    }
+    if pid == 0 {
+        unsafe {
+            libc::close(result_fd);
+            libc::execvp(ptrs[0], ptrs.as_ptr());
+            let msg = format!("benchlab-probe launch: cannot execute {}: {}\n", argv[0], std::io::Error::last_os_error());
+            libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
+            libc::_exit(127);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child into a zeroed rusage we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            break;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            eprintln!("benchlab-probe launch: wait4: {}", std::io::Error::last_os_error());
+            return 1;
+        }
+    }
+    let wall_ns = start.elapsed().as_nanos() as u64;
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    let (exit_code, signal) = if libc::WIFEXITED(status) {
+        (Some(libc::WEXITSTATUS(status)), None)
+    } else {
+        (None, Some(libc::WTERMSIG(status)))
+    };
+    let line = json!({
+        "wall_ns": wall_ns,
+        "user_ns": tv(ru.ru_utime),
+        "sys_ns": tv(ru.ru_stime),
+        "max_rss_kib": ru.ru_maxrss,
+        "minor_faults": ru.ru_minflt,
+        "major_faults": ru.ru_majflt,
+        "voluntary_switches": ru.ru_nvcsw,
+        "involuntary_switches": ru.ru_nivcsw,
+        "exit_code": exit_code,
+        "signal": signal,
+    });
+    // SAFETY: result_fd is the pipe benchlab passes; if it is not open the write fails and we say so.
+    let mut result = unsafe { std::fs::File::from_raw_fd(result_fd) };
+    if writeln!(result, "{line}").is_err() {
+        eprintln!("benchlab-probe launch: file descriptor {result_fd} is not open for the result");
+        return 1;
+    }
+    0
+}

@@ -1,0 +1,36 @@
+"""Shared fixtures: a private results database and knob journal per test, and the real CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHLAB = str(Path(sys.executable).parent / "benchlab")
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test touches the user's database or journal."""
+    monkeypatch.setenv("BENCHLAB_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("BENCHLAB_DB", str(tmp_path / "results.db"))
+    return tmp_path
+
+
+def cli(*args: str, check: bool = False, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs the installed `benchlab` executable, as a user would."""
+    proc = subprocess.run([BENCHLAB, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=os.environ.copy())
+    if check and proc.returncode != 0:
+        raise AssertionError(f"benchlab {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+def need(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        pytest.skip(f"{tool} is not installed (the README's test command installs it)")
+    return path

@@ -1,0 +1,96 @@
+"""Estimators and tests against published worked examples and known distributions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from benchlab.stats.correction import adjust
+from benchlab.stats.estimators import (
+    _signed_rank_cdf,
+    hodges_lehmann_paired,
+    hodges_lehmann_two_sample,
+    median_ci,
+    signed_rank_critical,
+    signed_rank_p,
+)
+
+# Hollander, Wolfe & Chicken, Example 3.1 (Hamilton depression scale, before x and after y).
+X = np.array([1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30])
+Y = np.array([0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29])
+
+
+def test_hodges_lehmann_matches_the_worked_example() -> None:
+    est, lo, hi = hodges_lehmann_paired(Y - X, 0.95)
+    assert est == pytest.approx(-0.46)
+    assert (lo, hi) == pytest.approx((-0.786, -0.010))  # the textbook's interval for this n
+
+
+def test_signed_rank_p_matches_the_worked_example() -> None:
+    assert signed_rank_p(Y - X) == pytest.approx(0.0391, abs=1e-4)
+
+
+def test_signed_rank_distribution_matches_brute_force() -> None:
+    n = 8
+    sums = [sum(r + 1 for r in range(n) if mask >> r & 1) for mask in range(2**n)]
+    counts = np.bincount(sums) / 2**n
+    assert np.allclose(_signed_rank_cdf(n), np.cumsum(counts))
+
+
+def test_signed_rank_critical_values_match_tables() -> None:
+    # Two-sided 5%: published lower critical values T <= c-1 (n=6..10: 0, 2, 3, 5, 8)
+    assert [signed_rank_critical(n, 0.95) - 1 for n in range(6, 11)] == [0, 2, 3, 5, 8]
+    assert signed_rank_critical(5, 0.95) == 0  # no 95% interval with five pairs
+
+
+def test_paired_interval_covers_the_true_shift_95_percent_of_the_time() -> None:
+    rng = np.random.default_rng(7)
+    hits = 0
+    trials = 2000
+    for _ in range(trials):
+        d = rng.standard_t(df=4, size=12) + 0.3
+        _, lo, hi = hodges_lehmann_paired(d, 0.95)
+        hits += lo <= 0.3 <= hi
+    assert 0.93 <= hits / trials <= 0.985  # discrete intervals are slightly conservative
+
+
+def test_median_interval_coverage_on_a_skewed_distribution() -> None:
+    rng = np.random.default_rng(3)
+    true_median = np.exp(0.0)  # lognormal(0, 1)
+    hits = sum(
+        lo <= true_median <= hi for lo, hi in (median_ci(rng.lognormal(0, 1, size=25))[1:] for _ in range(2000))
+    )
+    assert 0.94 <= hits / 2000 <= 0.99
+
+
+def test_median_interval_is_nan_when_too_few_samples() -> None:
+    med, lo, hi = median_ci(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    assert med == 3.0 and np.isnan(lo) and np.isnan(hi)
+
+
+def test_two_sample_shift_recovers_a_known_shift() -> None:
+    rng = np.random.default_rng(11)
+    x = rng.normal(5.0, 1.0, 60)
+    y = rng.normal(4.0, 1.0, 60)
+    est, lo, hi = hodges_lehmann_two_sample(x, y)
+    assert lo < 1.0 < hi
+    assert est == pytest.approx(np.median(np.subtract.outer(x, y)))
+
+
+def test_benjamini_hochberg_and_holm_by_hand() -> None:
+    p = [0.01, 0.04, 0.03, 0.005]
+    # BH: sorted 0.005, 0.01, 0.03, 0.04 -> 0.02, 0.02, 0.04, 0.04
+    assert adjust(p, "bh") == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    # Holm: 4*0.005=0.02, 3*0.01=0.03, 2*0.03=0.06, 1*0.04 -> max-accumulated 0.06
+    assert adjust(p, "holm") == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert adjust(p, "none") == p
+
+
+def test_scipy_agrees_with_our_exact_distribution() -> None:
+    d = np.array([0.3, -0.1, 0.5, 0.7, 0.2, 0.9, -0.4, 0.6, 0.8, 1.1])
+    ranks = stats.rankdata(np.abs(d))
+    t_plus = ranks[d > 0].sum()
+    t_min = min(t_plus, len(d) * (len(d) + 1) / 2 - t_plus)
+    exact = min(1.0, 2 * _signed_rank_cdf(len(d))[int(t_min)])
+    assert signed_rank_p(d) == pytest.approx(exact)

@@ -1,0 +1,68 @@
+"""Malformed specs: one line naming the place, exit code 2, nothing run, no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli
+
+GOOD = """
+name = "ok"
+[[workloads]]
+name = "t"
+command = ["true"]
+[[variants]]
+name = "a"
+"""
+
+BAD = {
+    "unknown top key": ('name = "x"\nblockz = 3\n[[workloads]]\nname="t"\ncommand=["true"]\n[[variants]]\nname="a"\n', "blockz"),
+    "bad allocator": (GOOD + '[[variants]]\nname = "b"\nallocator = "jemaloc"\n', "variants[1].allocator"),
+    "two kinds": ('name = "x"\n[[workloads]]\nname="t"\ncommand=["true"]\nbuiltin="alloc.churn"\n[[variants]]\nname="a"\n', "workloads[0]"),
+    "missing binary": ('name = "x"\n[[workloads]]\nname="t"\ncommand=["no-such-program-xyz"]\n[[variants]]\nname="a"\n', "workloads[0].command"),
+    "unknown builtin": ('name = "x"\n[[workloads]]\nname="t"\nbuiltin="cpu.nothing"\n[[variants]]\nname="a"\n', "workloads[0].builtin"),
+    "unknown option": ('name = "x"\n[[workloads]]\nname="t"\nbuiltin="alloc.churn"\noptions={thread=2}\n[[variants]]\nname="a"\n', "options.thread"),
+    "bad toml": ('name = "x\n', "not valid TOML"),
+    "blocks too few": (GOOD.replace('name = "ok"', 'name = "ok"\nblocks = 1'), "blocks"),
+    "bad baseline": (GOOD.replace('name = "ok"', 'name = "ok"\nbaseline = "zz"'), "baseline"),
+    "duplicate variant": (GOOD + '[[variants]]\nname = "a"\n', "two variants"),
+    "knob outside sys": (GOOD + '[[variants]]\nname = "b"\nknobs = { "/etc/passwd" = "x" }\n', "variants[1].knobs"),
+    "knob with dotdot": (GOOD + '[[variants]]\nname = "b"\nknobs = { "/proc/sys/../../etc/passwd" = "x" }\n', "'..'"),
+    "bad cpus": (GOOD + '[[variants]]\nname = "b"\ncpus = "3-1"\n', "variants[1].cpus"),
+    "cpu not here": (GOOD + '[[variants]]\nname = "b"\ncpus = [4096]\n', "variants[1].cpus"),
+    "wrong type": (GOOD.replace('name = "ok"', 'name = "ok"\nblocks = "ten"'), "blocks"),
+    "missing gbench": ('name = "x"\n[[workloads]]\nname="g"\ngbench="./nope"\n[[variants]]\nname="a"\n', "workloads[0].gbench"),
+    "empty workloads": ('name = "x"\nworkloads = []\n[[variants]]\nname="a"\n', "workloads"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_malformed_spec_is_one_line_exit_2(case: str, tmp_path: Path) -> None:
+    text, expected = BAD[case]
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    proc = cli("run", str(spec))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert expected in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert cli("list").stdout.count(" x ") == 0  # nothing was stored
+
+
+def test_quick_form_errors_name_the_flag() -> None:
+    proc = cli("compare", "-w", "alloc.churn", "--variant", "je: alocator=jemalloc")
+    assert proc.returncode == 2 and "alocator" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    proc = cli("compare", "--variant", "a")
+    assert proc.returncode == 2 and "at least one workload" in proc.stderr
+
+
+def test_missing_allocator_names_the_debian_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchlab.errors import SpecError
+    from benchlab.variants import allocator
+
+    monkeypatch.setattr(allocator, "find_library", lambda name: None)
+    with pytest.raises(SpecError, match="apt-get install libjemalloc2"):
+        allocator.preload_for("jemalloc", "variants[1].allocator")
