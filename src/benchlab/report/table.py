@@ -39,13 +39,13 @@ def renderable(report: dict[str, Any]) -> Group:
                 cells.change(row["change"], row["change_ci"]),
                 Text(cells.verdict(row), style=STYLE.get(row["verdict"], "")),
             ]
-        table.add_row(*cols)
+        table.add_row(*map(_plain, cols))
     for direction, by_variant in cells.geomean_by_direction(report):
         cols = ["", cells.geomean_label(direction), ""]
         for v in others:
             g = by_variant.get(v)
             cols += ["", cells.change(g["change"], g["change_ci"]), Text(g["verdict"], style=STYLE.get(g["verdict"], ""))] if g else ["", "", ""]
-        table.add_row(*cols, style="italic")
+        table.add_row(*map(_plain, cols), style="italic")
     parts: list[Any] = [table]
     judged = [r for r in report["rows"] if r["verdict"] != "-"]
     parts.append(
@@ -60,6 +60,11 @@ def renderable(report: dict[str, Any]) -> Group:
     for line in report["warnings"]:
         parts.append(Text(f"warning: {line}", style="yellow"))
     return Group(*parts)
+
+
+def _plain(cell: str | Text) -> Text:
+    """Cells are data, never markup: "[n/a]" must print as written."""
+    return cell if isinstance(cell, Text) else Text(cell)
 
 
 def render(report: dict[str, Any]) -> str:
