@@ -22,7 +22,7 @@ Y = np.array([0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29])
 
 
 def test_hodges_lehmann_matches_the_worked_example() -> None:
-    est, lo, hi = hodges_lehmann_paired(Y - X, 0.95)
+    est, [(lo, hi)] = hodges_lehmann_paired(Y - X, (0.95,))
     assert est == pytest.approx(-0.46)
     assert (lo, hi) == pytest.approx((-0.786, -0.010))  # the textbook's interval for this n
 
@@ -50,7 +50,7 @@ def test_paired_interval_covers_the_true_shift_95_percent_of_the_time() -> None:
     trials = 2000
     for _ in range(trials):
         d = rng.standard_t(df=4, size=12) + 0.3
-        _, lo, hi = hodges_lehmann_paired(d, 0.95)
+        _, [(lo, hi)] = hodges_lehmann_paired(d, (0.95,))
         hits += lo <= 0.3 <= hi
     assert 0.93 <= hits / trials <= 0.985  # discrete intervals are slightly conservative
 
@@ -73,7 +73,7 @@ def test_two_sample_shift_recovers_a_known_shift() -> None:
     rng = np.random.default_rng(11)
     x = rng.normal(5.0, 1.0, 60)
     y = rng.normal(4.0, 1.0, 60)
-    est, lo, hi = hodges_lehmann_two_sample(x, y)
+    est, [(lo, hi)] = hodges_lehmann_two_sample(x, y)
     assert lo < 1.0 < hi
     assert est == pytest.approx(np.median(np.subtract.outer(x, y)))
 
@@ -94,3 +94,19 @@ def test_scipy_agrees_with_our_exact_distribution() -> None:
     t_min = min(t_plus, len(d) * (len(d) + 1) / 2 - t_plus)
     exact = min(1.0, 2 * _signed_rank_cdf(len(d))[int(t_min)])
     assert signed_rank_p(d) == pytest.approx(exact)
+
+
+@pytest.mark.parametrize("n", [40, 700, 2500])
+def test_selection_of_pairwise_order_statistics_is_exact(n: int) -> None:
+    from benchlab.stats.selection import difference_order_statistics, walsh_order_statistics
+
+    rng = np.random.default_rng(n)
+    d = np.round(rng.standard_t(3, size=n), 2)  # ties included
+    i, j = np.triu_indices(n)
+    walsh = np.sort((d[i] + d[j]) / 2)
+    ranks = [1, 2, len(walsh) // 3, len(walsh) // 2, len(walsh) // 2 + 1, len(walsh) - 5, len(walsh)]
+    assert walsh_order_statistics(d, ranks) == [walsh[r - 1] for r in ranks]
+    x, y = rng.lognormal(size=n), rng.normal(size=n + 3)
+    diffs = np.sort(np.subtract.outer(x, y).ravel())
+    ranks = [1, len(diffs) // 7, len(diffs) // 2, len(diffs)]
+    assert difference_order_statistics(x, y, ranks) == [diffs[r - 1] for r in ranks]

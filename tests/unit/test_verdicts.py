@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchlab.plan import make_plan
-from benchlab.stats.analysis import Series, Settings, judge
+from benchlab.stats.analysis import Series, Settings, judge, pair_key
 from benchlab.stats.verdict import runs_needed, verdict
 
 SETTINGS = Settings(baseline="A", alpha=0.05, correction="bh", margin=0.01)
@@ -21,12 +21,14 @@ def simulate(rng: np.random.Generator, *, metrics: int, blocks: int, noise: floa
     plan = make_plan(["w"], ["A", "B"], blocks=blocks, warmup=0, seed=int(rng.integers(1 << 30)))
     series = []
     for m in range(metrics):
-        values: dict[str, dict[tuple[int, int], float]] = {"A": {}, "B": {}}
+        values: dict[str, tuple[list[int], list[float]]] = {"A": ([], []), "B": ([], [])}
         for run in plan:
             t = run.position / len(plan)
             log_value = 3.0 + drift * t + rng.normal(0, noise) + (shifts[m] if run.variant == "B" else 0.0)
-            values[run.variant][(1, run.block)] = float(np.exp(log_value))
-        series.append(Series("w", f"m{m}", "s", "lower", values))
+            values[run.variant][0].append(pair_key(1, run.block))
+            values[run.variant][1].append(float(np.exp(log_value)))
+        arrays = {v: (np.array(k, dtype=np.int64), np.array(x)) for v, (k, x) in values.items()}
+        series.append(Series("w", f"m{m}", "s", "lower", arrays))
     return series
 
 

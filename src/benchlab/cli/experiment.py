@@ -29,7 +29,7 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str) -> 
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume)
     analysis = analyze(store.load(exp))
-    print_report(analysis.as_dict(), fmt)
+    print_report(analysis.as_dict(with_runs=fmt == "json"), fmt)
     err.print(f"stored as '{exp.name}' in {store.target}", style="dim", highlight=False)
 
 

@@ -49,7 +49,7 @@ def report(
 
     check_format(fmt)
     store = open_store(db)
-    print_report(analyze(store.load(store.require_experiment(name))).as_dict(), fmt)
+    print_report(analyze(store.load(store.require_experiment(name))).as_dict(with_runs=fmt == "json"), fmt)
 
 
 def list_(db: Db = None) -> None:

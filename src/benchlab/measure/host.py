@@ -93,13 +93,14 @@ def noise_warnings(fp: dict[str, Any], *, live: bool = True) -> list[tuple[str, 
     `live` adds readings of this moment (load), which a stored fingerprint lacks."""
     warnings = []
     load = os.getloadavg()[0]
-    if live and load > 0.3 * fp["cpus_online"]:
+    fp = {key: fp.get(key) for key in ("cpus_online", "governor", "boost", "virtualization", "smt", "thp")}
+    if live and load > 0.3 * (fp["cpus_online"] or 1):
         warnings.append((f"load average is {load:.2f} on {fp['cpus_online']} CPUs", "stop other work before measuring"))
     if fp["governor"] not in (None, "performance"):
         warnings.append((f"CPU frequency governor is '{fp['governor']}'", "cpupower frequency-set -g performance"))
     if fp["boost"] == "on":
         warnings.append(("CPU boost is on: clocks vary with temperature", "disable turbo/boost in sysfs or firmware"))
-    if fp["virtualization"] != "none":
+    if fp["virtualization"] not in (None, "none"):
         warnings.append((f"running under virtualisation: {fp['virtualization']}", "compare only runs from the same VM, as ratios"))
     if fp["smt"]:
         warnings.append(("SMT is on: sibling threads share a core", "pin workloads with cpus=, or echo off > /sys/devices/system/cpu/smt/control"))

@@ -12,7 +12,6 @@ shift of the raw values relative to the baseline median.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +28,13 @@ from benchlab.stats.estimators import (
 )
 from benchlab.stats.verdict import NOT_JUDGED, min_pairs_to_decide, runs_needed, verdict
 
-PairKey = tuple[int, int]  # (host, block)
+LEVELS = (0.95, 0.90)  # the change's interval, and the one TOST compares with the margin
+
+KEY_SHIFT = 32  # pairing key = host << 32 | block
+
+
+def pair_key(host: int, block: int) -> int:
+    return (host << KEY_SHIFT) | block
 
 
 @dataclass(frozen=True)
@@ -43,13 +48,24 @@ class Settings:
 
 @dataclass
 class Series:
-    """All sample values of one metric of one workload, by variant and pairing key."""
+    """All sample values of one metric of one workload: per variant, pairing keys and values
+    as arrays (keys unique per variant), so that 100,000 runs judge in a blink."""
 
     workload: str
     metric: str
     unit: str
     direction: str
-    values: dict[str, dict[PairKey, float]]
+    values: dict[str, tuple[np.ndarray, np.ndarray]]
+
+    def of(self, variant: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.values.get(variant, (np.empty(0, dtype=np.int64), np.empty(0)))
+
+    def paired(self, baseline: str, variant: str) -> tuple[np.ndarray, np.ndarray]:
+        """Baseline and variant values of the keys both have, aligned."""
+        kb, vb = self.of(baseline)
+        kv, vv = self.of(variant)
+        _, ib, iv = np.intersect1d(kb, kv, assume_unique=True, return_indices=True)
+        return vb[ib], vv[iv]
 
 
 @dataclass
@@ -116,27 +132,21 @@ def _to_fraction(x: float) -> float:
 
 
 def _compare(series: Series, variant: str, settings: Settings) -> Row:
-    base = series.values.get(settings.baseline, {})
-    mine = series.values.get(variant, {})
-    keys = sorted(set(base) & set(mine))
-    b_all = np.array(list(base.values()), dtype=float)
-    v_all = np.array(list(mine.values()), dtype=float)
+    _, b_all = series.of(settings.baseline)
+    _, v_all = series.of(variant)
+    b, v = series.paired(settings.baseline, variant)
     med, lo, hi = median_ci(v_all)
     base_med = float(np.median(b_all)) if len(b_all) else NAN
-    paired = len(keys) >= 2 and len(keys) >= 0.5 * min(len(b_all), len(v_all))
+    paired = len(b) >= 2 and len(b) >= 0.5 * min(len(b_all), len(v_all))
     log_scale = bool(len(b_all) and len(v_all) and b_all.min() > 0 and v_all.min() > 0)
     if paired:
-        b = np.array([base[k] for k in keys])
-        v = np.array([mine[k] for k in keys])
         d = np.log(v) - np.log(b) if log_scale else v - b
-        est, clo, chi = hodges_lehmann_paired(d, 0.95)
-        _, c90lo, c90hi = hodges_lehmann_paired(d, 0.90)
+        est, (ci, ci90) = hodges_lehmann_paired(d, LEVELS)
         p, test = signed_rank_p(d), "wilcoxon"
     else:
         x = np.log(v_all) if log_scale else v_all
         y = np.log(b_all) if log_scale else b_all
-        est, clo, chi = hodges_lehmann_two_sample(x, y, 0.95)
-        _, c90lo, c90hi = hodges_lehmann_two_sample(x, y, 0.90)
+        est, (ci, ci90) = hodges_lehmann_two_sample(x, y, LEVELS)
         p, test = rank_sum_p(x, y), "mann-whitney"
     if log_scale:
         to_frac = _to_fraction
@@ -151,13 +161,13 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
     return Row(
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
         variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
-        change=to_frac(est), change_ci=(to_frac(clo), to_frac(chi)), change_ci90=(to_frac(c90lo), to_frac(c90hi)),
-        pairs=len(keys) if paired else 0, test=test, p=p, log_scale=log_scale,
+        change=to_frac(est), change_ci=(to_frac(ci[0]), to_frac(ci[1])), change_ci90=(to_frac(ci90[0]), to_frac(ci90[1])),
+        pairs=len(b) if paired else 0, test=test, p=p, log_scale=log_scale,
     )  # fmt: skip
 
 
 def _describe(series: Series, variant: str) -> Row:
-    values = np.array(list(series.values.get(variant, {}).values()), dtype=float)
+    _, values = series.of(variant)
     med, lo, hi = median_ci(values)
     return Row(
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
@@ -167,36 +177,39 @@ def _describe(series: Series, variant: str) -> Row:
 
 
 def _geomeans(series_list: list[Series], settings: Settings, variants: list[str]) -> list[GeomeanRow]:
-    """Per variant and direction: the mean log ratio over judged metrics within each pairing key,
-    then the same paired estimate and test as a single metric gets."""
+    """Per variant and direction: the mean log ratio over judged metrics within each pairing key
+    (keys where every such metric has a pair), then the same paired estimate and test as a metric gets."""
     out = []
     for variant in variants:
         for direction in ("lower", "higher"):
-            per_key: dict[PairKey, list[float]] = defaultdict(list)
-            count = 0
+            keys, ratios = [], []
             for s in series_list:
                 if s.direction != direction:
                     continue
-                base, mine = s.values.get(settings.baseline, {}), s.values.get(variant, {})
-                pairs = [(base[k], mine[k]) for k in set(base) & set(mine)]
-                if len(pairs) < 2 or min(min(p) for p in pairs) <= 0:
+                kb, vb = s.of(settings.baseline)
+                kv, vv = s.of(variant)
+                common, ib, iv = np.intersect1d(kb, kv, assume_unique=True, return_indices=True)
+                if len(common) < 2 or min(vb[ib].min(), vv[iv].min()) <= 0:
                     continue
-                count += 1
-                for k in set(base) & set(mine):
-                    per_key[k].append(math.log(mine[k]) - math.log(base[k]))
-            complete = [np.mean(v) for v in per_key.values() if len(v) == count]
-            if count == 0 or len(complete) < 2:
+                keys.append(common)
+                ratios.append(np.log(vv[iv]) - np.log(vb[ib]))
+            if not keys:
                 continue
-            d = np.array(complete)
-            est, lo, hi = hodges_lehmann_paired(d, 0.95)
-            _, lo90, hi90 = hodges_lehmann_paired(d, 0.90)
+            unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+            counts = np.bincount(inverse, minlength=len(unique))
+            sums = np.bincount(inverse, weights=np.concatenate(ratios), minlength=len(unique))
+            d = (sums / np.maximum(counts, 1))[counts == len(keys)]
+            if len(d) < 2:
+                continue
+            est, (ci_log, ci90_log) = hodges_lehmann_paired(d, LEVELS)
             p = signed_rank_p(d)
-            ci = (_to_fraction(lo), _to_fraction(hi))
+            ci = (_to_fraction(ci_log[0]), _to_fraction(ci_log[1]))
             v = verdict(
                 direction=direction, change=_to_fraction(est), ci=ci,
-                ci90=(_to_fraction(lo90), _to_fraction(hi90)), q=p, alpha=settings.alpha, margin=settings.margin,
+                ci90=(_to_fraction(ci90_log[0]), _to_fraction(ci90_log[1])), q=p, alpha=settings.alpha,
+                margin=settings.margin,
             )  # fmt: skip
-            out.append(GeomeanRow(variant, direction, count, len(d), _to_fraction(est), ci, p, v))
+            out.append(GeomeanRow(variant, direction, len(keys), len(d), _to_fraction(est), ci, p, v))
     return out
 
 

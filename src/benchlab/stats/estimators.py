@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats
+
+from benchlab.stats.selection import difference_order_statistics, walsh_order_statistics
 
 NAN = float("nan")
 EXACT_SIGNED_RANK_MAX_N = 200
@@ -29,11 +32,22 @@ def median_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, fl
     if n == 0:
         return NAN, NAN, NAN
     med = float(np.median(x))
-    tail = (1 - level) / 2
-    k = int(np.searchsorted(stats.binom.cdf(np.arange(n), n, 0.5), tail, side="right"))
+    k = _median_rank(n, level)
     if k < 1:
         return med, NAN, NAN
     return med, float(x[k - 1]), float(x[n - k])
+
+
+@functools.cache
+def _median_rank(n: int, level: float) -> int:
+    """Largest k with P(B <= k - 1) <= (1 - level) / 2 for B ~ Binomial(n, 1/2); 0 if none."""
+    tail = (1 - level) / 2
+    k = int(stats.binom.ppf(tail, n, 0.5))  # smallest q with P(B <= q) >= tail
+    while k > 0 and stats.binom.cdf(k - 1, n, 0.5) > tail:
+        k -= 1
+    while stats.binom.cdf(k, n, 0.5) <= tail:
+        k += 1
+    return k
 
 
 @functools.cache
@@ -59,35 +73,52 @@ def signed_rank_critical(n: int, level: float) -> int:
     return max(0, int(math.floor(mean - stats.norm.ppf(1 - tail) * sd)))
 
 
-def hodges_lehmann_paired(d: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-    """Median of the Walsh averages, with the interval read from the signed-rank distribution."""
+Interval = tuple[float, float]
+
+
+def _median_ranks(total: int) -> list[int]:
+    return [(total + 1) // 2] if total % 2 else [total // 2, total // 2 + 1]
+
+
+def _estimate_and_intervals(
+    total: int, criticals: list[int], order_statistics: Callable[[list[int]], list[float]]
+) -> tuple[float, list[Interval]]:
+    """The median of the implicit values and, per critical c, the interval [c-th, (total-c+1)-th]."""
+    mids = _median_ranks(total)
+    bounds = [r for c in criticals if c >= 1 for r in (c, total - c + 1)]
+    values = dict(zip(sorted(set(mids + bounds)), order_statistics(sorted(set(mids + bounds))), strict=True))
+    est = float(np.mean([values[r] for r in mids]))
+    intervals = [(values[c], values[total - c + 1]) if c >= 1 else (NAN, NAN) for c in criticals]
+    return est, intervals
+
+
+def hodges_lehmann_paired(d: np.ndarray, levels: tuple[float, ...] = (0.95,)) -> tuple[float, list[Interval]]:
+    """Median of the Walsh averages, with an interval per level read from the signed-rank distribution."""
     d = np.asarray(d, dtype=float)
     n = len(d)
     if n == 0:
-        return NAN, NAN, NAN
-    i, j = np.triu_indices(n)
-    walsh = np.sort((d[i] + d[j]) / 2)
-    est = float(np.median(walsh))
-    c = signed_rank_critical(n, level)
-    if c < 1:
-        return est, NAN, NAN
-    return est, float(walsh[c - 1]), float(walsh[len(walsh) - c])
+        return NAN, [(NAN, NAN) for _ in levels]
+    total = n * (n + 1) // 2
+    criticals = [signed_rank_critical(n, level) for level in levels]
+    return _estimate_and_intervals(total, criticals, lambda ranks: walsh_order_statistics(d, ranks))
 
 
-def hodges_lehmann_two_sample(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-    """Shift of x over y: median of all x_i - y_j, interval from the normal approximation to U."""
+def rank_sum_critical(m: int, n: int, level: float) -> int:
+    """Critical count for the two-sample interval, from the normal approximation to U."""
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    return int(math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
+
+
+def hodges_lehmann_two_sample(
+    x: np.ndarray, y: np.ndarray, levels: tuple[float, ...] = (0.95,)
+) -> tuple[float, list[Interval]]:
+    """Shift of x over y: median of all x_i - y_j, with an interval per level."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    m, n = len(x), len(y)
-    if m == 0 or n == 0:
-        return NAN, NAN, NAN
-    diffs = np.sort(np.subtract.outer(x, y).ravel())
-    est = float(np.median(diffs))
-    z = stats.norm.ppf(1 - (1 - level) / 2)
-    c = int(math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
-    if c < 1:
-        return est, NAN, NAN
-    return est, float(diffs[c - 1]), float(diffs[len(diffs) - c])
+    if len(x) == 0 or len(y) == 0:
+        return NAN, [(NAN, NAN) for _ in levels]
+    criticals = [rank_sum_critical(len(x), len(y), level) for level in levels]
+    return _estimate_and_intervals(len(x) * len(y), criticals, lambda ranks: difference_order_statistics(x, y, ranks))
 
 
 def signed_rank_p(d: np.ndarray) -> float:

@@ -7,15 +7,13 @@ can read too.
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from benchlab.measure.host import noise_warnings
-from benchlab.stats.analysis import GeomeanRow, Row, Series, Settings, judge
+from benchlab.stats.analysis import GeomeanRow, Row, Series, Settings, judge, pair_key
 from benchlab.store.db import ExperimentData, RunRecord
 
 REPORT_SCHEMA = "benchlab.report/1"
@@ -29,14 +27,20 @@ class Analysis:
     variants: list[str]
     rows: list[Row]
     geomean: list[GeomeanRow]
-    runs: list[RunRecord]
+    data: ExperimentData
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def runs(self) -> list[RunRecord]:
+        return self.data.runs
 
     @property
     def failed_runs(self) -> list[RunRecord]:
         return [r for r in self.runs if r.status != "ok"]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, *, with_runs: bool = True) -> dict[str, Any]:
+        """The JSON report; `with_runs` adds every run's raw values (left out where only the table is drawn)."""
+        values = self.data.run_values() if with_runs else {}
         return {
             "schema": REPORT_SCHEMA,
             "experiment": self.experiment,
@@ -47,23 +51,18 @@ class Analysis:
             "correction": self.settings.correction,
             "rows": [r.as_dict() for r in self.rows],
             "geomean": [g.as_dict() for g in self.geomean],
-            "failed_runs": [_run_dict(r, values=False) for r in self.failed_runs],
+            "failed_runs": [_run_dict(r) for r in self.failed_runs],
             "warnings": self.warnings,
-            "runs": [_run_dict(r, values=True) for r in self.runs],
+            "runs": [{**_run_dict(r), "metrics": values[r.id]} for r in self.runs] if with_runs else [],
         }
 
 
-def _run_dict(run: RunRecord, *, values: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _run_dict(run: RunRecord) -> dict[str, Any]:
+    return {
         "workload": run.workload, "variant": run.variant, "block": run.block, "warmup": run.warmup,
         "host": run.host_id, "status": run.status, "exit_code": run.exit_code, "message": run.message,
-        "started_at": run.started_at, "ended_at": run.ended_at,
+        "stderr_tail": run.stderr_tail, "started_at": run.started_at, "ended_at": run.ended_at,
     }  # fmt: skip
-    if values:
-        out["metrics"] = run.values
-    else:
-        out["stderr_tail"] = run.stderr_tail
-    return out
 
 
 def settings_from_spec(spec: dict[str, Any]) -> Settings:
@@ -84,23 +83,45 @@ def settings_from_spec(spec: dict[str, Any]) -> Settings:
 
 
 def build_series(data: ExperimentData) -> tuple[list[Series], list[str]]:
-    """Sample values by (workload, metric); warm-ups, failures and other workload versions left out."""
-    values: dict[tuple[str, str], dict[str, dict[tuple[int, int], float]]] = defaultdict(lambda: defaultdict(dict))
-    skipped_versions = 0
-    for run in data.runs:
-        if run.warmup or run.status != "ok":
-            continue
-        if run.workload_version != data.experiment.workload_versions.get(run.workload):
-            skipped_versions += 1
-            continue
-        for name, value in run.values.items():
-            values[(run.workload, name)][run.variant][(run.host_id, run.block)] = value
-    series = []
-    for (workload, metric), by_variant in values.items():
-        unit, direction = data.metric_info.get((workload, metric), ("", "none"))
-        series.append(Series(workload, metric, unit, direction, {v: dict(k) for v, k in by_variant.items()}))
+    """Sample values by (workload, metric); warm-ups, failures and other workload versions left out.
+
+    Works on the metric columns with numpy: a report on 100,000 runs must not loop over a
+    million values in Python.
+    """
+    exp = data.experiment
+    workloads, variants, names = list(exp.workload_ids), list(exp.variant_ids), data.metrics.names
+    if not data.runs or not names:
+        return [], []
+    w_index = {w: i for i, w in enumerate(workloads)}
+    v_index = {v: i for i, v in enumerate(variants)}
+    ids = np.array([r.id for r in data.runs], dtype=np.int64)
+    run_w = np.array([w_index[r.workload] for r in data.runs])
+    run_v = np.array([v_index[r.variant] for r in data.runs])
+    run_key = np.array([pair_key(r.host_id, r.block) for r in data.runs], dtype=np.int64)
+    current = [r.workload_version == exp.workload_versions.get(r.workload) for r in data.runs]
+    usable = np.array([r.status == "ok" and not r.warmup and ok for r, ok in zip(data.runs, current, strict=True)])
+    skipped_versions = sum(not ok for r, ok in zip(data.runs, current, strict=True) if r.status == "ok" and not r.warmup)
+    order = np.argsort(ids)
+    pos = order[np.searchsorted(ids[order], data.metrics.run_ids)]
+    keep = usable[pos]
+    pos = pos[keep]
+    group = (run_w[pos] * len(names) + data.metrics.name_codes[keep]) * len(variants) + run_v[pos]
+    by_group = np.argsort(group, kind="stable")
+    group, keys, values = group[by_group], run_key[pos][by_group], data.metrics.values[keep][by_group]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(group)) + 1])
+    ends = np.concatenate([starts[1:], [len(group)]])
+    series: dict[tuple[int, int], Series] = {}
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        rest, v = divmod(int(group[start]), len(variants))
+        w, code = divmod(rest, len(names))
+        workload, metric = workloads[w], names[code]
+        if (w, code) not in series:
+            unit, direction = data.metric_info.get((workload, metric), ("", "none"))
+            series[(w, code)] = Series(workload, metric, unit, direction, {})
+        series[(w, code)].values[variants[v]] = (keys[start:end], values[start:end])
+    ordered = [series[k] for k in sorted(series, key=lambda k: (k[0], names[k[1]]))]
     warnings = [f"{skipped_versions} run(s) of another workload version were left out"] if skipped_versions else []
-    return series, warnings
+    return ordered, warnings
 
 
 def _spread_warnings(series: list[Series], baseline: str) -> list[str]:
@@ -108,7 +129,7 @@ def _spread_warnings(series: list[Series], baseline: str) -> list[str]:
     for s in series:
         if s.direction == "none" or s.metric not in ("wall", "real_time", "cpu_time", "items_per_second"):
             continue
-        x = np.array(list(s.values.get(baseline, {}).values()), dtype=float)
+        _, x = s.of(baseline)
         if len(x) < 3 or np.median(x) <= 0:
             continue
         spread = 1.4826 * float(np.median(np.abs(x - np.median(x)))) / float(np.median(x))
@@ -122,8 +143,6 @@ def analyze(data: ExperimentData) -> Analysis:
     settings = settings_from_spec(spec)
     variants = list(data.experiment.variant_ids)
     series, warnings = build_series(data)
-    series.sort(key=lambda s: ([w["name"] for w in spec["workloads"]].index(s.workload) if s.workload in
-                               data.experiment.workload_ids else math.inf, s.metric))  # fmt: skip
     rows, geomean = judge(series, variants, settings)
     failed = [r for r in data.runs if r.status != "ok"]
     if failed:
@@ -140,4 +159,4 @@ def analyze(data: ExperimentData) -> Analysis:
         "hosts": {str(k): v for k, v in data.hosts.items()},
         "workload_versions": data.experiment.workload_versions,
     }
-    return Analysis(experiment, settings, variants, rows, geomean, data.runs, warnings)
+    return Analysis(experiment, settings, variants, rows, geomean, data, warnings)

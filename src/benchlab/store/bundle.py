@@ -34,14 +34,15 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
             .order_by(t.variant.c.position)
         ).all()
         kinds = dict(conn.execute(select(t.workload.c.name, t.workload.c.kind).where(t.workload.c.experiment_id == exp.id)).all())
-        metric_rows = conn.execute(
-            select(t.metric.c.run_id, t.metric.c.name, t.metric.c.value, t.metric.c.unit, t.metric.c.direction)
-            .join(t.run, t.run.c.id == t.metric.c.run_id)
-            .where(t.run.c.experiment_id == exp.id)
-        ).all()
-    metrics: dict[int, list[dict[str, Any]]] = {}
-    for run_id, mname, value, unit, direction in metric_rows:
-        metrics.setdefault(run_id, []).append({"name": mname, "value": value, "unit": unit, "direction": direction})
+    values = data.run_values()
+    metrics = {
+        run.id: [
+            {"name": name, "value": value, "unit": data.metric_info.get((run.workload, name), ("", "none"))[0],
+             "direction": data.metric_info.get((run.workload, name), ("", "none"))[1]}
+            for name, value in values[run.id].items()
+        ]
+        for run in data.runs
+    }  # fmt: skip
     return {
         "schema": BUNDLE_SCHEMA,
         "bundle_id": str(uuid.uuid4()),

@@ -9,11 +9,12 @@ import time
 import uuid as uuidlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Integer, create_engine, event, func, insert, select
+import numpy as np
+from sqlalchemy import Connection, Engine, Integer, create_engine, event, func, insert, select
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from benchlab.errors import StoreError
@@ -65,7 +66,7 @@ class ExperimentRecord:
     variant_ids: dict[str, int]
 
 
-@dataclass
+@dataclass(slots=True)
 class RunRecord:
     """One stored run with its metric values, as the analysis and the reports read it."""
 
@@ -84,7 +85,16 @@ class RunRecord:
     started_at: float
     ended_at: float
     workload_version: str
-    values: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class MetricColumns:
+    """Every metric value of an experiment as parallel arrays: one entry per (run, metric)."""
+
+    run_ids: np.ndarray  # int64
+    name_codes: np.ndarray  # int32, index into names
+    values: np.ndarray  # float64
+    names: list[str]
 
 
 @dataclass
@@ -93,8 +103,19 @@ class ExperimentData:
 
     experiment: ExperimentRecord
     runs: list[RunRecord]
+    metrics: MetricColumns
     metric_info: dict[tuple[str, str], tuple[str, str]]  # (workload, metric) -> (unit, direction)
     hosts: dict[int, dict[str, Any]]
+
+    def run_values(self) -> dict[int, dict[str, float]]:
+        """Raw values per run id, for the JSON report and bundles."""
+        out: dict[int, dict[str, float]] = {r.id: {} for r in self.runs}
+        names = self.metrics.names
+        for run_id, code, value in zip(
+            self.metrics.run_ids.tolist(), self.metrics.name_codes.tolist(), self.metrics.values.tolist(), strict=True
+        ):
+            out[run_id][names[code]] = value
+        return out
 
 
 class Store:
@@ -290,38 +311,28 @@ class Store:
         names_v = {v: k for k, v in exp.variant_ids.items()}
         r = t.run.c
         with self.engine.connect() as conn:
-            run_rows = conn.execute(
+            query = (
                 select(
                     r.id, r.uuid, r.workload_id, r.variant_id, r.host_id, r.block, r.warmup, r.position, r.status,
                     r.exit_code, r.message, r.stderr_tail, r.started_at, r.ended_at, r.workload_version,
                 )
                 .where(r.experiment_id == exp.id)
                 .order_by(r.started_at, r.id)
-            ).all()
+            )  # fmt: skip
             runs = {
-                row.id: RunRecord(
-                    id=row.id, uuid=row.uuid, workload=names_w[row.workload_id], variant=names_v[row.variant_id],
-                    host_id=row.host_id, block=row.block, warmup=bool(row.warmup), position=row.position,
-                    status=row.status, exit_code=row.exit_code, message=row.message, stderr_tail=row.stderr_tail,
-                    started_at=row.started_at, ended_at=row.ended_at, workload_version=row.workload_version,
-                )
-                for row in run_rows
-            }  # fmt: skip
-            metric_rows = conn.execute(
-                select(t.metric.c.run_id, t.metric.c.name, t.metric.c.value)
-                .join(t.run, t.run.c.id == t.metric.c.run_id)
-                .where(r.experiment_id == exp.id)
-            )
-            for run_id, name, value in metric_rows:
-                runs[run_id].values[name] = value
+                row[0]: RunRecord(row[0], row[1], names_w[row[2]], names_v[row[3]], row[4], row[5], bool(row[6]),
+                                  *row[7:])  # fmt: skip
+                for row in _raw_rows(conn, query)
+            }
+            metrics = self._metric_columns(conn, exp.id)
             info: dict[tuple[str, str], tuple[str, str]] = {}
             sample_runs: dict[str, list[int]] = defaultdict(list)
             for run in runs.values():
-                if run.status == "ok":
+                if run.status == "ok" and len(sample_runs[run.workload]) < 3:
                     sample_runs[run.workload].append(run.id)
             for workload_name, ids in sample_runs.items():
                 rows = conn.execute(
-                    select(t.metric.c.name, t.metric.c.unit, t.metric.c.direction).where(t.metric.c.run_id.in_(ids[:3]))
+                    select(t.metric.c.name, t.metric.c.unit, t.metric.c.direction).where(t.metric.c.run_id.in_(ids))
                 )
                 for name, unit, direction in rows:
                     info.setdefault((workload_name, name), (unit, direction))
@@ -330,7 +341,35 @@ class Store:
                 h.id: json.loads(h.fingerprint)
                 for h in conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(host_ids)))
             }
-        return ExperimentData(exp, list(runs.values()), info, hosts)
+        return ExperimentData(exp, list(runs.values()), metrics, info, hosts)
+
+    @staticmethod
+    def _metric_columns(conn: Connection, experiment_id: int) -> MetricColumns:
+        """Metric values as columns, for numpy."""
+        query = select(t.metric.c.run_id, t.metric.c.name, t.metric.c.value).where(
+            t.metric.c.run_id.in_(select(t.run.c.id).where(t.run.c.experiment_id == experiment_id))
+        )
+        rows = _raw_rows(conn, query)
+        index: dict[str, int] = {}
+        return MetricColumns(
+            run_ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+            name_codes=np.fromiter((index.setdefault(r[1], len(index)) for r in rows), dtype=np.int32, count=len(rows)),
+            values=np.fromiter((r[2] for r in rows), dtype=np.float64, count=len(rows)),
+            names=list(index),
+        )
+
+
+def _raw_rows(conn: Connection, query: Any) -> list[tuple[Any, ...]]:
+    """Rows through the driver's own cursor: for a million values, building SQLAlchemy row
+    objects would cost more than the whole analysis."""
+    compiled = query.compile(dialect=conn.dialect)
+    params = [compiled.params[name] for name in compiled.positiontup] if compiled.positional else compiled.params
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(str(compiled), params)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,0 +1,80 @@
+"""How long the analysis and the table take on 100,000 stored runs (target: under 2 s).
+
+Builds a synthetic experiment straight into a SQLite file (5 workloads x
+4 variants x 5,000 blocks, the eight wait4 metrics each), then times loading,
+judging and rendering it, as `benchlab report` does.
+
+    uv run python bench/report_speed.py [--blocks 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import insert
+
+from benchlab.report import render
+from benchlab.stats.experiment import analyze
+from benchlab.store import Store
+from benchlab.store import schema as t
+
+TARGET_S = 2.0
+METRICS = ["wall", "user", "sys", "max_rss", "minor_faults", "major_faults", "voluntary_switches", "involuntary_switches"]
+
+
+def build(store: Store, blocks: int) -> None:
+    workloads = [f"w{i}" for i in range(5)]
+    variants = ["base", "v1", "v2", "v3"]
+    spec = {"name": "big", "workloads": [{"name": w, "command": ["true"]} for w in workloads],
+            "variants": [{"name": v} for v in variants], "blocks": blocks}  # fmt: skip
+    exp = store.create_experiment(
+        name="big", spec=spec, workloads=[(w, "command", "command:x") for w in workloads],
+        variants=[(v, {}, v == "base") for v in variants],
+    )  # fmt: skip
+    host = store.host_id({"hostname": "synthetic"})
+    rng = np.random.default_rng(1)
+    run_rows, metric_rows = [], []
+    run_id = 0
+    for w in workloads:
+        for b in range(blocks):
+            for i, v in enumerate(variants):
+                run_id += 1
+                run_rows.append({"id": run_id, "uuid": f"{run_id:036d}", "experiment_id": exp.id,
+                                 "workload_id": exp.workload_ids[w], "variant_id": exp.variant_ids[v], "host_id": host,
+                                 "block": b, "warmup": False, "position": run_id, "attempt": 1, "status": "ok",
+                                 "started_at": float(run_id), "ended_at": run_id + 0.5, "exit_code": 0,
+                                 "workload_version": "command:x"})  # fmt: skip
+                values = rng.lognormal(0, 0.02, len(METRICS)) * (1 + 0.01 * i)
+                metric_rows += [{"run_id": run_id, "name": m, "value": float(x), "unit": "s", "direction": "lower"}
+                                for m, x in zip(METRICS, values, strict=True)]  # fmt: skip
+    with store.engine.begin() as conn:
+        conn.execute(insert(t.run), run_rows)
+        conn.execute(insert(t.metric), metric_rows)
+    print(f"stored {len(run_rows):,} runs and {len(metric_rows):,} metric values")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--blocks", type=int, default=5000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(str(Path(tmp) / "big.db"))
+        build(store, args.blocks)
+        start = time.perf_counter()
+        data = store.load(store.require_experiment("big"))
+        loaded = time.perf_counter()
+        report = analyze(data).as_dict(with_runs=False)
+        judged = time.perf_counter()
+        render(report, "table")
+        done = time.perf_counter()
+    print(f"load {loaded - start:.2f} s, analyse {judged - loaded:.2f} s, render {done - judged:.2f} s")
+    total = done - start
+    print(f"total {total:.2f} s for {len(data.runs):,} runs; ratio to the {TARGET_S} s target: {total / TARGET_S:.2f}")
+
+
+if __name__ == "__main__":
+    main()
