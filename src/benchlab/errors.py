@@ -59,6 +59,6 @@ class WorkloadFailed(BenchlabError):
 
 
 class Interrupted(BenchlabError):
-    """The user stopped the experiment (Ctrl-C or SIGTERM); stored runs are kept."""
+    """The user stopped the experiment (Ctrl-C or SIGTERM); stored runs are kept, knobs restored."""
 
     exit_code = 130

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from benchlab.errors import SpecError, StoreError, WorkloadFailed
+from benchlab.errors import Interrupted, SpecError, StoreError, WorkloadFailed
 from benchlab.measure.host import fingerprint
 from benchlab.measure.process import Executor, LocalExecutor
 from benchlab.measure.rusage import usage_metrics
@@ -124,9 +124,17 @@ class Runner:
         stored = self.store.stored_keys(exp, host_id)
         todo = [p for p in plan if p.key not in stored]
         self.progress.start(len(plan), len(plan) - len(todo))
-        for planned in todo:
-            status = self._run_one(prepared, exp, host_id, planned)
-            self.progress.advance(planned, status)
+        done = 0
+        try:
+            for planned in todo:
+                status = self._run_one(prepared, exp, host_id, planned)
+                self.progress.advance(planned, status)
+                done += 1
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"interrupted after {len(plan) - len(todo) + done} of {len(plan)} runs, all of them stored; "
+                f"knobs restored; continue with `benchlab run SPEC --resume`"
+            ) from None
         return exp
 
     def _run_one(self, prepared: Prepared, exp: ExperimentRecord, host_id: int, planned: PlannedRun) -> str:

@@ -244,3 +244,60 @@ def _kill_restore_resume(spec: Path, knob: str, original: str) -> None:
     assert Path(knob).read_text().strip() == original
     rows = sqlite3.connect(db).execute("select variant_id, block, count(*) from run group by variant_id, block").fetchall()
     assert len(rows) == 24 and all(count == 1 for *_, count in rows)
+
+
+def test_malformed_bundles_are_refused_in_one_line(tmp_path: Path) -> None:
+    cli("compare", "--cmd", "true", "--variant", "a", "-n", "2", "--name", "src", check=True)
+    good = tmp_path / "good.json"
+    cli("export", "src", "-o", str(good), check=True)
+    bundle = json.loads(good.read_text())
+    cases = {
+        "not-json.json": "{ nope",
+        "wrong-schema.json": json.dumps({"schema": "other"}),
+        "no-runs.json": json.dumps({k: v for k, v in bundle.items() if k != "runs"}),
+        "bad-run.json": json.dumps({**bundle, "bundle_id": "x1", "runs": [{"uuid": "u"}]}),
+        "bad-experiment.json": json.dumps({**bundle, "bundle_id": "x2", "experiment": {"name": "n"}}),
+    }
+    other = str(tmp_path / "other.db")
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        proc = cli("import", str(path), "--db", other)
+        assert proc.returncode in (2, 4), (name, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, (name, proc.stderr)
+    assert "src" not in cli("list", "--db", other).stdout  # nothing half-imported
+
+
+def test_interrupt_stops_cleanly_restores_knobs_and_resume_finishes(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("knobs need root")
+    knob = "/proc/sys/vm/stat_interval"
+    original = Path(knob).read_text().strip()
+    spec = write(tmp_path / "i.toml", f"""
+name = "interrupted"
+blocks = 10
+[[workloads]]
+name = "nap"
+command = ["sleep", "0.3"]
+[[variants]]
+name = "plain"
+[[variants]]
+name = "knob"
+knobs = {{ "{knob}" = "9" }}
+""")
+    try:
+        proc = subprocess.Popen([BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, env=os.environ.copy())  # fmt: skip
+        deadline = time.time() + 60
+        while time.time() < deadline and Path(knob).read_text().strip() != "9":
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+        assert Path(knob).read_text().strip() == original  # restored on the way out
+        cli("run", str(spec), "--resume", check=True)
+        data = report("interrupted")
+        assert len(data["runs"]) == 20
+    finally:
+        cli("restore")

@@ -46,4 +46,6 @@ def main() -> None:
     except typer.TyperException as exc:  # usage errors: unknown flag, missing argument (exit 2)
         err.print(f"benchlab: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    if code == Interrupted.exit_code:  # typer turns a Ctrl-C outside the runner into this code
+        err.print("benchlab: interrupted", markup=False)
     sys.exit(code if isinstance(code, int) else 0)

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from benchlab.errors import SpecError, StoreError
@@ -82,7 +82,8 @@ def read_bundle(path: Path) -> dict[str, Any]:
     return bundle
 
 
-def _target_experiment(store: Store, bundle: dict[str, Any]) -> ExperimentRecord:
+def _target_experiment(store: Store, bundle: dict[str, Any]) -> tuple[ExperimentRecord, bool]:
+    """The experiment to merge into, and whether it was created for this import."""
     info = bundle["experiment"]
     existing = store.find_experiment(info["name"])
     if existing is None:
@@ -92,7 +93,7 @@ def _target_experiment(store: Store, bundle: dict[str, Any]) -> ExperimentRecord
             workloads=[(w["name"], w["kind"], w["version"]) for w in info["workloads"]],
             variants=[(v["name"], v["config"], v["is_baseline"]) for v in info["variants"]],
             created_at=info["created_at"],
-        )
+        ), True
     if existing.spec != info["spec"]:
         raise StoreError(f"experiment '{info['name']}' here has a different spec than the bundle's; refusing to mix them")
     theirs = {w["name"]: w["version"] for w in info["workloads"]}
@@ -101,15 +102,35 @@ def _target_experiment(store: Store, bundle: dict[str, Any]) -> ExperimentRecord
         raise StoreError(
             f"workload version mismatch for {', '.join(mismatched)}: results of different work are never compared"
         )
-    return existing
+    return existing, False
+
+
+def _drop_experiment(store: Store, exp: ExperimentRecord) -> None:
+    with store.engine.begin() as conn:
+        for table in (t.variant, t.workload):
+            conn.execute(delete(table).where(table.c.experiment_id == exp.id))
+        conn.execute(delete(t.experiment).where(t.experiment.c.id == exp.id))
 
 
 def import_bundle(store: Store, bundle: dict[str, Any]) -> tuple[str, int]:
     """Merges a bundle; returns (experiment name, runs added)."""
     with store.engine.connect() as conn:
-        if conn.execute(select(t.bundle_import).where(t.bundle_import.c.bundle_id == bundle["bundle_id"])).first():
+        if conn.execute(select(t.bundle_import).where(t.bundle_import.c.bundle_id == str(bundle["bundle_id"]))).first():
             raise StoreError(f"bundle {bundle['bundle_id']} was already imported")
-    exp = _target_experiment(store, bundle)
+    try:
+        exp, created = _target_experiment(store, bundle)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise SpecError(f"the bundle is malformed ({exc!r}); nothing was imported") from None
+    try:
+        _insert_runs(store, exp, bundle)
+    except BaseException:
+        if created:  # nothing was imported: leave no empty experiment behind either
+            _drop_experiment(store, exp)
+        raise
+    return exp.name, len(bundle["runs"])
+
+
+def _insert_runs(store: Store, exp: ExperimentRecord, bundle: dict[str, Any]) -> None:
     host_ids = {key: store.host_id(fp) for key, fp in bundle["hosts"].items()}
     try:
         with store.engine.begin() as conn:
@@ -130,6 +151,5 @@ def import_bundle(store: Store, bundle: dict[str, Any]) -> tuple[str, int]:
                     conn.execute(insert(t.metric), [{"run_id": run_id, **m} for m in run["metrics"]])
     except IntegrityError:
         raise StoreError("the bundle holds runs that are already stored here; nothing was imported") from None
-    except KeyError as exc:
-        raise SpecError(f"the bundle refers to an unknown {exc}; nothing was imported") from None
-    return exp.name, len(bundle["runs"])
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise SpecError(f"the bundle is malformed ({exc!r}); nothing was imported") from None

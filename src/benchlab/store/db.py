@@ -50,6 +50,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+# Built once: compiling an INSERT per run would be a visible share of the harness's cost per run.
+_INSERT_RUN = insert(t.run)
+_INSERT_METRIC = insert(t.metric)
+
+
 def spec_digest(spec_json: str) -> str:
     return hashlib.sha256(spec_json.encode()).hexdigest()
 
@@ -292,13 +297,13 @@ class Store:
         }
         try:
             with self.engine.begin() as conn:
-                run_id = conn.execute(insert(t.run).values(**row)).inserted_primary_key[0]
+                run_id = conn.execute(_INSERT_RUN, row).inserted_primary_key[0]
                 values = [
                     {"run_id": run_id, "name": m.name, "value": m.value, "unit": m.unit, "direction": m.direction}
                     for m in metrics
                 ]
                 if values:
-                    conn.execute(insert(t.metric), values)
+                    conn.execute(_INSERT_METRIC, values)
         except IntegrityError:
             raise StoreError(
                 f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"

@@ -1,0 +1,74 @@
+"""The informational commands and variant fields, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchlab.variants.allocator import find_library
+from tests.conftest import cli
+
+
+def test_workloads_lists_every_builtin_with_metrics() -> None:
+    data = json.loads(cli("workloads", "--format", "json", check=True).stdout)
+    names = {w["name"]: w for w in data}
+    assert {"alloc.churn", "ipc.pipe.pingpong"} <= set(names)
+    assert any(m["name"] == "latency_p99" for m in names["ipc.pipe.pingpong"]["metrics"])
+    table = cli("workloads", check=True).stdout
+    assert "alloc.churn" in table and "wait4" in table
+
+
+def test_doctor_prints_fingerprint_checks_and_fixes() -> None:
+    out = cli("doctor", check=True).stdout
+    for word in ("cpu_model", "kernel", "allocator jemalloc", "SCHED_FIFO", "tracefs", "perf counters"):
+        assert word in out
+
+
+@pytest.mark.parametrize("allocator", ["jemalloc", "tcmalloc", "mimalloc"])
+def test_allocator_variant_is_really_preloaded(allocator: str, tmp_path: Path) -> None:
+    library = find_library(allocator)
+    if library is None:
+        pytest.skip(f"{allocator} is not installed")
+    spec = tmp_path / "alloc.toml"
+    spec.write_text(f"""
+name = "alloc-{allocator}"
+blocks = 2
+[[workloads]]
+name = "maps"
+command = ["sh", "-c", "grep -q {Path(library).name} /proc/$$/maps"]
+[[variants]]
+name = "glibc"
+[[variants]]
+name = "{allocator}"
+allocator = "{allocator}"
+""")
+    data = json.loads(cli("run", str(spec), "--format", "json", check=True).stdout)
+    statuses = {(r["variant"], r["status"]) for r in data["runs"]}
+    assert statuses == {("glibc", "failed"), (allocator, "ok")}
+
+
+def test_cpus_variant_pins_the_workload(tmp_path: Path) -> None:
+    spec = tmp_path / "pin.toml"
+    spec.write_text("""
+name = "pin"
+blocks = 2
+[[workloads]]
+name = "allowed"
+command = ["sh", "-c", "grep Cpus_allowed_list /proc/self/status | grep -qw 0$"]
+[[variants]]
+name = "pinned"
+cpus = "0"
+""")
+    data = json.loads(cli("run", str(spec), "--format", "json", check=True).stdout)
+    assert {r["status"] for r in data["runs"]} == {"ok"}
+
+
+def test_list_and_show_describe_stored_experiments() -> None:
+    cli("compare", "--cmd", "sh -c 'exit 1'", "--variant", "a", "-n", "2", "--name", "shown", check=True)
+    assert "shown" in cli("list", check=True).stdout
+    shown = cli("show", "shown", check=True).stdout
+    assert "failed" in shown and "exited with code 1" in shown
+    missing = cli("report", "nope")
+    assert missing.returncode == 4 and "no experiment named 'nope'" in missing.stderr
