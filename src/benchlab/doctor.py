@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,20 +27,26 @@ def _can_fifo() -> bool:
     """Tries SCHED_FIFO on a short-lived child, the way a workload would ask for it."""
     code = "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"
     try:
-        return subprocess.run(["python3", "-c", code], capture_output=True, timeout=10).returncode == 0
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
 
+PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
+
+
 def _perf_counters() -> tuple[bool, str]:
     """Opens a hardware instruction counter with perf_event_open, as the suite would."""
+    number = PERF_EVENT_OPEN.get(platform.machine())
+    if number is None:
+        return False, f"perf_event_open is not known on {platform.machine()}"
     libc = ctypes.CDLL(None, use_errno=True)
 
     class Attr(ctypes.Structure):
         _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64), ("rest", ctypes.c_uint8 * 112)]
 
     attr = Attr(type=0, size=ctypes.sizeof(Attr), config=1)  # PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS
-    fd = libc.syscall(298, ctypes.byref(attr), 0, -1, -1, 0)  # __NR_perf_event_open on x86_64
+    fd = libc.syscall(number, ctypes.byref(attr), 0, -1, -1, 0)
     if fd >= 0:
         os.close(fd)
         return True, "hardware counters available"

@@ -147,6 +147,7 @@ class Runner:
             host_id=host_id, workload=planned.workload, variant=planned.variant, block=planned.block,
             warmup=planned.warmup, position=planned.position, started_at=started,
         )  # fmt: skip
+        finished = None
         try:
             try:
                 self.journal.apply(variant.knobs)
@@ -157,9 +158,10 @@ class Runner:
                 raise finished.failure()
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
         except WorkloadFailed as failure:
+            tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")
             self.store.record_run(
                 exp, status=failure.status, exit_code=failure.process_exit_code, message=failure.message,
-                stderr_tail=failure.stderr_tail, ended_at=self.clock(), **common,
+                stderr_tail=tail, ended_at=self.clock(), **common,
             )  # fmt: skip
             return failure.status
         self.store.record_run(exp, status="ok", exit_code=0, metrics=metrics, ended_at=self.clock(), **common)

@@ -72,3 +72,11 @@ def test_list_and_show_describe_stored_experiments() -> None:
     assert "failed" in shown and "exited with code 1" in shown
     missing = cli("report", "nope")
     assert missing.returncode == 4 and "no experiment named 'nope'" in missing.stderr
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (Path(__file__).parents[2] / "examples").glob("*.toml")))
+def test_examples_are_valid_specs(example: str) -> None:
+    from benchlab.spec import load_spec
+
+    spec = load_spec(Path(__file__).parents[2] / "examples" / example)
+    assert spec.name and spec.workloads and spec.variants

@@ -125,9 +125,10 @@ class VariantSpec(Strict):
                 raise ValueError(f"'{key}' is not an environment variable name")
         return value
 
-    @field_validator("knobs", mode="before")
+    @field_validator("env", "knobs", mode="before")
     @classmethod
-    def _knob_values(cls, value: object) -> object:
+    def _numbers_as_text(cls, value: object) -> object:
+        """`X = 1` in TOML means the text "1" for an environment variable or a sysfs file."""
         if isinstance(value, dict):
             return {k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for k, v in value.items()}
         return value
