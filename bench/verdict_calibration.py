@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 
 from benchlab.stats.analysis import Settings, judge
-from tests.unit.test_verdicts import simulate
+from benchlab.stats.simulation import simulate
 
 
 def main() -> None:

@@ -43,7 +43,12 @@ def _perf_counters() -> tuple[bool, str]:
     libc = ctypes.CDLL(None, use_errno=True)
 
     class Attr(ctypes.Structure):
-        _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64), ("rest", ctypes.c_uint8 * 112)]
+        _fields_ = [
+            ("type", ctypes.c_uint32),
+            ("size", ctypes.c_uint32),
+            ("config", ctypes.c_uint64),
+            ("rest", ctypes.c_uint8 * 112),
+        ]
 
     attr = Attr(type=0, size=ctypes.sizeof(Attr), config=1)  # PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS
     fd = libc.syscall(number, ctypes.byref(attr), 0, -1, -1, 0)
@@ -59,20 +64,25 @@ def findings() -> tuple[dict[str, Any], list[Finding]]:
                    "knobs, SCHED_FIFO and cgroup limits need root: run as root")]  # fmt: skip
     for name, lib in LIBRARIES.items():
         path = find_library(name)
-        out.append(Finding(f"allocator {name}", path is not None, path or "not installed", f"apt-get install {lib.debian_package}"))
+        out.append(
+            Finding(f"allocator {name}", path is not None, path or "not installed", f"apt-get install {lib.debian_package}")
+        )
     fifo = _can_fifo()
     out.append(Finding("SCHED_FIFO", fifo, "real-time scheduling allowed" if fifo else "not allowed",
                        "run as root or grant CAP_SYS_NICE / raise RLIMIT_RTPRIO"))  # fmt: skip
-    cgroup = os.path.isdir("/sys/fs/cgroup/memory") or os.path.exists("/sys/fs/cgroup/cgroup.controllers")
-    out.append(Finding("cgroups", cgroup, "cgroup v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else
-                       ("cgroup v1 controllers" if cgroup else "no cgroup hierarchy"), "mount cgroup2 on /sys/fs/cgroup"))  # fmt: skip
+    v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+    v1 = os.path.isdir("/sys/fs/cgroup/memory")
+    kind = "cgroup v2" if v2 else "cgroup v1 controllers" if v1 else "no cgroup hierarchy"
+    out.append(Finding("cgroups", v1 or v2, kind, "mount cgroup2 on /sys/fs/cgroup"))
     tracefs = os.path.exists("/sys/kernel/tracing/trace_marker") or os.path.exists("/sys/kernel/debug/tracing/trace_marker")
     out.append(Finding("tracefs", tracefs, "mounted" if tracefs else "not mounted", "mount -t tracefs nodev /sys/kernel/tracing"))
     perf_ok, perf_detail = _perf_counters()
-    out.append(Finding("perf counters", perf_ok, perf_detail,
-                       "none on this (virtual) CPU: hardware characteristics are skipped; software counters still work"))  # fmt: skip
+    no_counters = "none on this (virtual) CPU: hardware characteristics are skipped; software counters still work"
+    out.append(Finding("perf counters", perf_ok, perf_detail, no_counters))
     hyperfine = shutil.which("hyperfine")
-    out.append(Finding("hyperfine", hyperfine is not None, hyperfine or "not installed (bench/ uses it)", "apt-get install hyperfine"))
+    out.append(
+        Finding("hyperfine", hyperfine is not None, hyperfine or "not installed (bench/ uses it)", "apt-get install hyperfine")
+    )
     for text, fix in noise_warnings(fp):
         out.append(Finding("noise", False, text, fix))
     return fp, out

@@ -25,7 +25,9 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_a_a_on_builtin_and_outside_command_is_never_better_or_worse(tmp_path: Path) -> None:
-    spec = write(tmp_path / "aa.toml", """
+    spec = write(
+        tmp_path / "aa.toml",
+        """
 name = "aa"
 blocks = 8
 seed = 3
@@ -40,10 +42,17 @@ command = ["sh", "-c", "head -c 2000000 /dev/zero | gzip -c > /dev/null"]
 name = "a"
 [[variants]]
 name = "a-again"
-""")
+""",
+    )
     proc = cli("run", str(spec), "--format", "json", check=True)
     data = json.loads(proc.stdout)
-    assert data["schema"] == "benchlab.report/1" and data["baseline"] == "a"
+    assert data["schema"] == "benchlab.report/1" and data["baseline"] == "a" and data["correction"] == "bh"
+    assert {"id", "name", "spec", "host"} <= set(data["experiment"]) and data["experiment"]["host"]["kernel"]
+    row_keys = {"workload", "metric", "unit", "direction", "variant", "n", "median", "median_ci", "baseline_median",
+                "change", "change_ci", "p", "q", "verdict", "runs_needed"}  # fmt: skip
+    assert all(row_keys <= set(r) for r in data["rows"])
+    assert {"geomean", "failed_runs", "runs"} <= set(data)
+    assert all({"workload", "variant", "block", "status", "warmup", "metrics"} <= set(r) for r in data["runs"])
     assert not [r for r in data["rows"] if r["verdict"] in ("better", "worse")]
     runs = [r for r in data["runs"] if not r["warmup"]]
     assert len(runs) == 2 * 2 * 8 and all(r["status"] == "ok" for r in runs)
@@ -53,7 +62,9 @@ name = "a-again"
 
 def test_a_known_slowdown_is_worse_with_its_true_size_inside_the_interval(tmp_path: Path) -> None:
     # sleep 50 ms vs 60 ms: the wall time grows by ~20% (less the shell's start-up)
-    spec = write(tmp_path / "ab.toml", """
+    spec = write(
+        tmp_path / "ab.toml",
+        """
 name = "ab"
 blocks = 10
 [[workloads]]
@@ -65,7 +76,8 @@ env = { NAP = "0.05" }
 [[variants]]
 name = "long"
 env = { NAP = "0.06" }
-""")
+""",
+    )
     cli("run", str(spec), check=True)
     (row,) = [r for r in report("ab")["rows"] if r["metric"] == "wall"]
     assert row["verdict"] == "worse"
@@ -93,7 +105,9 @@ def test_every_number_in_the_table_comes_from_the_json(tmp_path: Path) -> None:
 
 
 def test_failures_and_timeouts_are_stored_and_the_experiment_goes_on(tmp_path: Path) -> None:
-    spec = write(tmp_path / "fail.toml", """
+    spec = write(
+        tmp_path / "fail.toml",
+        """
 name = "fail"
 blocks = 3
 timeout = 2
@@ -108,7 +122,8 @@ env = { MODE = "bad" }
 [[variants]]
 name = "slow"
 env = { MODE = "slow" }
-""")
+""",
+    )
     proc = cli("run", str(spec), "--format", "json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -141,7 +156,9 @@ BENCHMARK_MAIN();
 """)
     binary = tmp_path / "bm"
     subprocess.run(["g++", "-O2", str(source), "-o", str(binary), "-lbenchmark", "-lpthread"], check=True)
-    spec = write(tmp_path / "gb.toml", f"""
+    spec = write(
+        tmp_path / "gb.toml",
+        f"""
 name = "gb"
 blocks = 3
 [[workloads]]
@@ -157,7 +174,8 @@ args = ["--benchmark_filter=BM_fail"]
 name = "a"
 [[variants]]
 name = "b"
-""")
+""",
+    )
     data = json.loads(cli("run", str(spec), "--format", "json", check=True).stdout)
     rows = {(r["workload"], r["metric"]): r for r in data["rows"]}
     assert rows[("copy", "BM_copy/4096:bytes_per_second")]["direction"] == "higher"
@@ -188,7 +206,10 @@ def test_export_and_import_merge_once_and_refuse_mismatches(tmp_path: Path) -> N
 
 
 def test_existing_name_needs_resume_and_a_changed_spec_is_refused(tmp_path: Path) -> None:
-    spec = write(tmp_path / "r.toml", 'name = "again"\nblocks = 2\n[[workloads]]\nname = "t"\ncommand = ["true"]\n[[variants]]\nname = "a"\n')
+    spec = write(
+        tmp_path / "r.toml",
+        'name = "again"\nblocks = 2\n[[workloads]]\nname = "t"\ncommand = ["true"]\n[[variants]]\nname = "a"\n',
+    )
     cli("run", str(spec), check=True)
     assert cli("run", str(spec)).returncode == 4
     assert cli("run", str(spec), "--resume").returncode == 0
@@ -201,7 +222,9 @@ def test_existing_name_needs_resume_and_a_changed_spec_is_refused(tmp_path: Path
 def test_kill_9_then_restore_and_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
     knob = "/proc/sys/vm/stat_interval"
     original = Path(knob).read_text().strip()
-    spec = write(tmp_path / "k.toml", f"""
+    spec = write(
+        tmp_path / "k.toml",
+        f"""
 name = "killed"
 blocks = 12
 [[workloads]]
@@ -212,7 +235,8 @@ name = "plain"
 [[variants]]
 name = "knob"
 knobs = {{ "{knob}" = "7" }}
-""")
+""",
+    )
     assert original != "7"
     try:
         _kill_restore_resume(spec, knob, original)
@@ -221,15 +245,19 @@ knobs = {{ "{knob}" = "7" }}
 
 
 def _kill_restore_resume(spec: Path, knob: str, original: str) -> None:
-    proc = subprocess.Popen([BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    proc = subprocess.Popen(
+        [BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy()
+    )
     db = os.environ["BENCHLAB_DB"]
     deadline = time.time() + 60
     while time.time() < deadline:  # kill it mid-experiment, while the knob is set
         time.sleep(0.05)
         if Path(knob).read_text().strip() != "7" or not Path(db).exists():
             continue
-        if sqlite3.connect(db).execute("select count(*) from sqlite_master where name = 'run'").fetchone()[0] and \
-                sqlite3.connect(db).execute("select count(*) from run").fetchone()[0] >= 4:
+        if (
+            sqlite3.connect(db).execute("select count(*) from sqlite_master where name = 'run'").fetchone()[0]
+            and sqlite3.connect(db).execute("select count(*) from run").fetchone()[0] >= 4
+        ):
             break
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -273,7 +301,9 @@ def test_interrupt_stops_cleanly_restores_knobs_and_resume_finishes(tmp_path: Pa
         pytest.skip("knobs need root")
     knob = "/proc/sys/vm/stat_interval"
     original = Path(knob).read_text().strip()
-    spec = write(tmp_path / "i.toml", f"""
+    spec = write(
+        tmp_path / "i.toml",
+        f"""
 name = "interrupted"
 blocks = 10
 [[workloads]]
@@ -284,7 +314,8 @@ name = "plain"
 [[variants]]
 name = "knob"
 knobs = {{ "{knob}" = "9" }}
-""")
+""",
+    )
     try:
         proc = subprocess.Popen([BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, env=os.environ.copy())  # fmt: skip

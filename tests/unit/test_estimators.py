@@ -58,9 +58,7 @@ def test_paired_interval_covers_the_true_shift_95_percent_of_the_time() -> None:
 def test_median_interval_coverage_on_a_skewed_distribution() -> None:
     rng = np.random.default_rng(3)
     true_median = np.exp(0.0)  # lognormal(0, 1)
-    hits = sum(
-        lo <= true_median <= hi for lo, hi in (median_ci(rng.lognormal(0, 1, size=25))[1:] for _ in range(2000))
-    )
+    hits = sum(lo <= true_median <= hi for lo, hi in (median_ci(rng.lognormal(0, 1, size=25))[1:] for _ in range(2000)))
     assert 0.94 <= hits / 2000 <= 0.99
 
 

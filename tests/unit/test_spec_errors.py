@@ -20,10 +20,22 @@ name = "a"
 BAD = {
     "unknown top key": ('name = "x"\nblockz = 3\n[[workloads]]\nname="t"\ncommand=["true"]\n[[variants]]\nname="a"\n', "blockz"),
     "bad allocator": (GOOD + '[[variants]]\nname = "b"\nallocator = "jemaloc"\n', "variants[1].allocator"),
-    "two kinds": ('name = "x"\n[[workloads]]\nname="t"\ncommand=["true"]\nbuiltin="alloc.churn"\n[[variants]]\nname="a"\n', "workloads[0]"),
-    "missing binary": ('name = "x"\n[[workloads]]\nname="t"\ncommand=["no-such-program-xyz"]\n[[variants]]\nname="a"\n', "workloads[0].command"),
-    "unknown builtin": ('name = "x"\n[[workloads]]\nname="t"\nbuiltin="cpu.nothing"\n[[variants]]\nname="a"\n', "workloads[0].builtin"),
-    "unknown option": ('name = "x"\n[[workloads]]\nname="t"\nbuiltin="alloc.churn"\noptions={thread=2}\n[[variants]]\nname="a"\n', "options.thread"),
+    "two kinds": (
+        'name = "x"\n[[workloads]]\nname="t"\ncommand=["true"]\nbuiltin="alloc.churn"\n[[variants]]\nname="a"\n',
+        "workloads[0]",
+    ),
+    "missing binary": (
+        'name = "x"\n[[workloads]]\nname="t"\ncommand=["no-such-program-xyz"]\n[[variants]]\nname="a"\n',
+        "workloads[0].command",
+    ),
+    "unknown builtin": (
+        'name = "x"\n[[workloads]]\nname="t"\nbuiltin="cpu.nothing"\n[[variants]]\nname="a"\n',
+        "workloads[0].builtin",
+    ),
+    "unknown option": (
+        'name = "x"\n[[workloads]]\nname="t"\nbuiltin="alloc.churn"\noptions={thread=2}\n[[variants]]\nname="a"\n',
+        "options.thread",
+    ),
     "bad toml": ('name = "x\n', "not valid TOML"),
     "blocks too few": (GOOD.replace('name = "ok"', 'name = "ok"\nblocks = 1'), "blocks"),
     "bad baseline": (GOOD.replace('name = "ok"', 'name = "ok"\nbaseline = "zz"'), "baseline"),

@@ -1,35 +1,15 @@
-"""The whole judging pipeline on simulated experiments with known truth.
-
-Runs are laid out in the real plan order (interleaved blocks) with a slow
-drift over time and lognormal noise, then judged by `judge`, the function
-every report uses.
-"""
+"""The whole judging pipeline on simulated experiments with known truth,
+judged by `judge`, the function every report uses."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from benchlab.plan import make_plan
-from benchlab.stats.analysis import Series, Settings, judge, pair_key
+from benchlab.stats.analysis import Settings, judge
+from benchlab.stats.simulation import simulate
 from benchlab.stats.verdict import runs_needed, verdict
 
 SETTINGS = Settings(baseline="A", alpha=0.05, correction="bh", margin=0.01)
-
-
-def simulate(rng: np.random.Generator, *, metrics: int, blocks: int, noise: float, shifts: list[float],
-             drift: float) -> list[Series]:  # fmt: skip
-    plan = make_plan(["w"], ["A", "B"], blocks=blocks, warmup=0, seed=int(rng.integers(1 << 30)))
-    series = []
-    for m in range(metrics):
-        values: dict[str, tuple[list[int], list[float]]] = {"A": ([], []), "B": ([], [])}
-        for run in plan:
-            t = run.position / len(plan)
-            log_value = 3.0 + drift * t + rng.normal(0, noise) + (shifts[m] if run.variant == "B" else 0.0)
-            values[run.variant][0].append(pair_key(1, run.block))
-            values[run.variant][1].append(float(np.exp(log_value)))
-        arrays = {v: (np.array(k, dtype=np.int64), np.array(x)) for v, (k, x) in values.items()}
-        series.append(Series("w", f"m{m}", "s", "lower", arrays))
-    return series
 
 
 def test_a_a_experiments_rarely_show_any_difference() -> None:
@@ -91,7 +71,9 @@ def test_verdict_rules() -> None:
     assert verdict(direction="none", change=0.05, ci=(0.02, 0.08), **common) == "-"
     # significant p but an interval that touches zero is not enough
     assert verdict(direction="lower", change=0.05, ci=(-0.01, 0.08), **common) == "unclear"
-    assert verdict(direction="lower", change=0.0, ci=(-0.02, 0.02), ci90=(-0.005, 0.006), q=0.9, alpha=0.05, margin=0.01) == "same"
+    assert (
+        verdict(direction="lower", change=0.0, ci=(-0.02, 0.02), ci90=(-0.005, 0.006), q=0.9, alpha=0.05, margin=0.01) == "same"
+    )
 
 
 def test_runs_needed_shrinks_with_a_larger_change() -> None:

@@ -70,7 +70,9 @@ def show(name: Annotated[str, typer.Argument()], db: Db = None) -> None:
     data = store.load(store.require_experiment(name))
     out.print_json(json.dumps(data.experiment.spec))
     for host_id, fp in data.hosts.items():
-        out.print(f"host {host_id}: {fp.get('hostname')} {fp.get('cpu_model')}, {fp.get('cpus_online')} CPUs, kernel {fp.get('kernel')}")
+        out.print(
+            f"host {host_id}: {fp.get('hostname')} {fp.get('cpu_model')}, {fp.get('cpus_online')} CPUs, kernel {fp.get('kernel')}"
+        )
     table = Table(title="runs", title_justify="left")
     for col in ("workload", "variant", "ok", "failed", "timeout", "warm-up"):
         table.add_column(col)

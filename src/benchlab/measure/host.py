@@ -101,9 +101,21 @@ def noise_warnings(fp: dict[str, Any], *, live: bool = True) -> list[tuple[str, 
     if fp["boost"] == "on":
         warnings.append(("CPU boost is on: clocks vary with temperature", "disable turbo/boost in sysfs or firmware"))
     if fp["virtualization"] not in (None, "none"):
-        warnings.append((f"running under virtualisation: {fp['virtualization']}", "compare only runs from the same VM, as ratios"))
+        warnings.append(
+            (f"running under virtualisation: {fp['virtualization']}", "compare only runs from the same VM, as ratios")
+        )
     if fp["smt"]:
-        warnings.append(("SMT is on: sibling threads share a core", "pin workloads with cpus=, or echo off > /sys/devices/system/cpu/smt/control"))
+        warnings.append(
+            (
+                "SMT is on: sibling threads share a core",
+                "pin workloads with cpus=, or echo off > /sys/devices/system/cpu/smt/control",
+            )
+        )
     if fp["thp"] == "always":
-        warnings.append(("transparent huge pages are 'always': page-fault costs vary", "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"))
+        warnings.append(
+            (
+                "transparent huge pages are 'always': page-fault costs vary",
+                "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
+            )
+        )
     return warnings

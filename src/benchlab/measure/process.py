@@ -139,7 +139,10 @@ class LocalExecutor:
 
     @staticmethod
     def _spawn_and_wait(
-        launcher: list[str], launch: Launch, out: tempfile._TemporaryFileWrapper[bytes], err: tempfile._TemporaryFileWrapper[bytes]
+        launcher: list[str],
+        launch: Launch,
+        out: tempfile._TemporaryFileWrapper[bytes],
+        err: tempfile._TemporaryFileWrapper[bytes],
     ) -> tuple[dict[str, Any] | None, bool]:
         read_end, write_end = os.pipe()
         argv = [*launcher, "--result-fd", str(write_end), "--", *launch.argv]
@@ -211,4 +214,3 @@ def environment(base: Mapping[str, str], overrides: Mapping[str, str], preload: 
     if preload:
         env["LD_PRELOAD"] = " ".join([*preload, *filter(None, [env.get("LD_PRELOAD", "")])])
     return env
-

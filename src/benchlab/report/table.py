@@ -44,7 +44,11 @@ def renderable(report: dict[str, Any]) -> Group:
         cols = ["", cells.geomean_label(direction), ""]
         for v in others:
             g = by_variant.get(v)
-            cols += ["", cells.change(g["change"], g["change_ci"]), Text(g["verdict"], style=STYLE.get(g["verdict"], ""))] if g else ["", "", ""]
+            cols += (
+                ["", cells.change(g["change"], g["change_ci"]), Text(g["verdict"], style=STYLE.get(g["verdict"], ""))]
+                if g
+                else ["", "", ""]
+            )
         table.add_row(*map(_plain, cols), style="italic")
     parts: list[Any] = [table]
     judged = [r for r in report["rows"] if r["verdict"] != "-"]

@@ -43,9 +43,7 @@ def parse_variant(text: str) -> dict[str, Any]:
         elif field in _PLAIN_KEYS and not dot:
             variant[field] = value
         else:
-            raise SpecError(
-                f"unknown key '{key}' (use allocator=, cpus=, wrapper=, env.VAR=, knobs.PATH=)", where=where
-            )
+            raise SpecError(f"unknown key '{key}' (use allocator=, cpus=, wrapper=, env.VAR=, knobs.PATH=)", where=where)
     return variant
 
 

@@ -109,9 +109,7 @@ def rank_sum_critical(m: int, n: int, level: float) -> int:
     return int(math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
 
 
-def hodges_lehmann_two_sample(
-    x: np.ndarray, y: np.ndarray, levels: tuple[float, ...] = (0.95,)
-) -> tuple[float, list[Interval]]:
+def hodges_lehmann_two_sample(x: np.ndarray, y: np.ndarray, levels: tuple[float, ...] = (0.95,)) -> tuple[float, list[Interval]]:
     """Shift of x over y: median of all x_i - y_j, with an interval per level."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)

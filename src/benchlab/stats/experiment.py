@@ -138,6 +138,14 @@ def _spread_warnings(series: list[Series], baseline: str) -> list[str]:
     return out
 
 
+def _main_host(data: ExperimentData) -> int:
+    """The host that ran most of the experiment (the only one, unless bundles were merged)."""
+    counts: dict[int, int] = {}
+    for run in data.runs:
+        counts[run.host_id] = counts.get(run.host_id, 0) + 1
+    return max(counts, key=lambda h: counts[h]) if counts else next(iter(data.hosts))
+
+
 def analyze(data: ExperimentData) -> Analysis:
     spec = data.experiment.spec
     settings = settings_from_spec(spec)
@@ -156,6 +164,7 @@ def analyze(data: ExperimentData) -> Analysis:
         "name": data.experiment.name,
         "created_at": data.experiment.created_at,
         "spec": spec,
+        "host": data.hosts[_main_host(data)] if data.hosts else None,
         "hosts": {str(k): v for k, v in data.hosts.items()},
         "workload_versions": data.experiment.workload_versions,
     }

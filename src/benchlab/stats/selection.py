@@ -112,5 +112,7 @@ def difference_order_statistics(x: np.ndarray, y: np.ndarray, ranks: list[int]) 
         cols = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(first, counts)
         return x[rows] - y[cols]
 
-    sample = np.subtract.outer(x[np.linspace(0, len(x) - 1, GRID).astype(int)], y[np.linspace(0, len(y) - 1, GRID).astype(int)]).ravel()
+    sample = np.subtract.outer(
+        x[np.linspace(0, len(x) - 1, GRID).astype(int)], y[np.linspace(0, len(y) - 1, GRID).astype(int)]
+    ).ravel()
     return _select(total, ranks, count_le, between, sample, float(x[0] - y[-1]), float(x[-1] - y[0]))

@@ -30,9 +30,7 @@ def min_pairs_to_decide(alpha: float, comparisons: int) -> int:
     return max(2, math.ceil(1 - math.log2(alpha / max(1, comparisons))))
 
 
-def runs_needed(
-    *, n: int, change: float, half_width: float, half_width90: float, margin: float, minimum: int
-) -> int | None:
+def runs_needed(*, n: int, change: float, half_width: float, half_width90: float, margin: float, minimum: int) -> int | None:
     """Blocks that would likely decide an unclear row, assuming the spread seen so far.
 
     Interval widths shrink as 1/sqrt(n): the row turns better/worse once the

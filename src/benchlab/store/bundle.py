@@ -57,10 +57,21 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
         "hosts": {str(k): v for k, v in data.hosts.items()},
         "runs": [
             {
-                "uuid": r.uuid, "workload": r.workload, "variant": r.variant, "host": str(r.host_id), "block": r.block,
-                "warmup": r.warmup, "position": r.position, "status": r.status, "started_at": r.started_at,
-                "ended_at": r.ended_at, "exit_code": r.exit_code, "message": r.message, "stderr_tail": r.stderr_tail,
-                "workload_version": r.workload_version, "metrics": metrics.get(r.id, []),
+                "uuid": r.uuid,
+                "workload": r.workload,
+                "variant": r.variant,
+                "host": str(r.host_id),
+                "block": r.block,
+                "warmup": r.warmup,
+                "position": r.position,
+                "status": r.status,
+                "started_at": r.started_at,
+                "ended_at": r.ended_at,
+                "exit_code": r.exit_code,
+                "message": r.message,
+                "stderr_tail": r.stderr_tail,
+                "workload_version": r.workload_version,
+                "metrics": metrics.get(r.id, []),
             }  # fmt: skip
             for r in data.runs
         ],
@@ -75,7 +86,9 @@ def read_bundle(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(f"{path} is not a benchlab bundle: {exc}") from None
     if not isinstance(bundle, dict) or bundle.get("schema") != BUNDLE_SCHEMA:
-        raise SpecError(f"{path} is not a benchlab bundle (schema {bundle.get('schema') if isinstance(bundle, dict) else None!r})")
+        raise SpecError(
+            f"{path} is not a benchlab bundle (schema {bundle.get('schema') if isinstance(bundle, dict) else None!r})"
+        )
     for key in ("bundle_id", "experiment", "hosts", "runs"):
         if key not in bundle:
             raise SpecError(f"{path}: bundle lacks '{key}'")
@@ -99,9 +112,7 @@ def _target_experiment(store: Store, bundle: dict[str, Any]) -> tuple[Experiment
     theirs = {w["name"]: w["version"] for w in info["workloads"]}
     mismatched = [w for w, v in theirs.items() if existing.workload_versions.get(w) != v]
     if mismatched:
-        raise StoreError(
-            f"workload version mismatch for {', '.join(mismatched)}: results of different work are never compared"
-        )
+        raise StoreError(f"workload version mismatch for {', '.join(mismatched)}: results of different work are never compared")
     return existing, False
 
 
@@ -134,17 +145,30 @@ def _insert_runs(store: Store, exp: ExperimentRecord, bundle: dict[str, Any]) ->
     host_ids = {key: store.host_id(fp) for key, fp in bundle["hosts"].items()}
     try:
         with store.engine.begin() as conn:
-            conn.execute(insert(t.bundle_import).values(bundle_id=bundle["bundle_id"], experiment_id=exp.id, imported_at=time.time()))
+            conn.execute(
+                insert(t.bundle_import).values(bundle_id=bundle["bundle_id"], experiment_id=exp.id, imported_at=time.time())
+            )
             for run in bundle["runs"]:
                 if run["workload_version"] != exp.workload_versions.get(run["workload"]):
                     raise StoreError(f"run {run['uuid']} is of another version of workload {run['workload']}")
                 run_id = conn.execute(
                     insert(t.run).values(
-                        uuid=run["uuid"], experiment_id=exp.id, workload_id=exp.workload_ids[run["workload"]],
-                        variant_id=exp.variant_ids[run["variant"]], host_id=host_ids[run["host"]], block=run["block"],
-                        warmup=run["warmup"], position=run["position"], attempt=1, status=run["status"],
-                        started_at=run["started_at"], ended_at=run["ended_at"], exit_code=run["exit_code"],
-                        message=run["message"], stderr_tail=run["stderr_tail"], workload_version=run["workload_version"],
+                        uuid=run["uuid"],
+                        experiment_id=exp.id,
+                        workload_id=exp.workload_ids[run["workload"]],
+                        variant_id=exp.variant_ids[run["variant"]],
+                        host_id=host_ids[run["host"]],
+                        block=run["block"],
+                        warmup=run["warmup"],
+                        position=run["position"],
+                        attempt=1,
+                        status=run["status"],
+                        started_at=run["started_at"],
+                        ended_at=run["ended_at"],
+                        exit_code=run["exit_code"],
+                        message=run["message"],
+                        stderr_tail=run["stderr_tail"],
+                        workload_version=run["workload_version"],
                     )  # fmt: skip
                 ).inserted_primary_key[0]
                 if run["metrics"]:

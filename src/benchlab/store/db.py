@@ -143,7 +143,9 @@ class Store:
             if version is None:
                 conn.execute(insert(t.schema_version).values(version=t.SCHEMA_VERSION))
             elif version > t.SCHEMA_VERSION:
-                raise StoreError(f"{self.target} has schema {version}, newer than this benchlab ({t.SCHEMA_VERSION}); upgrade benchlab")
+                raise StoreError(
+                    f"{self.target} has schema {version}, newer than this benchlab ({t.SCHEMA_VERSION}); upgrade benchlab"
+                )
 
     # -- hosts ---------------------------------------------------------------
     def host_id(self, fingerprint: dict[str, Any]) -> int:
@@ -183,7 +185,13 @@ class Store:
                 conn.execute(
                     insert(t.variant),
                     [
-                        {"experiment_id": exp_id, "name": v, "position": i, "config": json.dumps(c, sort_keys=True), "is_baseline": b}
+                        {
+                            "experiment_id": exp_id,
+                            "name": v,
+                            "position": i,
+                            "config": json.dumps(c, sort_keys=True),
+                            "is_baseline": b,
+                        }
                         for i, (v, c, b) in enumerate(variants)
                     ],
                 )
@@ -325,8 +333,9 @@ class Store:
                 .order_by(r.started_at, r.id)
             )  # fmt: skip
             runs = {
-                row[0]: RunRecord(row[0], row[1], names_w[row[2]], names_v[row[3]], row[4], row[5], bool(row[6]),
-                                  *row[7:])  # fmt: skip
+                row[0]: RunRecord(
+                    row[0], row[1], names_w[row[2]], names_v[row[3]], row[4], row[5], bool(row[6]), *row[7:]
+                )  # fmt: skip
                 for row in _raw_rows(conn, query)
             }
             metrics = self._metric_columns(conn, exp.id)

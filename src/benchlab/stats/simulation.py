@@ -1,0 +1,31 @@
+"""Simulated experiments with a known truth, to calibrate the verdicts.
+
+Runs are laid out in the real plan order (interleaved blocks), with a slow
+linear drift over the experiment and lognormal noise per run, so that the
+calibration sees what the statistics see on a real machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchlab.plan import make_plan
+from benchlab.stats.analysis import Series, pair_key
+
+
+def simulate(
+    rng: np.random.Generator, *, metrics: int, blocks: int, noise: float, shifts: list[float], drift: float
+) -> list[Series]:
+    """Two variants A and B of one workload; B's metric m is shifted by shifts[m] on the log scale."""
+    plan = make_plan(["w"], ["A", "B"], blocks=blocks, warmup=0, seed=int(rng.integers(1 << 30)))
+    series = []
+    for m in range(metrics):
+        values: dict[str, tuple[list[int], list[float]]] = {"A": ([], []), "B": ([], [])}
+        for run in plan:
+            t = run.position / len(plan)
+            log_value = 3.0 + drift * t + rng.normal(0, noise) + (shifts[m] if run.variant == "B" else 0.0)
+            values[run.variant][0].append(pair_key(1, run.block))
+            values[run.variant][1].append(float(np.exp(log_value)))
+        arrays = {v: (np.array(k, dtype=np.int64), np.array(x)) for v, (k, x) in values.items()}
+        series.append(Series("w", f"m{m}", "s", "lower", arrays))
+    return series
