@@ -46,6 +46,10 @@ BAD = {
     "cpu not here": (GOOD + '[[variants]]\nname = "b"\ncpus = [4096]\n', "variants[1].cpus"),
     "wrong type": (GOOD.replace('name = "ok"', 'name = "ok"\nblocks = "ten"'), "blocks"),
     "missing gbench": ('name = "x"\n[[workloads]]\nname="g"\ngbench="./nope"\n[[variants]]\nname="a"\n', "workloads[0].gbench"),
+    "missing cwd": (
+        'name = "x"\n[[workloads]]\nname="t"\ncommand=["true"]\ncwd="/no/such/dir"\n[[variants]]\nname="a"\n',
+        "workloads[0].cwd",
+    ),
     "empty workloads": ('name = "x"\nworkloads = []\n[[variants]]\nname="a"\n', "workloads"),
 }
 
@@ -78,3 +82,8 @@ def test_missing_allocator_names_the_debian_package(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(allocator, "find_library", lambda name: None)
     with pytest.raises(SpecError, match="apt-get install libjemalloc2"):
         allocator.preload_for("jemalloc", "variants[1].allocator")
+
+
+def test_unreachable_database_is_one_line() -> None:
+    proc = cli("list", "--db", "postgresql://nobody@127.0.0.1:1/none")
+    assert proc.returncode == 4 and len(proc.stderr.strip().splitlines()) == 1 and "cannot open" in proc.stderr

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+
+from benchlab.errors import SpecError
 from benchlab.spec.models import WorkloadSpec
 from benchlab.workloads.base import Workload
 from benchlab.workloads.command import CommandWorkload
@@ -11,6 +14,8 @@ from benchlab.workloads.probe import ProbeWorkload
 
 def resolve_workload(spec: WorkloadSpec, where: str) -> Workload:
     """Checks a workload against the machine (binary present, options known) before anything runs."""
+    if spec.cwd is not None and not os.path.isdir(spec.cwd):
+        raise SpecError(f"no directory {spec.cwd}", where=f"{where}.cwd")
     kinds = {"builtin": ProbeWorkload, "gbench": GbenchWorkload, "command": CommandWorkload}
     return kinds[spec.kind].resolve(spec, where)
 
