@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
 from benchlab.report import render
 from benchlab.stats.experiment import analyze
@@ -36,6 +36,18 @@ def build(store: Store, blocks: int) -> None:
         variants=[(v, {}, v == "base") for v in variants],
     )  # fmt: skip
     host = store.host_id({"hostname": "synthetic"})
+    with store.engine.begin() as conn:
+        conn.execute(
+            insert(t.metric_name),
+            [
+                {"workload_id": exp.workload_ids[w], "name": m, "unit": "s", "direction": "lower"}
+                for w in workloads
+                for m in METRICS
+            ],
+        )
+        rows = conn.execute(select(t.metric_name.c.workload_id, t.metric_name.c.name, t.metric_name.c.id)).all()
+        workload_of = {i: w for w, i in exp.workload_ids.items()}
+        name_ids = {(workload_of[w], m): i for w, m, i in rows}
     rng = np.random.default_rng(1)
     run_rows, metric_rows = [], []
     run_id = 0
@@ -49,7 +61,7 @@ def build(store: Store, blocks: int) -> None:
                                  "started_at": float(run_id), "ended_at": run_id + 0.5, "exit_code": 0,
                                  "workload_version": "command:x"})  # fmt: skip
                 values = rng.lognormal(0, 0.02, len(METRICS)) * (1 + 0.01 * i)
-                metric_rows += [{"run_id": run_id, "name": m, "value": float(x), "unit": "s", "direction": "lower"}
+                metric_rows += [{"run_id": run_id, "name_id": name_ids[(w, m)], "value": float(x)}
                                 for m, x in zip(METRICS, values, strict=True)]  # fmt: skip
     with store.engine.begin() as conn:
         conn.execute(insert(t.run), run_rows)

@@ -12,6 +12,8 @@ shift of the raw values relative to the baseline median.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,7 +220,12 @@ def judge(series_list: list[Series], variants: list[str], settings: Settings) ->
     others = [v for v in variants if v != settings.baseline]
     if not others:  # a lone variant is measured, not compared
         return [_describe(s, settings.baseline) for s in series_list], []
-    rows = [_compare(s, v, settings) for s in series_list for v in others]
+    pairs = [(s, v) for s in series_list for v in others]
+    if len(pairs) > 8:  # numpy's selection and sorting release the GIL: rows judge in parallel
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            rows = list(pool.map(lambda pair: _compare(pair[0], pair[1], settings), pairs))
+    else:
+        rows = [_compare(s, v, settings) for s, v in pairs]
     judged = [r for r in rows if r.direction != "none"]
     for row, q in zip(judged, adjust([r.p for r in judged], settings.correction), strict=True):
         row.q = q

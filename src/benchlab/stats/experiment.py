@@ -7,13 +7,15 @@ can read too.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from benchlab.measure.host import noise_warnings
-from benchlab.stats.analysis import GeomeanRow, Row, Series, Settings, judge, pair_key
+from benchlab.stats.analysis import KEY_SHIFT, GeomeanRow, Row, Series, Settings, judge
 from benchlab.store.db import ExperimentData, RunRecord
 
 REPORT_SCHEMA = "benchlab.report/1"
@@ -94,13 +96,20 @@ def build_series(data: ExperimentData) -> tuple[list[Series], list[str]]:
         return [], []
     w_index = {w: i for i, w in enumerate(workloads)}
     v_index = {v: i for i, v in enumerate(variants)}
-    ids = np.array([r.id for r in data.runs], dtype=np.int64)
-    run_w = np.array([w_index[r.workload] for r in data.runs])
-    run_v = np.array([v_index[r.variant] for r in data.runs])
-    run_key = np.array([pair_key(r.host_id, r.block) for r in data.runs], dtype=np.int64)
-    current = [r.workload_version == exp.workload_versions.get(r.workload) for r in data.runs]
-    usable = np.array([r.status == "ok" and not r.warmup and ok for r, ok in zip(data.runs, current, strict=True)])
-    skipped_versions = sum(not ok for r, ok in zip(data.runs, current, strict=True) if r.status == "ok" and not r.warmup)
+    runs, count = data.runs, len(data.runs)
+
+    def column(field: str, dtype: type, lookup: dict[str, int] | None = None) -> np.ndarray:
+        values = map(attrgetter(field), runs)
+        return np.fromiter(map(lookup.__getitem__, values) if lookup else values, dtype=dtype, count=count)
+
+    ids = column("id", np.int64)
+    run_w = column("workload", np.int64, w_index)
+    run_v = column("variant", np.int64, v_index)
+    run_key = (column("host_id", np.int64) << KEY_SHIFT) | column("block", np.int64)
+    ok = (column("status", object) == "ok") & ~column("warmup", bool)
+    current = column("current_version", bool)
+    usable = ok & current
+    skipped_versions = int((ok & ~current).sum())
     order = np.argsort(ids)
     pos = order[np.searchsorted(ids[order], data.metrics.run_ids)]
     keep = usable[pos]
@@ -140,10 +149,8 @@ def _spread_warnings(series: list[Series], baseline: str) -> list[str]:
 
 def _main_host(data: ExperimentData) -> int:
     """The host that ran most of the experiment (the only one, unless bundles were merged)."""
-    counts: dict[int, int] = {}
-    for run in data.runs:
-        counts[run.host_id] = counts.get(run.host_id, 0) + 1
-    return max(counts, key=lambda h: counts[h]) if counts else next(iter(data.hosts))
+    counts = Counter(map(attrgetter("host_id"), data.runs))
+    return counts.most_common(1)[0][0] if counts else next(iter(data.hosts))
 
 
 def analyze(data: ExperimentData) -> Analysis:

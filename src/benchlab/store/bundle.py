@@ -18,6 +18,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from benchlab.errors import SpecError, StoreError
+from benchlab.metrics import Metric
 from benchlab.store import schema as t
 from benchlab.store.db import ExperimentRecord, Store
 
@@ -35,6 +36,7 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
         ).all()
         kinds = dict(conn.execute(select(t.workload.c.name, t.workload.c.kind).where(t.workload.c.experiment_id == exp.id)).all())
     values = data.run_values()
+    identities = store.run_identities(exp)
     metrics = {
         run.id: [
             {"name": name, "value": value, "unit": data.metric_info.get((run.workload, name), ("", "none"))[0],
@@ -57,7 +59,7 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
         "hosts": {str(k): v for k, v in data.hosts.items()},
         "runs": [
             {
-                "uuid": r.uuid,
+                "uuid": identities[r.id][0],
                 "workload": r.workload,
                 "variant": r.variant,
                 "host": str(r.host_id),
@@ -70,7 +72,7 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
                 "exit_code": r.exit_code,
                 "message": r.message,
                 "stderr_tail": r.stderr_tail,
-                "workload_version": r.workload_version,
+                "workload_version": identities[r.id][1],
                 "metrics": metrics.get(r.id, []),
             }  # fmt: skip
             for r in data.runs
@@ -118,6 +120,8 @@ def _target_experiment(store: Store, bundle: dict[str, Any]) -> tuple[Experiment
 
 def _drop_experiment(store: Store, exp: ExperimentRecord) -> None:
     with store.engine.begin() as conn:
+        workloads = select(t.workload.c.id).where(t.workload.c.experiment_id == exp.id)
+        conn.execute(delete(t.metric_name).where(t.metric_name.c.workload_id.in_(workloads)))
         for table in (t.variant, t.workload):
             conn.execute(delete(table).where(table.c.experiment_id == exp.id))
         conn.execute(delete(t.experiment).where(t.experiment.c.id == exp.id))
@@ -144,7 +148,7 @@ def import_bundle(store: Store, bundle: dict[str, Any]) -> tuple[str, int]:
 def _insert_runs(store: Store, exp: ExperimentRecord, bundle: dict[str, Any]) -> None:
     host_ids = {key: store.host_id(fp) for key, fp in bundle["hosts"].items()}
     try:
-        with store.engine.begin() as conn:
+        with store.forgetting_names_on_failure(), store.engine.begin() as conn:
             conn.execute(
                 insert(t.bundle_import).values(bundle_id=bundle["bundle_id"], experiment_id=exp.id, imported_at=time.time())
             )
@@ -171,8 +175,12 @@ def _insert_runs(store: Store, exp: ExperimentRecord, bundle: dict[str, Any]) ->
                         workload_version=run["workload_version"],
                     )  # fmt: skip
                 ).inserted_primary_key[0]
-                if run["metrics"]:
-                    conn.execute(insert(t.metric), [{"run_id": run_id, **m} for m in run["metrics"]])
+                store.insert_metrics(
+                    conn,
+                    run_id,
+                    exp.workload_ids[run["workload"]],
+                    [Metric(m["name"], float(m["value"]), m["unit"], m["direction"]) for m in run["metrics"]],
+                )
     except IntegrityError:
         raise StoreError("the bundle holds runs that are already stored here; nothing was imported") from None
     except (KeyError, TypeError, AttributeError) as exc:

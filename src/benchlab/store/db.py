@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import time
 import uuid as uuidlib
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+NAME_SPAN = 1 << 24  # metric names of one experiment span fewer ids than this
+
 # Built once: compiling an INSERT per run would be a visible share of the harness's cost per run.
 _INSERT_RUN = insert(t.run)
 _INSERT_METRIC = insert(t.metric)
@@ -76,7 +79,6 @@ class RunRecord:
     """One stored run with its metric values, as the analysis and the reports read it."""
 
     id: int
-    uuid: str
     workload: str
     variant: str
     host_id: int
@@ -89,7 +91,7 @@ class RunRecord:
     stderr_tail: str | None
     started_at: float
     ended_at: float
-    workload_version: str
+    current_version: bool  # ran the experiment's version of its workload (imports may bring others)
 
 
 @dataclass
@@ -128,6 +130,7 @@ class Store:
 
     def __init__(self, target: str | None = None) -> None:
         self.target = target or default_db()
+        self._names: dict[int, dict[str, int]] = {}  # workload id -> metric name -> metric_name id
         try:
             self.engine: Engine = create_engine(engine_url(self.target))
             if self.engine.dialect.name == "sqlite":
@@ -304,20 +307,53 @@ class Store:
             "workload_version": workload_version or exp.workload_versions[workload],
         }
         try:
-            with self.engine.begin() as conn:
+            with self.forgetting_names_on_failure(), self.engine.begin() as conn:
                 run_id = conn.execute(_INSERT_RUN, row).inserted_primary_key[0]
-                values = [
-                    {"run_id": run_id, "name": m.name, "value": m.value, "unit": m.unit, "direction": m.direction}
-                    for m in metrics
-                ]
-                if values:
-                    conn.execute(_INSERT_METRIC, values)
+                self.insert_metrics(conn, run_id, row["workload_id"], metrics)
         except IntegrityError:
             raise StoreError(
                 f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
             ) from None
         except OperationalError as exc:
             raise StoreError(f"could not store a run in {self.target}: {_reason(exc)}") from None
+
+    def run_identities(self, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
+        """run id -> (uuid, workload version), which bundles carry and reports do not need."""
+        query = select(t.run.c.id, t.run.c.uuid, t.run.c.workload_version).where(t.run.c.experiment_id == exp.id)
+        with self.engine.connect() as conn:
+            return {run_id: (uuid, version) for run_id, uuid, version in conn.execute(query)}
+
+    @contextlib.contextmanager
+    def forgetting_names_on_failure(self) -> Iterator[None]:
+        """Name ids cached during a transaction that rolls back would point nowhere."""
+        try:
+            yield
+        except BaseException:
+            self._names.clear()
+            raise
+
+    def insert_metrics(self, conn: Connection, run_id: int, workload_id: int, metrics: Iterable[Metric]) -> None:
+        metrics = list(metrics)
+        if not metrics:
+            return
+        ids = self._name_ids(conn, workload_id, metrics)
+        conn.execute(_INSERT_METRIC, [{"run_id": run_id, "name_id": ids[m.name], "value": m.value} for m in metrics])
+
+    def _name_ids(self, conn: Connection, workload_id: int, metrics: list[Metric]) -> dict[str, int]:
+        """Ids of the metrics' names for this workload, registering new ones (first unit and direction win)."""
+        known = self._names.setdefault(workload_id, {})
+        missing = [m for m in metrics if m.name not in known]
+        if missing:
+            query = select(t.metric_name.c.name, t.metric_name.c.id).where(t.metric_name.c.workload_id == workload_id)
+            known.update(dict(conn.execute(query).all()))
+            new = {m.name: m for m in missing if m.name not in known}
+            if new:
+                conn.execute(
+                    insert(t.metric_name),
+                    [{"workload_id": workload_id, "name": n, "unit": m.unit, "direction": m.direction} for n, m in new.items()],
+                )
+                known.update(dict(conn.execute(query).all()))
+        return known
 
     def load(self, exp: ExperimentRecord) -> ExperimentData:
         names_w = {v: k for k, v in exp.workload_ids.items()}
@@ -326,30 +362,26 @@ class Store:
         with self.engine.connect() as conn:
             query = (
                 select(
-                    r.id, r.uuid, r.workload_id, r.variant_id, r.host_id, r.block, r.warmup, r.position, r.status,
-                    r.exit_code, r.message, r.stderr_tail, r.started_at, r.ended_at, r.workload_version,
+                    r.id, r.workload_id, r.variant_id, r.host_id, r.block, r.warmup, r.position, r.status,
+                    r.exit_code, r.message, r.stderr_tail, r.started_at, r.ended_at,
+                    (r.workload_version == t.workload.c.version).label("current"),
                 )
+                .join(t.workload, t.workload.c.id == r.workload_id)
                 .where(r.experiment_id == exp.id)
-                .order_by(r.started_at, r.id)
+                .order_by(r.id)  # the order runs were stored in
             )  # fmt: skip
             runs = {
                 row[0]: RunRecord(
-                    row[0], row[1], names_w[row[2]], names_v[row[3]], row[4], row[5], bool(row[6]), *row[7:]
-                )  # fmt: skip
+                    row[0], names_w[row[1]], names_v[row[2]], row[3], row[4], bool(row[5]), *row[6:-1], bool(row[-1])
+                )
                 for row in _raw_rows(conn, query)
             }
             metrics = self._metric_columns(conn, exp.id)
-            info: dict[tuple[str, str], tuple[str, str]] = {}
-            sample_runs: dict[str, list[int]] = defaultdict(list)
-            for run in runs.values():
-                if run.status == "ok" and len(sample_runs[run.workload]) < 3:
-                    sample_runs[run.workload].append(run.id)
-            for workload_name, ids in sample_runs.items():
-                rows = conn.execute(
-                    select(t.metric.c.name, t.metric.c.unit, t.metric.c.direction).where(t.metric.c.run_id.in_(ids))
-                )
-                for name, unit, direction in rows:
-                    info.setdefault((workload_name, name), (unit, direction))
+            info_rows = conn.execute(
+                select(t.metric_name.c.workload_id, t.metric_name.c.name, t.metric_name.c.unit, t.metric_name.c.direction)
+                .where(t.metric_name.c.workload_id.in_(list(names_w)))
+            )  # fmt: skip
+            info = {(names_w[w], name): (unit, direction) for w, name, unit, direction in info_rows}
             host_ids = {run.host_id for run in runs.values()}
             hosts = {
                 h.id: json.loads(h.fingerprint)
@@ -359,17 +391,38 @@ class Store:
 
     @staticmethod
     def _metric_columns(conn: Connection, experiment_id: int) -> MetricColumns:
-        """Metric values as columns, for numpy."""
-        query = select(t.metric.c.run_id, t.metric.c.name, t.metric.c.value).where(
+        """Metric values as columns, for numpy.
+
+        Each row comes back as two numbers, run and name packed into one integer: converting
+        driver values into Python objects is most of the cost of reading a million of them.
+        """
+        names = dict(
+            conn.execute(
+                select(t.metric_name.c.id, t.metric_name.c.name)
+                .join(t.workload, t.workload.c.id == t.metric_name.c.workload_id)
+                .where(t.workload.c.experiment_id == experiment_id)
+            ).all()
+        )  # fmt: skip
+        codes = {name: code for code, name in enumerate(dict.fromkeys(names.values()))}  # one per name, across workloads
+        if not names:
+            return MetricColumns(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0), [])
+        first = min(names)
+        if max(names) - first >= NAME_SPAN:
+            raise StoreError(f"experiment {experiment_id} has metric name ids too far apart to read")
+        code_of = np.full(max(names) - first + 1, -1, dtype=np.int32)
+        for name_id, name in names.items():
+            code_of[name_id - first] = codes[name]
+        packed = t.metric.c.run_id * NAME_SPAN + (t.metric.c.name_id - first)
+        query = select(packed, t.metric.c.value).where(
             t.metric.c.run_id.in_(select(t.run.c.id).where(t.run.c.experiment_id == experiment_id))
         )
         rows = _raw_rows(conn, query)
-        index: dict[str, int] = {}
+        keys = np.fromiter(map(itemgetter(0), rows), dtype=np.int64, count=len(rows))
         return MetricColumns(
-            run_ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-            name_codes=np.fromiter((index.setdefault(r[1], len(index)) for r in rows), dtype=np.int32, count=len(rows)),
-            values=np.fromiter((r[2] for r in rows), dtype=np.float64, count=len(rows)),
-            names=list(index),
+            run_ids=keys // NAME_SPAN,
+            name_codes=code_of[keys % NAME_SPAN],
+            values=np.fromiter(map(itemgetter(1), rows), dtype=np.float64, count=len(rows)),
+            names=list(codes),
         )
 
 

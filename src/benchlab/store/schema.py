@@ -1,7 +1,7 @@
 """The one schema, for SQLite and PostgreSQL alike (SQLAlchemy Core).
 
-One row per run, one per metric value; a run is committed the moment it
-ends. The unique key on run (experiment, host, workload, variant, block,
+One row per run, one per metric value (its name, unit and direction in
+metric_name); a run is committed the moment it ends. The unique key on run (experiment, host, workload, variant, block,
 warm-up) is what makes `--resume` and redelivered fleet tasks unable to store
 a run twice; `uuid` makes an imported bundle unable to add a run twice.
 """
@@ -93,15 +93,27 @@ run = Table(
     UniqueConstraint("experiment_id", "host_id", "workload_id", "variant_id", "block", "warmup", name="run_once"),
 )
 
+# A metric's name, unit and direction are stored once per workload, and each value row points
+# at them: a report on 100,000 runs reads a million values, and reading a name string with
+# each one cost more than judging them all.
+metric_name = Table(
+    "metric_name",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("workload_id", ForeignKey("workload.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("unit", String(20), nullable=False),
+    Column("direction", String(6), nullable=False),
+    UniqueConstraint("workload_id", "name"),
+)
+
 metric = Table(
     "metric",
     metadata,
     Column("id", Integer, primary_key=True),
     Column("run_id", ForeignKey("run.id", ondelete="CASCADE"), nullable=False),
-    Column("name", String(200), nullable=False),
+    Column("name_id", ForeignKey("metric_name.id", ondelete="CASCADE"), nullable=False),
     Column("value", Float, nullable=False),
-    Column("unit", String(20), nullable=False),
-    Column("direction", String(6), nullable=False),
     Index("metric_by_run", "run_id"),
 )
 
