@@ -8,6 +8,7 @@ real timing.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Protocol
 
 from benchlab.errors import Interrupted, SpecError, StoreError, WorkloadFailed
 from benchlab.measure.host import fingerprint
-from benchlab.measure.process import Executor, LocalExecutor
+from benchlab.measure.process import Executor, Finished, LocalExecutor
 from benchlab.measure.rusage import usage_metrics
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec
@@ -143,11 +144,11 @@ class Runner:
         timeout = workload.spec.timeout or prepared.spec.timeout
         launch = variant.launch(workload.argv(), cwd=workload.spec.cwd, timeout=timeout)
         started = self.clock()
-        common = dict(
-            host_id=host_id, workload=planned.workload, variant=planned.variant, block=planned.block,
-            warmup=planned.warmup, position=planned.position, started_at=started,
+        record = functools.partial(
+            self.store.record_run, exp, host_id=host_id, workload=planned.workload, variant=planned.variant,
+            block=planned.block, warmup=planned.warmup, position=planned.position, started_at=started,
         )  # fmt: skip
-        finished = None
+        finished: Finished | None = None
         try:
             try:
                 self.journal.apply(variant.knobs)
@@ -159,10 +160,10 @@ class Runner:
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
         except WorkloadFailed as failure:
             tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")
-            self.store.record_run(
-                exp, status=failure.status, exit_code=failure.process_exit_code, message=failure.message,
-                stderr_tail=tail, ended_at=self.clock(), **common,
+            record(
+                status=failure.status, exit_code=failure.process_exit_code, message=failure.message,
+                stderr_tail=tail, ended_at=self.clock(),
             )  # fmt: skip
             return failure.status
-        self.store.record_run(exp, status="ok", exit_code=0, metrics=metrics, ended_at=self.clock(), **common)
+        record(status="ok", exit_code=0, metrics=metrics, ended_at=self.clock())
         return "ok"

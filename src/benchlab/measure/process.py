@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from benchlab.errors import WorkloadFailed
 from benchlab.locate import probe_path
@@ -89,7 +89,7 @@ class Executor(Protocol):
     def run(self, launch: Launch) -> Finished: ...
 
 
-def _read_all(f: tempfile._TemporaryFileWrapper[bytes]) -> bytes:
+def _read_all(f: IO[bytes]) -> bytes:
     f.seek(0)
     return f.read()
 
@@ -141,8 +141,8 @@ class LocalExecutor:
     def _spawn_and_wait(
         launcher: list[str],
         launch: Launch,
-        out: tempfile._TemporaryFileWrapper[bytes],
-        err: tempfile._TemporaryFileWrapper[bytes],
+        out: IO[bytes],
+        err: IO[bytes],
     ) -> tuple[dict[str, Any] | None, bool]:
         read_end, write_end = os.pipe()
         argv = [*launcher, "--result-fd", str(write_end), "--", *launch.argv]

@@ -37,7 +37,7 @@ def _select(
     sigmas = 1.0
     while pending:
         # brackets in sample positions, merged where they overlap (the two middle ranks always do)
-        windows = []
+        windows: list[tuple[int, int, list[int]]] = []
         for rank in pending:
             p = rank / total
             width = sigmas * np.sqrt(max(p * (1 - p), 1 / total) / len(sample)) + 2 / len(sample)

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from benchlab.errors import SpecError, StoreError
 from benchlab.metrics import Metric
 from benchlab.store import schema as t
-from benchlab.store.db import ExperimentRecord, Store
+from benchlab.store.db import ExperimentRecord, Store, new_id
 
 BUNDLE_SCHEMA = "benchlab.bundle/1"
 
@@ -155,26 +155,28 @@ def _insert_runs(store: Store, exp: ExperimentRecord, bundle: dict[str, Any]) ->
             for run in bundle["runs"]:
                 if run["workload_version"] != exp.workload_versions.get(run["workload"]):
                     raise StoreError(f"run {run['uuid']} is of another version of workload {run['workload']}")
-                run_id = conn.execute(
-                    insert(t.run).values(
-                        uuid=run["uuid"],
-                        experiment_id=exp.id,
-                        workload_id=exp.workload_ids[run["workload"]],
-                        variant_id=exp.variant_ids[run["variant"]],
-                        host_id=host_ids[run["host"]],
-                        block=run["block"],
-                        warmup=run["warmup"],
-                        position=run["position"],
-                        attempt=1,
-                        status=run["status"],
-                        started_at=run["started_at"],
-                        ended_at=run["ended_at"],
-                        exit_code=run["exit_code"],
-                        message=run["message"],
-                        stderr_tail=run["stderr_tail"],
-                        workload_version=run["workload_version"],
-                    )  # fmt: skip
-                ).inserted_primary_key[0]
+                run_id = new_id(
+                    conn.execute(
+                        insert(t.run).values(
+                            uuid=run["uuid"],
+                            experiment_id=exp.id,
+                            workload_id=exp.workload_ids[run["workload"]],
+                            variant_id=exp.variant_ids[run["variant"]],
+                            host_id=host_ids[run["host"]],
+                            block=run["block"],
+                            warmup=run["warmup"],
+                            position=run["position"],
+                            attempt=1,
+                            status=run["status"],
+                            started_at=run["started_at"],
+                            ended_at=run["ended_at"],
+                            exit_code=run["exit_code"],
+                            message=run["message"],
+                            stderr_tail=run["stderr_tail"],
+                            workload_version=run["workload_version"],
+                        )  # fmt: skip
+                    )
+                )
                 store.insert_metrics(
                     conn,
                     run_id,

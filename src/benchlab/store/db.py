@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, Integer, create_engine, event, func, insert, select
+from sqlalchemy import Connection, CursorResult, Engine, Integer, create_engine, event, func, insert, select
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from benchlab.errors import StoreError
@@ -158,9 +158,7 @@ class Store:
             found = conn.execute(select(t.host.c.id).where(t.host.c.hash == digest)).scalar()
             if found is not None:
                 return int(found)
-            return int(
-                conn.execute(insert(t.host).values(hash=digest, fingerprint=text, created_at=time.time())).inserted_primary_key[0]
-            )
+            return new_id(conn.execute(insert(t.host).values(hash=digest, fingerprint=text, created_at=time.time())))
 
     # -- experiments ---------------------------------------------------------
     def create_experiment(
@@ -176,11 +174,13 @@ class Store:
         spec_json = json.dumps(spec, sort_keys=True)
         try:
             with self.engine.begin() as conn:
-                exp_id = conn.execute(
-                    insert(t.experiment).values(
-                        name=name, spec=spec_json, spec_hash=spec_digest(spec_json), created_at=created_at or time.time()
+                exp_id = new_id(
+                    conn.execute(
+                        insert(t.experiment).values(
+                            name=name, spec=spec_json, spec_hash=spec_digest(spec_json), created_at=created_at or time.time()
+                        )
                     )
-                ).inserted_primary_key[0]
+                )
                 conn.execute(
                     insert(t.workload),
                     [{"experiment_id": exp_id, "name": w, "kind": k, "version": v} for w, k, v in workloads],
@@ -308,8 +308,8 @@ class Store:
         }
         try:
             with self.forgetting_names_on_failure(), self.engine.begin() as conn:
-                run_id = conn.execute(_INSERT_RUN, row).inserted_primary_key[0]
-                self.insert_metrics(conn, run_id, row["workload_id"], metrics)
+                run_id = new_id(conn.execute(_INSERT_RUN, row))
+                self.insert_metrics(conn, run_id, exp.workload_ids[workload], metrics)
         except IntegrityError:
             raise StoreError(
                 f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
@@ -372,8 +372,21 @@ class Store:
             )  # fmt: skip
             runs = {
                 row[0]: RunRecord(
-                    row[0], names_w[row[1]], names_v[row[2]], row[3], row[4], bool(row[5]), *row[6:-1], bool(row[-1])
-                )
+                    id=row[0],
+                    workload=names_w[row[1]],
+                    variant=names_v[row[2]],
+                    host_id=row[3],
+                    block=row[4],
+                    warmup=bool(row[5]),
+                    position=row[6],
+                    status=row[7],
+                    exit_code=row[8],
+                    message=row[9],
+                    stderr_tail=row[10],
+                    started_at=row[11],
+                    ended_at=row[12],
+                    current_version=bool(row[13]),
+                )  # fmt: skip
                 for row in _raw_rows(conn, query)
             }
             metrics = self._metric_columns(conn, exp.id)
@@ -424,6 +437,13 @@ class Store:
             values=np.fromiter(map(itemgetter(1), rows), dtype=np.float64, count=len(rows)),
             names=list(codes),
         )
+
+
+def new_id(result: CursorResult[Any]) -> int:
+    """The primary key an INSERT just created."""
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])
 
 
 def _raw_rows(conn: Connection, query: Any) -> list[tuple[Any, ...]]:

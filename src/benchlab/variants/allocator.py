@@ -32,7 +32,7 @@ def _ldconfig_paths() -> dict[str, str]:
         out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
-    paths = {}
+    paths: dict[str, str] = {}
     for line in out.splitlines():
         name, sep, path = line.strip().partition(" => ")
         if sep:

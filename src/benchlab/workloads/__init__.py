@@ -16,8 +16,11 @@ def resolve_workload(spec: WorkloadSpec, where: str) -> Workload:
     """Checks a workload against the machine (binary present, options known) before anything runs."""
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
         raise SpecError(f"no directory {spec.cwd}", where=f"{where}.cwd")
-    kinds = {"builtin": ProbeWorkload, "gbench": GbenchWorkload, "command": CommandWorkload}
-    return kinds[spec.kind].resolve(spec, where)
+    if spec.builtin is not None:
+        return ProbeWorkload.resolve(spec, where)
+    if spec.gbench is not None:
+        return GbenchWorkload.resolve(spec, where)
+    return CommandWorkload.resolve(spec, where)
 
 
 __all__ = ["Workload", "resolve_workload"]

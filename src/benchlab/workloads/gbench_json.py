@@ -45,11 +45,13 @@ def _standard_fields(entry: Mapping[str, Any]) -> list[tuple[str, float, str, Di
     for rate, rate_unit in (("items_per_second", "1/s"), ("bytes_per_second", "B/s")):
         if isinstance(entry.get(rate), int | float):
             fields.append((rate, float(entry[rate]), rate_unit, "higher"))
-    extras = entry.get("benchlab") if isinstance(entry.get("benchlab"), dict) else {}
+    raw_extras = entry.get("benchlab")
+    extras: dict[str, Any] = raw_extras if isinstance(raw_extras, dict) else {}
     for key, value in entry.items():
         if key in _NOT_COUNTERS or not isinstance(value, int | float) or isinstance(value, bool):
             continue
-        info = extras.get(key, {}) if isinstance(extras.get(key), dict) else {}
+        raw_info = extras.get(key)
+        info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
         direction = info.get("direction", "none")
         fields.append((key, float(value), str(info.get("unit", "")), direction if direction in ("lower", "higher") else "none"))
     return fields
