@@ -9,7 +9,6 @@ real timing.
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,7 +96,7 @@ class Runner:
                 f"an experiment named '{spec.name}' already exists in {self.store.target}",
                 hint="continue it with --resume, or choose another name",
             )
-        if existing.spec_hash != spec_digest(json.dumps(spec_json, sort_keys=True)):
+        if existing.spec_hash != spec_digest(spec_json):
             raise SpecError(
                 f"the spec of '{spec.name}' changed since it started; resuming would mix two experiments",
                 hint="restore the spec or start a new experiment under another name",

@@ -51,6 +51,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+NOT_IDENTITY = ("allocators", "python")
 NAME_SPAN = 1 << 24  # metric names of one experiment span fewer ids than this
 
 # Built once: compiling an INSERT per run would be a visible share of the harness's cost per run.
@@ -58,8 +59,8 @@ _INSERT_RUN = insert(t.run)
 _INSERT_METRIC = insert(t.metric)
 
 
-def spec_digest(spec_json: str) -> str:
-    return hashlib.sha256(spec_json.encode()).hexdigest()
+def spec_digest(spec: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,12 @@ class Store:
 
     # -- hosts ---------------------------------------------------------------
     def host_id(self, fingerprint: dict[str, Any]) -> int:
+        """The host row for a fingerprint. Facts that do not change how the machine measures
+        (which allocator libraries or Python are installed) stay out of the identity, so that
+        installing a library does not split an experiment across two 'hosts' on --resume."""
         text = json.dumps(fingerprint, sort_keys=True)
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        identity = {k: v for k, v in fingerprint.items() if k not in NOT_IDENTITY}
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
         with self.engine.begin() as conn:
             found = conn.execute(select(t.host.c.id).where(t.host.c.hash == digest)).scalar()
             if found is not None:
@@ -177,7 +182,7 @@ class Store:
                 exp_id = new_id(
                     conn.execute(
                         insert(t.experiment).values(
-                            name=name, spec=spec_json, spec_hash=spec_digest(spec_json), created_at=created_at or time.time()
+                            name=name, spec=spec_json, spec_hash=spec_digest(spec), created_at=created_at or time.time()
                         )
                     )
                 )
