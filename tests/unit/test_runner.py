@@ -1,0 +1,128 @@
+"""The runner with an injected executor, clock and journal: no real process, no real timing."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from benchlab.errors import Interrupted, SpecError, StoreError, WorkloadFailed
+from benchlab.measure.process import Finished, Launch, Usage
+from benchlab.runner import Prepared, Runner
+from benchlab.spec import spec_from_dict
+from benchlab.stats.experiment import analyze
+from benchlab.store import Store
+
+HOST = {"hostname": "fake", "kernel": "test"}
+
+
+def usage(wall: float) -> Usage:
+    return Usage(wall, wall / 2, wall / 10, 1000, 10, 0, 1, 1)
+
+
+class FakeExecutor:
+    """Wall time from the variant's FAKE_WALL; FAKE_FAIL makes the process exit 3."""
+
+    def __init__(self, interrupt_after: int | None = None) -> None:
+        self.launches: list[Launch] = []
+        self.interrupt_after = interrupt_after
+
+    def run(self, launch: Launch) -> Finished:
+        if self.interrupt_after is not None and len(self.launches) == self.interrupt_after:
+            raise KeyboardInterrupt
+        self.launches.append(launch)
+        if launch.env.get("FAKE_FAIL"):
+            return Finished(exit_code=3, signal=None, timed_out=False, usage=usage(0.1), stderr=b"boom\n")
+        return Finished(exit_code=0, signal=None, timed_out=False, usage=usage(float(launch.env.get("FAKE_WALL", "1.0"))))
+
+
+class FakeJournal:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, str]]] = []
+
+    def ensure_clean(self) -> None:
+        pass
+
+    def apply(self, knobs: dict[str, str]) -> None:
+        self.events.append(("apply", dict(knobs)))
+
+    def restore(self) -> list[tuple[str, str]]:
+        self.events.append(("restore", {}))
+        return []
+
+
+def spec(**extra: object) -> Prepared:
+    data = {
+        "name": "fake",
+        "blocks": 6,
+        "workloads": [{"name": "t", "command": ["true"]}],
+        "variants": [{"name": "a", "env": {"FAKE_WALL": "1.0"}}, {"name": "b", "env": {"FAKE_WALL": "1.1"}}],
+        **extra,
+    }
+    return Prepared.from_spec(spec_from_dict(data))
+
+
+def runner(store: Store, executor: FakeExecutor, journal: FakeJournal | None = None) -> Runner:
+    clock = itertools.count(1000.0, 0.5)
+    return Runner(store, executor=executor, clock=lambda: next(clock), journal=journal or FakeJournal(), host=HOST)  # type: ignore[arg-type]
+
+
+def test_runs_are_planned_interleaved_stored_and_judged(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "r.db"))
+    executor = FakeExecutor()
+    exp = runner(store, executor).run(spec(warmup=1, blocks=10))
+    order = [launch.env["FAKE_WALL"] for launch in executor.launches]
+    assert len(order) == 2 + 20
+    assert order[2:4] != order[4:6]  # ABBA after the warm-up round
+    data = store.load(exp)
+    assert sum(r.warmup for r in data.runs) == 2
+    (wall,) = [r for r in analyze(data).rows if r.metric == "wall"]
+    assert wall.verdict == "worse" and wall.change == pytest.approx(0.1)
+    assert (data.runs[0].started_at, data.runs[0].ended_at) == (1000.5, 1001.0)  # the injected clock
+
+
+def test_failures_are_stored_with_exit_code_and_tail(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "r.db"))
+    prepared = spec(variants=[{"name": "a"}, {"name": "bad", "env": {"FAKE_FAIL": "1"}}])
+    exp = runner(store, FakeExecutor()).run(prepared)
+    failed = [r for r in store.load(exp).runs if r.status != "ok"]
+    assert len(failed) == 6 and {r.variant for r in failed} == {"bad"}
+    assert failed[0].exit_code == 3 and failed[0].stderr_tail == "boom"
+
+
+def test_resume_skips_stored_runs_and_refuses_a_changed_spec(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "r.db"))
+    first = FakeExecutor(interrupt_after=5)
+    with pytest.raises(Interrupted, match="5 of 12"):
+        runner(store, first).run(spec())
+    again = FakeExecutor()
+    runner(store, again).run(spec(), resume=True)
+    assert len(again.launches) == 7
+    with pytest.raises(StoreError, match="already exists"):
+        runner(store, FakeExecutor()).run(spec())
+    with pytest.raises(SpecError, match="changed"):
+        runner(store, FakeExecutor()).run(spec(blocks=7), resume=True)
+
+
+def test_knobs_are_applied_before_and_restored_after_every_run(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "r.db"))
+    journal = FakeJournal()
+    executor = FakeExecutor(interrupt_after=3)
+    prepared = spec()
+    object.__setattr__(prepared.variants["b"], "knobs", {"/proc/sys/vm/stat_interval": "5"})
+    with pytest.raises(Interrupted):
+        runner(store, executor, journal).run(prepared)
+    kinds = [kind for kind, _ in journal.events]
+    assert kinds == ["apply", "restore"] * 4  # the interrupted fourth run is restored too
+    assert {"/proc/sys/vm/stat_interval": "5"} in [knobs for _, knobs in journal.events]
+
+
+def test_a_workload_that_cannot_start_is_a_failed_run(tmp_path: Path) -> None:
+    class Broken(FakeExecutor):
+        def run(self, launch: Launch) -> Finished:
+            raise WorkloadFailed("cannot start true: Permission denied")
+
+    store = Store(str(tmp_path / "r.db"))
+    exp = runner(store, Broken()).run(spec(blocks=2))
+    assert {r.status for r in store.load(exp).runs} == {"failed"}
