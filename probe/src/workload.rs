@@ -24,6 +24,14 @@ pub trait Workload: Sync {
     fn version(&self) -> u32;
     fn options(&self) -> &'static [OptionSpec];
     fn metrics(&self) -> &'static [MetricSpec];
+    /// The CPU suite's section (crypto, integer, floating_point); None outside the suite.
+    fn section(&self) -> Option<&'static str> {
+        None
+    }
+    /// What one unit of `items_per_second` is, where the workload defines it.
+    fn work_unit(&self) -> Option<&'static str> {
+        None
+    }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String>;
 }
 

@@ -61,3 +61,23 @@ def test_launcher_reports_exit_code_signal_and_rusage() -> None:
     os.close(r)
     assert proc.returncode == 0 and account["exit_code"] == 7 and account["signal"] is None
     assert account["wall_ns"] > 0 and account["max_rss_kib"] > 0
+
+
+CPU_WORKLOADS = ["cpu.aes_xts", "cpu.text_compression", "cpu.navigation"]
+
+
+def test_cpu_workloads_are_listed_with_their_section() -> None:
+    listing = json.loads(subprocess.run([probe_path(), "list", "--format", "json"], capture_output=True, check=True).stdout)
+    sections = {w["name"]: w["section"] for w in listing["workloads"]}
+    assert sections["cpu.aes_xts"] == "crypto"
+    assert sections["cpu.text_compression"] == sections["cpu.navigation"] == "integer"
+    assert sections["alloc.churn"] is None
+
+
+@pytest.mark.parametrize("workload", CPU_WORKLOADS)
+def test_cpu_workload_checksums_depend_on_input_only(workload: str) -> None:
+    one = probe(workload, "--iterations", "1", "--threads", "1")["benchmarks"][0]
+    two = probe(workload, "--iterations", "1", "--threads", "2")["benchmarks"][0]
+    other = probe(workload, "--iterations", "1", "--seed", "2")["benchmarks"][0]
+    assert one["checksum"] == two["checksum"] != other["checksum"]
+    assert two["iterations"] == 2 * one["iterations"] and one["items_per_second"] > 0

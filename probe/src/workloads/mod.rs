@@ -1,10 +1,13 @@
 //! The catalogue of built-in workloads.
 
 mod alloc_churn;
+mod cpu;
 mod ipc_pipe;
 
 use crate::workload::Workload;
 
 pub fn all() -> Vec<&'static dyn Workload> {
-    vec![&alloc_churn::AllocChurn, &ipc_pipe::PipePingPong]
+    let mut all: Vec<&'static dyn Workload> = vec![&alloc_churn::AllocChurn, &ipc_pipe::PipePingPong];
+    all.extend(cpu::all());
+    all
 }

@@ -1,0 +1,103 @@
+//! cpu.text_compression: a generated English-like corpus through two real codecs, zstd
+//! (level 3, as most tools default) and xz/LZMA2 (preset 3) from liblzma; each round
+//! compresses and decompresses with both and checks the text came back unchanged.
+
+use super::{fold, Task};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+use std::io::{Read, Write};
+
+pub struct TextCompression;
+
+const CORPUS: usize = 1 << 20;
+const ZSTD_LEVEL: i32 = 3;
+const XZ_PRESET: u32 = 3;
+
+/// Words with Zipf-like frequencies, sentences and paragraphs: text that compresses the way
+/// prose does (a random byte stream would not compress at all).
+pub fn corpus(seed: u64, size: usize) -> Vec<u8> {
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let vocabulary: Vec<String> = (0..4000)
+        .map(|_| {
+            let len = rng.random_range(2..=10);
+            (0..len).map(|_| (b'a' + rng.random_range(0..26u8)) as char).collect()
+        })
+        .collect();
+    let mut text = Vec::with_capacity(size + 64);
+    let mut sentence = 0;
+    while text.len() < size {
+        // Zipf: rank r is drawn with probability ~ 1/r
+        let rank = ((vocabulary.len() as f64).powf(rng.random::<f64>()) as usize).min(vocabulary.len()) - 1;
+        let word = vocabulary[rank].as_bytes();
+        if sentence == 0 {
+            text.push(word[0].to_ascii_uppercase());
+            text.extend_from_slice(&word[1..]);
+        } else {
+            text.extend_from_slice(word);
+        }
+        sentence += 1;
+        if sentence > rng.random_range(6..20) {
+            text.extend_from_slice(if rng.random_bool(0.15) { b".\n\n" } else { b". " });
+            sentence = 0;
+        } else {
+            text.push(if rng.random_bool(0.08) { b',' } else { b' ' });
+        }
+    }
+    text.truncate(size);
+    text
+}
+
+impl Task for TextCompression {
+    type Input = Vec<u8>;
+    type Scratch = ();
+    const NAME: &'static str = "cpu.text_compression";
+    const SECTION: &'static str = "integer";
+    const DESCRIPTION: &'static str =
+        "zstd and xz (LZMA2) compress and decompress a 1 MiB generated text corpus (work: bytes of text)";
+    const VERSION: u32 = 1;
+    const ITERATIONS: u64 = 1;
+    const WORK_UNIT: &'static str = "B";
+
+    fn prepare(&self, seed: u64) -> Vec<u8> {
+        corpus(seed, CORPUS)
+    }
+
+    fn scratch(&self, _input: &Vec<u8>) {}
+
+    fn work(&self, input: &Vec<u8>) -> f64 {
+        input.len() as f64
+    }
+
+    fn round(&self, text: &Vec<u8>, _: &mut ()) -> Result<u64, String> {
+        let packed = zstd::bulk::compress(text, ZSTD_LEVEL).map_err(|e| format!("zstd: {e}"))?;
+        let unpacked = zstd::bulk::decompress(&packed, text.len()).map_err(|e| format!("zstd: {e}"))?;
+        if unpacked != *text {
+            return Err("zstd did not give back the text".into());
+        }
+        let mut encoder = xz2::write::XzEncoder::new(Vec::with_capacity(text.len() / 2), XZ_PRESET);
+        encoder.write_all(text).map_err(|e| format!("xz: {e}"))?;
+        let xz = encoder.finish().map_err(|e| format!("xz: {e}"))?;
+        let mut back = Vec::with_capacity(text.len());
+        xz2::read::XzDecoder::new(&xz[..]).read_to_end(&mut back).map_err(|e| format!("xz: {e}"))?;
+        if back != *text {
+            return Err("xz did not give back the text".into());
+        }
+        if packed.len() * 2 > text.len() || xz.len() * 2 > text.len() {
+            return Err("the corpus compressed less than 2:1; the generator is broken".into());
+        }
+        Ok(fold(&packed) ^ fold(&xz).rotate_left(17))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn corpus_is_deterministic_text_that_compresses() {
+        let a = super::corpus(1, 100_000);
+        assert_eq!(a, super::corpus(1, 100_000));
+        assert_ne!(a, super::corpus(2, 100_000));
+        assert!(a.iter().all(|b| b.is_ascii()));
+        let packed = zstd::bulk::compress(&a, 3).unwrap();
+        assert!(packed.len() * 2 < a.len());
+    }
+}
