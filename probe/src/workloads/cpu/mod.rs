@@ -8,8 +8,11 @@
 //! produce the same checksum, or the run fails.
 
 mod aes_xts;
+mod html5;
 mod navigation;
+mod sqlite;
 mod text_compression;
+mod vector_rendering;
 
 use crate::report::Entry;
 use crate::timing::Stopwatch;
@@ -127,7 +130,14 @@ impl<T: Task> Workload for Cpu<T> {
 }
 
 pub fn all() -> Vec<&'static dyn Workload> {
-    vec![&Cpu(aes_xts::AesXts), &Cpu(text_compression::TextCompression), &Cpu(navigation::Navigation)]
+    vec![
+        &Cpu(aes_xts::AesXts),
+        &Cpu(text_compression::TextCompression),
+        &Cpu(navigation::Navigation),
+        &Cpu(html5::Html5),
+        &Cpu(sqlite::Sqlite),
+        &Cpu(vector_rendering::VectorRendering),
+    ]
 }
 
 /// XOR-fold of a byte slice as little-endian words: a cheap digest of a large output whose
