@@ -63,7 +63,18 @@ def test_launcher_reports_exit_code_signal_and_rusage() -> None:
     assert account["wall_ns"] > 0 and account["max_rss_kib"] > 0
 
 
-CPU_WORKLOADS = ["cpu.aes_xts", "cpu.text_compression", "cpu.navigation", "cpu.html5", "cpu.sqlite", "cpu.vector_rendering"]
+CPU_WORKLOADS = [
+    "cpu.aes_xts",
+    "cpu.text_compression",
+    "cpu.image_compression",
+    "cpu.navigation",
+    "cpu.html5",
+    "cpu.sqlite",
+    "cpu.vector_rendering",
+    "cpu.nbody",
+    "cpu.gaussian_blur",
+    "cpu.ml_inference",
+]
 
 
 def test_cpu_workloads_are_listed_with_their_section() -> None:

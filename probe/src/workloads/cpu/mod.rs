@@ -8,8 +8,13 @@
 //! produce the same checksum, or the run fails.
 
 mod aes_xts;
+mod gaussian_blur;
 mod html5;
+mod image;
+mod image_compression;
+mod ml_inference;
 mod navigation;
+mod nbody;
 mod sqlite;
 mod text_compression;
 mod vector_rendering;
@@ -137,6 +142,10 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(html5::Html5),
         &Cpu(sqlite::Sqlite),
         &Cpu(vector_rendering::VectorRendering),
+        &Cpu(image_compression::ImageCompression),
+        &Cpu(nbody::NBody),
+        &Cpu(gaussian_blur::GaussianBlur),
+        &Cpu(ml_inference::MlInference),
     ]
 }
 

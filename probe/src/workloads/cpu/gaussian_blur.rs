@@ -1,0 +1,117 @@
+//! cpu.gaussian_blur: a separable Gaussian blur (sigma 3) of a synthetic photo in f32,
+//! rows then columns, with mirrored edges.
+//!
+//! Written by hand: the image crates' blurs work on 8-bit buffers with their own
+//! rounding, and this workload's point is the floating-point filter itself. Each round
+//! checks 64 pixels against a direct two-dimensional convolution computed independently.
+
+use super::image::photo;
+use super::Task;
+
+pub struct GaussianBlur;
+
+const WIDTH: usize = 1024;
+const HEIGHT: usize = 768;
+const SIGMA: f32 = 3.0;
+
+pub struct Input {
+    planes: Vec<Vec<f32>>, // one plane per colour channel
+    kernel: Vec<f32>,
+}
+
+pub struct Scratch {
+    across: Vec<f32>,
+    out: Vec<f32>,
+}
+
+fn kernel(sigma: f32) -> Vec<f32> {
+    let radius = (3.0 * sigma).ceil() as i32;
+    let raw: Vec<f32> = (-radius..=radius).map(|i| (-(i * i) as f32 / (2.0 * sigma * sigma)).exp()).collect();
+    let total: f32 = raw.iter().sum();
+    raw.iter().map(|v| v / total).collect()
+}
+
+fn mirror(i: isize, n: usize) -> usize {
+    let n = n as isize;
+    let m = if i < 0 { -i - 1 } else if i >= n { 2 * n - i - 1 } else { i };
+    m.clamp(0, n - 1) as usize
+}
+
+fn blur(plane: &[f32], kernel: &[f32], across: &mut [f32], out: &mut [f32]) {
+    let r = kernel.len() / 2;
+    let mut padded = vec![0.0f32; WIDTH + 2 * r];
+    for y in 0..HEIGHT {
+        let row = &plane[y * WIDTH..(y + 1) * WIDTH];
+        for (i, p) in padded.iter_mut().enumerate() {
+            *p = row[mirror(i as isize - r as isize, WIDTH)];
+        }
+        for (x, o) in across[y * WIDTH..(y + 1) * WIDTH].iter_mut().enumerate() {
+            *o = kernel.iter().zip(&padded[x..x + kernel.len()]).map(|(w, v)| w * v).sum();
+        }
+    }
+    // columns: whole rows at a time, so the inner loop runs along memory and vectorises
+    for y in 0..HEIGHT {
+        let target = &mut out[y * WIDTH..(y + 1) * WIDTH];
+        target.fill(0.0);
+        for (k, w) in kernel.iter().enumerate() {
+            let source = mirror(y as isize + k as isize - r as isize, HEIGHT);
+            for (o, v) in target.iter_mut().zip(&across[source * WIDTH..(source + 1) * WIDTH]) {
+                *o += w * v;
+            }
+        }
+    }
+}
+
+fn direct(plane: &[f32], kernel: &[f32], x: usize, y: usize) -> f32 {
+    let r = (kernel.len() / 2) as isize;
+    let mut acc = 0.0f64;
+    for (j, wy) in kernel.iter().enumerate() {
+        for (i, wx) in kernel.iter().enumerate() {
+            let (sx, sy) = (mirror(x as isize + i as isize - r, WIDTH), mirror(y as isize + j as isize - r, HEIGHT));
+            acc += (*wx as f64) * (*wy as f64) * plane[sy * WIDTH + sx] as f64;
+        }
+    }
+    acc as f32
+}
+
+impl Task for GaussianBlur {
+    type Input = Input;
+    type Scratch = Scratch;
+    const NAME: &'static str = "cpu.gaussian_blur";
+    const SECTION: &'static str = "floating_point";
+    const DESCRIPTION: &'static str = "separable Gaussian blur (sigma 3) of a 1024x768 RGB photo in f32 (work: pixels)";
+    const VERSION: u32 = 1;
+    const ITERATIONS: u64 = 8;
+    const WORK_UNIT: &'static str = "pixels";
+
+    fn prepare(&self, seed: u64) -> Input {
+        let image = photo(seed, WIDTH, HEIGHT);
+        let planes = (0..3).map(|c| image.pixels.iter().skip(c).step_by(3).map(|v| *v as f32 / 255.0).collect()).collect();
+        Input { planes, kernel: kernel(SIGMA) }
+    }
+
+    fn scratch(&self, _input: &Input) -> Scratch {
+        Scratch { across: vec![0.0; WIDTH * HEIGHT], out: vec![0.0; WIDTH * HEIGHT] }
+    }
+
+    fn work(&self, _input: &Input) -> f64 {
+        (WIDTH * HEIGHT) as f64
+    }
+
+    fn round(&self, input: &Input, scratch: &mut Scratch) -> Result<u64, String> {
+        let mut checksum = 0u64;
+        for (c, plane) in input.planes.iter().enumerate() {
+            blur(plane, &input.kernel, &mut scratch.across, &mut scratch.out);
+            for i in 0..64 {
+                let (x, y) = ((i * 131 + c * 17) % WIDTH, (i * 97 + c * 29) % HEIGHT);
+                let want = direct(plane, &input.kernel, x, y);
+                if (scratch.out[y * WIDTH + x] - want).abs() > 1e-4 {
+                    return Err(format!("blurred pixel ({x}, {y}) is off by {}", scratch.out[y * WIDTH + x] - want));
+                }
+            }
+            let sum: f64 = scratch.out.iter().map(|v| *v as f64).sum();
+            checksum = checksum.rotate_left(13) ^ (sum * 1e3).round() as u64;
+        }
+        Ok(checksum)
+    }
+}

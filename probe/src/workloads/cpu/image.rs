@@ -1,0 +1,56 @@
+//! Synthetic photographs for the image workloads: smooth lighting, textured surfaces,
+//! hard-edged objects and sensor noise, so that codecs and filters meet the mix of flat
+//! areas, edges and detail that real photos have.
+
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+/// An RGB image, 8 bits per channel, row-major.
+pub struct Rgb {
+    pub width: usize,
+    pub height: usize,
+    pub pixels: Vec<u8>,
+}
+
+pub fn photo(seed: u64, width: usize, height: usize) -> Rgb {
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let blobs: Vec<(f32, f32, f32, [f32; 3])> = (0..24)
+        .map(|_| {
+            (
+                rng.random_range(0.0..width as f32),
+                rng.random_range(0.0..height as f32),
+                rng.random_range(20.0..200.0f32),
+                [rng.random_range(0.0..255.0), rng.random_range(0.0..255.0), rng.random_range(0.0..255.0)],
+            )
+        })
+        .collect();
+    let mut pixels = Vec::with_capacity(width * height * 3);
+    for y in 0..height {
+        for x in 0..width {
+            let (fx, fy) = (x as f32, y as f32);
+            let light = 0.6 + 0.4 * (fx / width as f32);
+            let texture = 12.0 * ((fx * 0.11).sin() * (fy * 0.07).cos());
+            let mut rgb = [90.0 + 0.1 * fy, 120.0, 160.0 - 0.1 * fy];
+            for (bx, by, r, colour) in &blobs {
+                if (fx - bx).powi(2) + (fy - by).powi(2) < r * r {
+                    rgb = *colour;
+                }
+            }
+            for c in rgb {
+                let noise: f32 = rng.random_range(-6.0..6.0);
+                pixels.push((c * light + texture + noise).clamp(0.0, 255.0) as u8);
+            }
+        }
+    }
+    Rgb { width, height, pixels }
+}
+
+/// Peak signal-to-noise ratio between two 8-bit images of the same size, in dB.
+pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
+    let mse = a.iter().zip(b).map(|(x, y)| (*x as f64 - *y as f64).powi(2)).sum::<f64>() / a.len() as f64;
+    if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        10.0 * (255.0f64 * 255.0 / mse).log10()
+    }
+}

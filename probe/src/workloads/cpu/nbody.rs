@@ -1,0 +1,248 @@
+//! cpu.nbody: a self-gravitating cluster integrated with a Barnes-Hut octree (opening
+//! angle 0.5) and a leapfrog integrator, as astrophysics codes do.
+//!
+//! Written by hand: no maintained crate offers a Barnes-Hut integrator, and its
+//! tree-building and traversal are the work being measured. Each round checks the physics:
+//! tree forces on sample bodies must match direct summation within 5%, and the total
+//! energy (computed directly) must drift by less than 0.1% over the run.
+
+use super::Task;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+pub struct NBody;
+
+const BODIES: usize = 2000;
+const STEPS: usize = 8;
+const DT: f64 = 1e-3;
+const SOFTENING2: f64 = 1e-4;
+const THETA: f64 = 0.5;
+
+type V3 = [f64; 3];
+
+#[derive(Clone)]
+pub struct Body {
+    pos: V3,
+    vel: V3,
+    mass: f64,
+}
+
+struct Node {
+    centre: V3,
+    half: f64,
+    mass: f64,
+    com: V3,
+    children: [u32; 8],
+    body: Option<usize>,
+}
+
+struct Tree {
+    nodes: Vec<Node>,
+}
+
+impl Tree {
+    fn build(bodies: &[Body]) -> Tree {
+        let extent = bodies.iter().flat_map(|b| b.pos).fold(0.0f64, |m, v| m.max(v.abs())) * 1.001 + 1e-9;
+        let mut tree = Tree { nodes: vec![Tree::node([0.0; 3], extent)] };
+        for i in 0..bodies.len() {
+            tree.insert(0, i, bodies, 0);
+        }
+        tree.summarise(0, bodies);
+        tree
+    }
+
+    fn node(centre: V3, half: f64) -> Node {
+        Node { centre, half, mass: 0.0, com: [0.0; 3], children: [0; 8], body: None }
+    }
+
+    fn octant(&self, n: usize, p: V3) -> usize {
+        let c = self.nodes[n].centre;
+        (p[0] > c[0]) as usize | ((p[1] > c[1]) as usize) << 1 | ((p[2] > c[2]) as usize) << 2
+    }
+
+    fn child(&mut self, n: usize, o: usize) -> usize {
+        if self.nodes[n].children[o] == 0 {
+            let (c, h) = (self.nodes[n].centre, self.nodes[n].half / 2.0);
+            let centre = [0, 1, 2].map(|d| c[d] + if o >> d & 1 == 1 { h } else { -h });
+            self.nodes.push(Tree::node(centre, h));
+            self.nodes[n].children[o] = (self.nodes.len() - 1) as u32;
+        }
+        self.nodes[n].children[o] as usize
+    }
+
+    fn insert(&mut self, n: usize, i: usize, bodies: &[Body], depth: usize) {
+        let leaf = self.nodes[n].children.iter().all(|c| *c == 0);
+        match (leaf, self.nodes[n].body) {
+            (true, None) if self.nodes[n].mass == 0.0 => {
+                self.nodes[n].body = Some(i);
+                self.nodes[n].mass = -1.0; // occupied marker until summarised
+            }
+            (true, Some(j)) if depth < 40 => {
+                self.nodes[n].body = None;
+                let oj = self.octant(n, bodies[j].pos);
+                let cj = self.child(n, oj);
+                self.insert(cj, j, bodies, depth + 1);
+                let oi = self.octant(n, bodies[i].pos);
+                let ci = self.child(n, oi);
+                self.insert(ci, i, bodies, depth + 1);
+            }
+            _ => {
+                let o = self.octant(n, bodies[i].pos);
+                let c = self.child(n, o);
+                self.insert(c, i, bodies, depth + 1);
+            }
+        }
+    }
+
+    fn summarise(&mut self, n: usize, bodies: &[Body]) -> (f64, V3) {
+        let (mut mass, mut moment) = (0.0, [0.0; 3]);
+        if let Some(i) = self.nodes[n].body {
+            mass = bodies[i].mass;
+            moment = bodies[i].pos.map(|p| p * mass);
+        }
+        for o in 0..8 {
+            let c = self.nodes[n].children[o] as usize;
+            if c != 0 {
+                let (m, com) = self.summarise(c, bodies);
+                mass += m;
+                for d in 0..3 {
+                    moment[d] += com[d] * m;
+                }
+            }
+        }
+        let com = if mass > 0.0 { moment.map(|v| v / mass) } else { self.nodes[n].centre };
+        self.nodes[n].mass = mass;
+        self.nodes[n].com = com;
+        (mass, com)
+    }
+
+    fn accel(&self, i: usize, bodies: &[Body], stack: &mut Vec<usize>) -> V3 {
+        let p = bodies[i].pos;
+        let mut a = [0.0; 3];
+        stack.clear();
+        stack.push(0);
+        while let Some(n) = stack.pop() {
+            let node = &self.nodes[n];
+            if node.mass == 0.0 || node.body == Some(i) {
+                continue;
+            }
+            let d = [0, 1, 2].map(|k| node.com[k] - p[k]);
+            let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            let leaf = node.children.iter().all(|c| *c == 0);
+            if leaf || (2.0 * node.half) * (2.0 * node.half) < THETA * THETA * r2 {
+                let s = r2 + SOFTENING2;
+                let f = node.mass / (s * s.sqrt());
+                for k in 0..3 {
+                    a[k] += f * d[k];
+                }
+            } else {
+                stack.extend(node.children.iter().filter(|c| **c != 0).map(|c| *c as usize));
+            }
+        }
+        a
+    }
+}
+
+fn direct_accel(i: usize, bodies: &[Body]) -> V3 {
+    let mut a = [0.0; 3];
+    for (j, b) in bodies.iter().enumerate() {
+        if j != i {
+            let d = [0, 1, 2].map(|k| b.pos[k] - bodies[i].pos[k]);
+            let s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + SOFTENING2;
+            let f = b.mass / (s * s.sqrt());
+            for k in 0..3 {
+                a[k] += f * d[k];
+            }
+        }
+    }
+    a
+}
+
+fn energy(bodies: &[Body]) -> f64 {
+    let mut e = 0.0;
+    for (i, a) in bodies.iter().enumerate() {
+        e += 0.5 * a.mass * a.vel.iter().map(|v| v * v).sum::<f64>();
+        for b in &bodies[i + 1..] {
+            let r2: f64 = (0..3).map(|k| (a.pos[k] - b.pos[k]).powi(2)).sum();
+            e -= a.mass * b.mass / (r2 + SOFTENING2).sqrt();
+        }
+    }
+    e
+}
+
+fn norm(v: V3) -> f64 {
+    (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
+}
+
+impl Task for NBody {
+    type Input = Vec<Body>;
+    type Scratch = (Vec<Body>, Vec<V3>, Vec<usize>);
+    const NAME: &'static str = "cpu.nbody";
+    const SECTION: &'static str = "floating_point";
+    const DESCRIPTION: &'static str = "Barnes-Hut gravity on 2,000 bodies, 8 leapfrog steps, energy checked (work: body-steps)";
+    const VERSION: u32 = 1;
+    const ITERATIONS: u64 = 3;
+    const WORK_UNIT: &'static str = "body-steps";
+
+    fn prepare(&self, seed: u64) -> Vec<Body> {
+        let mut rng = Pcg64::seed_from_u64(seed);
+        (0..BODIES)
+            .map(|_| {
+                let pos = loop {
+                    let p: V3 = [0; 3].map(|_| rng.random_range(-1.0..1.0));
+                    if norm(p) <= 1.0 {
+                        break p;
+                    }
+                };
+                Body { pos, vel: [0; 3].map(|_| rng.random_range(-0.3..0.3)), mass: 1.0 / BODIES as f64 }
+            })
+            .collect()
+    }
+
+    fn scratch(&self, input: &Vec<Body>) -> Self::Scratch {
+        (input.clone(), vec![[0.0; 3]; input.len()], Vec::with_capacity(256))
+    }
+
+    fn work(&self, input: &Vec<Body>) -> f64 {
+        (input.len() * STEPS) as f64
+    }
+
+    fn round(&self, input: &Vec<Body>, (bodies, acc, stack): &mut Self::Scratch) -> Result<u64, String> {
+        bodies.clone_from(input);
+        let before = energy(bodies);
+        let tree = Tree::build(bodies);
+        for i in 0..bodies.len() {
+            acc[i] = tree.accel(i, bodies, stack);
+        }
+        for i in (0..bodies.len()).step_by(bodies.len() / 16) {
+            let exact = direct_accel(i, bodies);
+            let error = norm([0, 1, 2].map(|k| acc[i][k] - exact[k])) / norm(exact);
+            if error > 0.05 {
+                return Err(format!("tree force on body {i} is {:.1}% off the direct sum", error * 100.0));
+            }
+        }
+        for _ in 0..STEPS {
+            for (b, a) in bodies.iter_mut().zip(acc.iter()) {
+                for k in 0..3 {
+                    b.vel[k] += 0.5 * DT * a[k];
+                    b.pos[k] += DT * b.vel[k];
+                }
+            }
+            let tree = Tree::build(bodies);
+            for i in 0..bodies.len() {
+                acc[i] = tree.accel(i, bodies, stack);
+            }
+            for (b, a) in bodies.iter_mut().zip(acc.iter()) {
+                for k in 0..3 {
+                    b.vel[k] += 0.5 * DT * a[k];
+                }
+            }
+        }
+        let after = energy(bodies);
+        let drift = ((after - before) / before).abs();
+        if drift > 1e-3 {
+            return Err(format!("total energy drifted by {:.3}%", drift * 100.0));
+        }
+        Ok(bodies.iter().fold(0u64, |acc, b| acc.rotate_left(3) ^ (b.pos[0] * 1e9) as i64 as u64))
+    }
+}
