@@ -74,6 +74,8 @@ CPU_WORKLOADS = [
     "cpu.nbody",
     "cpu.gaussian_blur",
     "cpu.ml_inference",
+    "cpu.compiler",
+    "cpu.rigid_body",
 ]
 
 

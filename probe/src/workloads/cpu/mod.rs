@@ -8,6 +8,7 @@
 //! produce the same checksum, or the run fails.
 
 mod aes_xts;
+mod compiler;
 mod gaussian_blur;
 mod html5;
 mod image;
@@ -15,6 +16,7 @@ mod image_compression;
 mod ml_inference;
 mod navigation;
 mod nbody;
+mod rigid_body;
 mod sqlite;
 mod text_compression;
 mod vector_rendering;
@@ -146,6 +148,8 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(nbody::NBody),
         &Cpu(gaussian_blur::GaussianBlur),
         &Cpu(ml_inference::MlInference),
+        &Cpu(compiler::Compiler),
+        &Cpu(rigid_body::RigidBody),
     ]
 }
 
