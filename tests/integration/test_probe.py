@@ -21,6 +21,7 @@ def probe(*args: str, env: dict[str, str] | None = None) -> dict:
 def test_google_benchmark_shape_and_context() -> None:
     doc = probe("ipc.pipe.pingpong", "--roundtrips", "500", "--warmup", "10")
     ctx = doc["context"]
+    assert ctx["library_build_type"] == "release"  # a debug probe measures the compiler, not the system
     assert ctx["workload"] == "ipc.pipe.pingpong" and ctx["workload_version"] >= 1 and ctx["num_cpus"] >= 1
     (entry,) = doc["benchmarks"]
     for key in ("name", "run_type", "iterations", "real_time", "cpu_time", "time_unit", "items_per_second", "checksum"):
@@ -76,12 +77,18 @@ CPU_WORKLOADS = [
     "cpu.ml_inference",
     "cpu.compiler",
     "cpu.rigid_body",
+    "cpu.ray_tracing",
+    "cpu.hdr",
+    "cpu.camera",
+    "cpu.horizon_detection",
 ]
 
 
 def test_cpu_workloads_are_listed_with_their_section() -> None:
     listing = json.loads(subprocess.run([probe_path(), "list", "--format", "json"], capture_output=True, check=True).stdout)
     sections = {w["name"]: w["section"] for w in listing["workloads"]}
+    assert sorted(n for n in sections if n.startswith("cpu.")) == sorted(CPU_WORKLOADS)
+    assert {sections[n] for n in CPU_WORKLOADS} == {"crypto", "integer", "floating_point"}
     assert sections["cpu.aes_xts"] == "crypto"
     assert sections["cpu.text_compression"] == sections["cpu.navigation"] == "integer"
     assert sections["alloc.churn"] is None

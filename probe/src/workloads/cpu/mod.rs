@@ -8,14 +8,18 @@
 //! produce the same checksum, or the run fails.
 
 mod aes_xts;
+mod camera;
 mod compiler;
 mod gaussian_blur;
+mod hdr;
+mod horizon_detection;
 mod html5;
 mod image;
 mod image_compression;
 mod ml_inference;
 mod navigation;
 mod nbody;
+mod ray_tracing;
 mod rigid_body;
 mod sqlite;
 mod text_compression;
@@ -150,6 +154,10 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(ml_inference::MlInference),
         &Cpu(compiler::Compiler),
         &Cpu(rigid_body::RigidBody),
+        &Cpu(ray_tracing::RayTracing),
+        &Cpu(hdr::Hdr),
+        &Cpu(camera::Camera),
+        &Cpu(horizon_detection::HorizonDetection),
     ]
 }
 

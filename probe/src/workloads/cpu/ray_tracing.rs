@@ -1,0 +1,204 @@
+//! cpu.ray_tracing: a Whitted-style render of a few thousand spheres (primary rays,
+//! Lambert shading, shadow rays) through a bounding-volume hierarchy.
+//!
+//! The BVH is written here because building and traversing it is the work being
+//! measured, and keeping it small lets each round verify it: 256 sample rays must hit
+//! exactly what a brute-force test of every sphere hits.
+
+use super::{fold, Task};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+pub struct RayTracing;
+
+const SPHERES: usize = 3000;
+const WIDTH: usize = 320;
+const HEIGHT: usize = 240;
+
+type V = [f64; 3];
+
+fn sub(a: V, b: V) -> V {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+fn dot(a: V, b: V) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+fn unit(a: V) -> V {
+    let n = dot(a, a).sqrt();
+    [a[0] / n, a[1] / n, a[2] / n]
+}
+
+#[derive(Clone, Copy)]
+pub struct Sphere {
+    centre: V,
+    radius: f64,
+    albedo: f64,
+}
+
+impl Sphere {
+    fn hit(&self, origin: V, dir: V) -> Option<f64> {
+        let oc = sub(origin, self.centre);
+        let b = dot(oc, dir);
+        let disc = b * b - (dot(oc, oc) - self.radius * self.radius);
+        if disc < 0.0 {
+            return None;
+        }
+        let t = -b - disc.sqrt();
+        (t > 1e-6).then_some(t)
+    }
+}
+
+struct Node {
+    lo: V,
+    hi: V,
+    start: usize,
+    count: usize, // > 0: leaf over order[start..start + count]; 0: children at start, start + 1
+}
+
+pub struct Bvh {
+    nodes: Vec<Node>,
+    order: Vec<usize>,
+}
+
+impl Bvh {
+    fn build(spheres: &[Sphere]) -> Bvh {
+        let mut bvh = Bvh { nodes: Vec::with_capacity(2 * spheres.len()), order: (0..spheres.len()).collect() };
+        bvh.nodes.push(Node { lo: [0.0; 3], hi: [0.0; 3], start: 0, count: 0 });
+        bvh.split(0, 0, spheres.len(), spheres);
+        bvh
+    }
+
+    fn split(&mut self, node: usize, start: usize, end: usize, spheres: &[Sphere]) {
+        let (mut lo, mut hi) = ([f64::MAX; 3], [f64::MIN; 3]);
+        for &i in &self.order[start..end] {
+            let s = spheres[i];
+            for k in 0..3 {
+                lo[k] = lo[k].min(s.centre[k] - s.radius);
+                hi[k] = hi[k].max(s.centre[k] + s.radius);
+            }
+        }
+        self.nodes[node].lo = lo;
+        self.nodes[node].hi = hi;
+        if end - start <= 4 {
+            self.nodes[node].start = start;
+            self.nodes[node].count = end - start;
+            return;
+        }
+        let axis = (0..3).max_by(|a, b| (hi[*a] - lo[*a]).total_cmp(&(hi[*b] - lo[*b]))).unwrap_or(0);
+        let mid = (start + end) / 2;
+        self.order[start..end].select_nth_unstable_by(mid - start, |a, b| spheres[*a].centre[axis].total_cmp(&spheres[*b].centre[axis]));
+        let left = self.nodes.len();
+        self.nodes.push(Node { lo, hi, start: 0, count: 0 });
+        self.nodes.push(Node { lo, hi, start: 0, count: 0 });
+        self.nodes[node].start = left;
+        self.nodes[node].count = 0;
+        self.split(left, start, mid, spheres);
+        self.split(left + 1, mid, end, spheres);
+    }
+
+    fn slab(&self, n: usize, origin: V, inv: V, best: f64) -> bool {
+        let (mut t0, mut t1) = (0.0f64, best);
+        for k in 0..3 {
+            let (a, b) = ((self.nodes[n].lo[k] - origin[k]) * inv[k], (self.nodes[n].hi[k] - origin[k]) * inv[k]);
+            t0 = t0.max(a.min(b));
+            t1 = t1.min(a.max(b));
+        }
+        t0 <= t1
+    }
+
+    fn closest(&self, spheres: &[Sphere], origin: V, dir: V, stack: &mut Vec<usize>) -> Option<(usize, f64)> {
+        let inv = dir.map(|d| 1.0 / d);
+        let mut best: Option<(usize, f64)> = None;
+        stack.clear();
+        stack.push(0);
+        while let Some(n) = stack.pop() {
+            if !self.slab(n, origin, inv, best.map_or(f64::MAX, |b| b.1)) {
+                continue;
+            }
+            let node = &self.nodes[n];
+            if node.count > 0 {
+                for &i in &self.order[node.start..node.start + node.count] {
+                    if let Some(t) = spheres[i].hit(origin, dir) {
+                        if best.is_none_or(|b| t < b.1) {
+                            best = Some((i, t));
+                        }
+                    }
+                }
+            } else {
+                stack.push(node.start);
+                stack.push(node.start + 1);
+            }
+        }
+        best
+    }
+}
+
+fn brute(spheres: &[Sphere], origin: V, dir: V) -> Option<(usize, f64)> {
+    spheres.iter().enumerate().filter_map(|(i, s)| s.hit(origin, dir).map(|t| (i, t))).min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+fn camera_ray(x: usize, y: usize) -> (V, V) {
+    let u = (x as f64 + 0.5) / WIDTH as f64 * 2.0 - 1.0;
+    let v = 1.0 - (y as f64 + 0.5) / HEIGHT as f64 * 2.0;
+    ([0.0, 2.0, -12.0], unit([u * 1.333, v, 1.6]))
+}
+
+impl Task for RayTracing {
+    type Input = Vec<Sphere>;
+    type Scratch = (Vec<u8>, Vec<usize>);
+    const NAME: &'static str = "cpu.ray_tracing";
+    const SECTION: &'static str = "floating_point";
+    const DESCRIPTION: &'static str = "BVH ray tracing of 3,000 spheres at 320x240 with shadows, BVH checked against brute force (work: pixels)";
+    const VERSION: u32 = 1;
+    const ITERATIONS: u64 = 4;
+    const WORK_UNIT: &'static str = "pixels";
+
+    fn prepare(&self, seed: u64) -> Vec<Sphere> {
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let mut spheres: Vec<Sphere> = (0..SPHERES)
+            .map(|_| Sphere {
+                centre: [rng.random_range(-10.0..10.0), rng.random_range(0.0..6.0), rng.random_range(-2.0..20.0)],
+                radius: rng.random_range(0.05..0.4),
+                albedo: rng.random_range(0.2..1.0),
+            })
+            .collect();
+        spheres.push(Sphere { centre: [0.0, -1000.0, 0.0], radius: 1000.0, albedo: 0.5 }); // the ground
+        spheres
+    }
+
+    fn scratch(&self, _input: &Vec<Sphere>) -> Self::Scratch {
+        (vec![0u8; WIDTH * HEIGHT], Vec::with_capacity(64))
+    }
+
+    fn work(&self, _input: &Vec<Sphere>) -> f64 {
+        (WIDTH * HEIGHT) as f64
+    }
+
+    fn round(&self, spheres: &Vec<Sphere>, (image, stack): &mut Self::Scratch) -> Result<u64, String> {
+        let bvh = Bvh::build(spheres);
+        let light = unit([0.5, 1.0, -0.4]);
+        for y in 0..HEIGHT {
+            for x in 0..WIDTH {
+                let (origin, dir) = camera_ray(x, y);
+                let mut shade = 0.1;
+                if let Some((i, t)) = bvh.closest(spheres, origin, dir, stack) {
+                    let s = spheres[i];
+                    let p = [origin[0] + t * dir[0], origin[1] + t * dir[1], origin[2] + t * dir[2]];
+                    let normal = unit(sub(p, s.centre));
+                    let lambert = dot(normal, light).max(0.0);
+                    let lit = lambert > 0.0 && bvh.closest(spheres, [p[0] + normal[0] * 1e-4, p[1] + normal[1] * 1e-4, p[2] + normal[2] * 1e-4], light, stack).is_none();
+                    shade = 0.1 + if lit { 0.9 * s.albedo * lambert } else { 0.0 };
+                }
+                image[y * WIDTH + x] = (shade * 255.0) as u8;
+            }
+        }
+        for k in 0..256 {
+            let (origin, dir) = camera_ray((k * 37) % WIDTH, (k * 59) % HEIGHT);
+            let (a, b) = (bvh.closest(spheres, origin, dir, stack), brute(spheres, origin, dir));
+            if a.map(|h| h.0) != b.map(|h| h.0) {
+                return Err(format!("the BVH hit {:?} where brute force hits {:?}", a.map(|h| h.0), b.map(|h| h.0)));
+            }
+        }
+        Ok(fold(image))
+    }
+}
