@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
-from benchlab.plan import make_plan
+import pytest
+
+from benchlab.plan import make_plan, williams_design
 
 
 def test_two_variants_alternate_abba() -> None:
@@ -28,3 +31,20 @@ def test_orders_are_seeded_and_vary_between_blocks() -> None:
     assert first == again and first != other
     firsts = Counter(next(r.variant for r in first if r.block == b) for b in range(20))
     assert len(firsts) >= 3  # no variant is always first
+
+
+@pytest.mark.parametrize("k", [3, 4, 5, 6])
+def test_williams_design_balances_positions_and_predecessors(k: int) -> None:
+    design = williams_design(k)
+    assert all(sorted(row) == list(range(k)) for row in design)
+    positions = Counter((pos, v) for row in design for pos, v in enumerate(row))
+    assert len(set(positions.values())) == 1 and len(positions) == k * k
+    pairs = Counter((a, b) for row in design for a, b in itertools.pairwise(row))
+    assert len(pairs) == k * (k - 1) and len(set(pairs.values())) == 1
+
+
+def test_three_variants_cycle_through_a_balanced_design() -> None:
+    plan = make_plan(["w"], ["A", "B", "C"], blocks=12, warmup=0, seed=5)
+    orders = ["".join(r.variant for r in plan if r.block == b) for b in range(12)]
+    follows = Counter((o[i], o[i + 1]) for o in orders for i in range(2))
+    assert len(follows) == 6 and len(set(follows.values())) == 1

@@ -81,7 +81,7 @@ def demo(db: Db = None, blocks: Annotated[int, typer.Option("-n", "--blocks")] =
     folder = None if db else tempfile.mkdtemp(prefix="benchlab-demo-")
     spec = quick_spec(
         name=time.strftime("demo-%Y%m%d-%H%M%S"),
-        builtins=["alloc.churn threads=2 ops=300000", "ipc.pipe.pingpong roundtrips=5000"],
+        builtins=["alloc.churn threads=2 ops=1000000", "ipc.pipe.pingpong roundtrips=20000"],
         commands=[], gbench=[], variants=DEMO_VARIANTS, blocks=blocks, warmup=1, seed=1, baseline="base", timeout=120,
     )  # fmt: skip
     out.print(
