@@ -1,5 +1,5 @@
-//! `benchlab-probe launch -- COMMAND...`: starts one workload process and
-//! reports the kernel's account of it.
+//! `benchlab-launch -- COMMAND...`: starts one workload process and reports
+//! the kernel's account of it.
 //!
 //! benchlab starts every run through this small launcher rather than from
 //! the Python runner itself: Linux carries the max-RSS watermark of the
@@ -16,13 +16,13 @@ use std::time::Instant;
 
 pub fn launch(argv: &[String], result_fd: i32) -> i32 {
     if argv.is_empty() {
-        eprintln!("benchlab-probe launch: no command given");
+        eprintln!("benchlab-launch: no command given");
         return 2;
     }
     let cargs: Vec<CString> = match argv.iter().map(|a| CString::new(a.as_bytes())).collect() {
         Ok(v) => v,
         Err(_) => {
-            eprintln!("benchlab-probe launch: an argument contains a NUL byte");
+            eprintln!("benchlab-launch: an argument contains a NUL byte");
             return 2;
         }
     };
@@ -32,14 +32,14 @@ pub fn launch(argv: &[String], result_fd: i32) -> i32 {
     // SAFETY: the launcher is single-threaded; the child only calls exec and _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        eprintln!("benchlab-probe launch: fork: {}", std::io::Error::last_os_error());
+        eprintln!("benchlab-launch: fork: {}", std::io::Error::last_os_error());
         return 1;
     }
     if pid == 0 {
         unsafe {
             libc::close(result_fd);
             libc::execvp(ptrs[0], ptrs.as_ptr());
-            let msg = format!("benchlab-probe launch: cannot execute {}: {}\n", argv[0], std::io::Error::last_os_error());
+            let msg = format!("benchlab-launch: cannot execute {}: {}\n", argv[0], std::io::Error::last_os_error());
             libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
             libc::_exit(127);
         }
@@ -53,7 +53,7 @@ pub fn launch(argv: &[String], result_fd: i32) -> i32 {
             break;
         }
         if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            eprintln!("benchlab-probe launch: wait4: {}", std::io::Error::last_os_error());
+            eprintln!("benchlab-launch: wait4: {}", std::io::Error::last_os_error());
             return 1;
         }
     }
@@ -79,7 +79,7 @@ pub fn launch(argv: &[String], result_fd: i32) -> i32 {
     // SAFETY: result_fd is the pipe benchlab passes; if it is not open the write fails and we say so.
     let mut result = unsafe { std::fs::File::from_raw_fd(result_fd) };
     if writeln!(result, "{line}").is_err() {
-        eprintln!("benchlab-probe launch: file descriptor {result_fd} is not open for the result");
+        eprintln!("benchlab-launch: file descriptor {result_fd} is not open for the result");
         return 1;
     }
     0

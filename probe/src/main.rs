@@ -1,7 +1,6 @@
 //! benchlab-probe: benchlab's built-in workloads in one executable that
 //! speaks Google Benchmark's JSON (see the design notes, "Probe protocol").
 
-mod launch;
 mod report;
 mod timing;
 mod workload;
@@ -25,13 +24,7 @@ fn command(catalogue: &[&'static dyn Workload]) -> Command {
         .version(env!("CARGO_PKG_VERSION"))
         .about("benchlab's built-in workloads; each prints Google Benchmark's JSON with --format json")
         .subcommand_required(true)
-        .subcommand(Command::new("list").about("list workloads, options and metrics").arg(format_arg()))
-        .subcommand(
-            Command::new("launch")
-                .about("run COMMAND, then write its wait4 account as one JSON line to --result-fd")
-                .arg(Arg::new("result-fd").long("result-fd").default_value("3").value_parser(clap::value_parser!(i32)))
-                .arg(Arg::new("command").num_args(1..).required(true).trailing_var_arg(true).allow_hyphen_values(true)),
-        );
+        .subcommand(Command::new("list").about("list workloads, options and metrics").arg(format_arg()));
     for w in catalogue {
         let mut sub = Command::new(w.name()).about(w.description()).arg(format_arg());
         for o in w.options() {
@@ -76,11 +69,6 @@ fn main() {
     if name == "list" {
         list(&catalogue, format);
         return;
-    }
-    if name == "launch" {
-        let argv: Vec<String> = sub.get_many::<String>("command").map(|v| v.cloned().collect()).unwrap_or_default();
-        let fd = *sub.get_one::<i32>("result-fd").expect("has a default");
-        std::process::exit(launch::launch(&argv, fd));
     }
     let w = catalogue.iter().find(|w| w.name() == name).expect("clap only accepts known workloads");
     let values: BTreeMap<String, String> = w

@@ -1,4 +1,5 @@
-"""Where the probe executable is: it runs the built-in workloads and launches every run."""
+"""Where benchlab's native executables are: the probe runs the built-in workloads, the
+launcher starts every run."""
 
 from __future__ import annotations
 
@@ -10,17 +11,25 @@ from pathlib import Path
 from benchlab.errors import EnvironmentProblem
 
 
-def probe_path() -> str:
-    """BENCHLAB_PROBE, else the probe installed beside this interpreter, else PATH."""
-    explicit = os.environ.get("BENCHLAB_PROBE")
+def _native(name: str, variable: str) -> str:
+    """$variable, else the executable installed beside this interpreter, else PATH."""
+    explicit = os.environ.get(variable)
     if explicit:
         if not os.access(explicit, os.X_OK):
-            raise EnvironmentProblem(f"BENCHLAB_PROBE={explicit} is not an executable file")
+            raise EnvironmentProblem(f"{variable}={explicit} is not an executable file")
         return explicit
-    beside = Path(sys.executable).parent / "benchlab-probe"
+    beside = Path(sys.executable).parent / name
     if os.access(beside, os.X_OK):
         return str(beside)
-    found = shutil.which("benchlab-probe")
+    found = shutil.which(name)
     if found:
         return found
-    raise EnvironmentProblem("benchlab-probe is not installed", hint="reinstall benchlab with `uv sync`, or set BENCHLAB_PROBE")
+    raise EnvironmentProblem(f"{name} is not installed", hint=f"reinstall benchlab with `uv sync`, or set {variable}")
+
+
+def probe_path() -> str:
+    return _native("benchlab-probe", "BENCHLAB_PROBE")
+
+
+def launcher_path() -> str:
+    return _native("benchlab-launch", "BENCHLAB_LAUNCH")

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from benchlab.locate import probe_path
+from benchlab.locate import launcher_path, probe_path
 from benchlab.variants.allocator import find_library
 
 
@@ -56,7 +56,7 @@ def test_bad_option_value_fails_with_a_message() -> None:
 
 def test_launcher_reports_exit_code_signal_and_rusage() -> None:
     r, w = os.pipe()
-    proc = subprocess.run([probe_path(), "launch", "--result-fd", str(w), "--", "sh", "-c", "exit 7"], pass_fds=(w,))
+    proc = subprocess.run([launcher_path(), "--result-fd", str(w), "--", "sh", "-c", "exit 7"], pass_fds=(w,))
     os.close(w)
     account = json.loads(os.read(r, 4096))
     os.close(r)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from benchlab.errors import WorkloadFailed
-from benchlab.locate import probe_path
+from benchlab.locate import launcher_path
 
 STDERR_TAIL_BYTES = 4000
 
@@ -97,7 +97,7 @@ def _read_all(f: IO[bytes]) -> bytes:
 class LocalExecutor:
     """Runs processes on this machine through the probe's launcher.
 
-    The launcher (`benchlab-probe launch`) forks the workload, times it and
+    The launcher (`benchlab-launch`) forks the workload, times it and
     reports its wait4() account on a pipe: a command spawned straight from
     this interpreter would inherit its max-RSS watermark. Output goes to
     temporary files, so a chatty process cannot block on a full pipe. The
@@ -110,7 +110,7 @@ class LocalExecutor:
         self.launcher = list(launcher) if launcher is not None else None
 
     def run(self, launch: Launch) -> Finished:
-        launcher = self.launcher if self.launcher is not None else [probe_path(), "launch"]
+        launcher = self.launcher if self.launcher is not None else [launcher_path()]
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             account, timed_out = self._spawn_and_wait(launcher, launch, out, err)
             if account is None:
