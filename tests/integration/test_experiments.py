@@ -218,25 +218,33 @@ def test_existing_name_needs_resume_and_a_changed_spec_is_refused(tmp_path: Path
     assert proc.returncode == 2 and "changed" in proc.stderr
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="knobs need root")
-def test_kill_9_then_restore_and_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
-    knob = "/proc/sys/vm/stat_interval"
-    original = Path(knob).read_text().strip()
-    spec = write(
-        tmp_path / "k.toml",
+KNOB = "/proc/sys/vm/stat_interval"  # harmless to change: how often the kernel refreshes VM statistics
+
+
+def knob_spec(path: Path, name: str, *, blocks: int, nap: float, value: str) -> Path:
+    """A plain variant and one that sets KNOB, over a short sleep."""
+    return write(
+        path,
         f"""
-name = "killed"
-blocks = 12
+name = "{name}"
+blocks = {blocks}
 [[workloads]]
 name = "nap"
-command = ["sleep", "0.25"]
+command = ["sleep", "{nap}"]
 [[variants]]
 name = "plain"
 [[variants]]
 name = "knob"
-knobs = {{ "{knob}" = "7" }}
+knobs = {{ "{KNOB}" = "{value}" }}
 """,
     )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="knobs need root")
+def test_kill_9_then_restore_and_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    knob = KNOB
+    original = Path(knob).read_text().strip()
+    spec = knob_spec(tmp_path / "k.toml", "killed", blocks=12, nap=0.25, value="7")
     assert original != "7"
     try:
         _kill_restore_resume(spec, knob, original)
@@ -299,23 +307,9 @@ def test_malformed_bundles_are_refused_in_one_line(tmp_path: Path) -> None:
 def test_interrupt_stops_cleanly_restores_knobs_and_resume_finishes(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("knobs need root")
-    knob = "/proc/sys/vm/stat_interval"
+    knob = KNOB
     original = Path(knob).read_text().strip()
-    spec = write(
-        tmp_path / "i.toml",
-        f"""
-name = "interrupted"
-blocks = 10
-[[workloads]]
-name = "nap"
-command = ["sleep", "0.3"]
-[[variants]]
-name = "plain"
-[[variants]]
-name = "knob"
-knobs = {{ "{knob}" = "9" }}
-""",
-    )
+    spec = knob_spec(tmp_path / "i.toml", "interrupted", blocks=10, nap=0.3, value="9")
     try:
         proc = subprocess.Popen([BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, env=os.environ.copy())  # fmt: skip
