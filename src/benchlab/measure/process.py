@@ -106,13 +106,9 @@ class LocalExecutor:
     disturb the next one.
     """
 
-    def __init__(self, launcher: Sequence[str] | None = None) -> None:
-        self.launcher = list(launcher) if launcher is not None else None
-
     def run(self, launch: Launch) -> Finished:
-        launcher = self.launcher if self.launcher is not None else [launcher_path()]
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            account, timed_out = self._spawn_and_wait(launcher, launch, out, err)
+            account, timed_out = self._spawn_and_wait([launcher_path()], launch, out, err)
             if account is None:
                 if not timed_out:
                     tail = _read_all(err)[-STDERR_TAIL_BYTES:].decode(errors="replace")

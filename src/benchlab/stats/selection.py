@@ -65,6 +65,14 @@ def _select(
     return [found[r] for r in ranks]
 
 
+def _index_ranges(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All pairs (i, j) with first[i] <= j < last[i], as two index arrays, without a Python loop."""
+    counts = last - first
+    rows = np.repeat(np.arange(len(first)), counts)
+    cols = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(first, counts)
+    return rows, cols
+
+
 def walsh_order_statistics(d: np.ndarray, ranks: list[int]) -> list[float]:
     """Values at 1-based `ranks` among the Walsh averages (d_i + d_j) / 2, i <= j."""
     d = np.sort(np.asarray(d, dtype=float))
@@ -82,9 +90,7 @@ def walsh_order_statistics(d: np.ndarray, ranks: list[int]) -> list[float]:
     def between(lo: float, hi: float) -> np.ndarray:
         first = np.maximum(np.searchsorted(d, 2 * lo - d, side="right"), index)
         last = np.maximum(np.searchsorted(d, 2 * hi - d, side="right"), first)
-        counts = last - first
-        rows = np.repeat(index, counts)
-        cols = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(first, counts)
+        rows, cols = _index_ranges(first, last)
         return (d[rows] + d[cols]) / 2
 
     grid = d[np.linspace(0, n - 1, GRID).astype(int)]
@@ -107,9 +113,7 @@ def difference_order_statistics(x: np.ndarray, y: np.ndarray, ranks: list[int]) 
     def between(lo: float, hi: float) -> np.ndarray:
         first = np.searchsorted(y, x - hi, side="left")
         last = np.searchsorted(y, x - lo, side="left")
-        counts = np.maximum(last - first, 0)
-        rows = np.repeat(np.arange(len(x)), counts)
-        cols = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(first, counts)
+        rows, cols = _index_ranges(first, np.maximum(last, first))
         return x[rows] - y[cols]
 
     sample = np.subtract.outer(
