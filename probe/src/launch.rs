@@ -7,7 +7,13 @@
 //! straight from a 100+ MiB interpreter would report the interpreter's
 //! footprint. Wall time is taken here too, around fork and wait4, in native
 //! code. The result is one JSON line written to --result-fd (default 3).
+//!
+//! The child waits on a pipe until the parent has opened its perf counters
+//! (see `counters`, a few hundred microseconds), which start counting when it
+//! execs the command; the wall clock starts when the child is released, so
+//! that cost stays out of the run's time.
 
+use crate::counters::Counters;
 use serde_json::json;
 use std::ffi::CString;
 use std::io::Write;
@@ -28,8 +34,13 @@ pub fn launch(argv: &[String], result_fd: i32) -> i32 {
     };
     let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
     ptrs.push(std::ptr::null());
-    let start = Instant::now();
-    // SAFETY: the launcher is single-threaded; the child only calls exec and _exit.
+    let mut go = [0 as libc::c_int; 2];
+    // SAFETY: a fresh pipe into an array of two descriptors.
+    if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        eprintln!("benchlab-launch: pipe: {}", std::io::Error::last_os_error());
+        return 1;
+    }
+    // SAFETY: the launcher is single-threaded; the child only reads, calls exec and _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         eprintln!("benchlab-launch: fork: {}", std::io::Error::last_os_error());
@@ -38,11 +49,21 @@ pub fn launch(argv: &[String], result_fd: i32) -> i32 {
     if pid == 0 {
         unsafe {
             libc::close(result_fd);
+            libc::close(go[1]);
+            let mut byte = 0u8;
+            libc::read(go[0], &mut byte as *mut u8 as *mut libc::c_void, 1); // returns at the parent's close
             libc::execvp(ptrs[0], ptrs.as_ptr());
             let msg = format!("benchlab-launch: cannot execute {}: {}\n", argv[0], std::io::Error::last_os_error());
             libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
             libc::_exit(127);
         }
+    }
+    let mut counters = Counters::open(pid);
+    let start = Instant::now();
+    // SAFETY: closing our write end lets the child go on to exec.
+    unsafe {
+        libc::close(go[0]);
+        libc::close(go[1]);
     }
     let mut status = 0;
     // SAFETY: waiting for our own child into a zeroed rusage we own.
@@ -75,6 +96,8 @@ pub fn launch(argv: &[String], result_fd: i32) -> i32 {
         "involuntary_switches": ru.ru_nivcsw,
         "exit_code": exit_code,
         "signal": signal,
+        "counters": counters.read(),
+        "counters_note": counters.note,
     });
     // SAFETY: result_fd is the pipe benchlab passes; if it is not open the write fails and we say so.
     let mut result = unsafe { std::fs::File::from_raw_fd(result_fd) };

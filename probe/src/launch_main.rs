@@ -3,6 +3,7 @@
 //! A separate, small executable rather than a subcommand of the probe: the probe links the
 //! whole CPU suite, and loading that much code costs ~2 ms per exec, which every run would pay.
 
+mod counters;
 mod launch;
 
 fn usage() -> ! {

@@ -8,12 +8,15 @@ use std::fmt::Write as _;
 #[derive(Clone, Copy, Debug)]
 pub enum Direction {
     Lower,
+    /// A description of the run (how many threads it used), never judged better or worse.
+    None,
 }
 
 impl Direction {
     fn as_str(self) -> &'static str {
         match self {
             Direction::Lower => "lower",
+            Direction::None => "none",
         }
     }
 }
@@ -37,6 +40,8 @@ impl Counter {
 pub struct Entry {
     pub name: String,
     pub iterations: u64,
+    /// Threads that ran the benchmark (Google Benchmark's `threads` field).
+    pub threads: u64,
     pub real_time_ns: f64,
     pub cpu_time_ns: f64,
     pub items_per_second: Option<f64>,
@@ -106,7 +111,7 @@ fn entry_json(index: usize, e: &Entry) -> Value {
     m.insert("run_type".into(), json!("iteration"));
     m.insert("repetitions".into(), json!(1));
     m.insert("repetition_index".into(), json!(0));
-    m.insert("threads".into(), json!(1));
+    m.insert("threads".into(), json!(e.threads));
     m.insert("iterations".into(), json!(e.iterations));
     m.insert("real_time".into(), json!(e.real_time_ns));
     m.insert("cpu_time".into(), json!(e.cpu_time_ns));

@@ -32,6 +32,10 @@ pub trait Workload: Sync {
     fn work_unit(&self) -> Option<&'static str> {
         None
     }
+    /// How the work may be spread over threads (the CPU suite: copies, and shared where a task splits).
+    fn modes(&self) -> &'static [&'static str] {
+        &[]
+    }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String>;
 }
 
@@ -55,6 +59,16 @@ impl Options {
             .ok()
             .and_then(|v| v.checked_mul(scale))
             .ok_or_else(|| format!("option --{name}: '{raw}' is not a non-negative integer"))
+    }
+
+    /// One of a fixed set of words.
+    pub fn choice<'a>(&self, name: &str, allowed: &[&'a str]) -> Result<&'a str, String> {
+        let raw = self.values.get(name).ok_or_else(|| format!("option --{name} is missing"))?;
+        allowed
+            .iter()
+            .find(|a| **a == raw.as_str())
+            .copied()
+            .ok_or_else(|| format!("option --{name}: '{raw}' is not one of {}", allowed.join(", ")))
     }
 
     /// An integer that must lie in [lo, hi].

@@ -51,12 +51,19 @@ class Progress(Protocol):
 
     def advance(self, run: PlannedRun, status: str) -> None: ...
 
+    def note(self, text: str) -> None:
+        """Something the user should know once, such as counters this machine lacks."""
+        ...
+
 
 class SilentProgress:
     def start(self, total: int, done: int) -> None:
         pass
 
     def advance(self, run: PlannedRun, status: str) -> None:
+        pass
+
+    def note(self, text: str) -> None:
         pass
 
 
@@ -77,6 +84,7 @@ class Runner:
         self.journal = journal or KnobJournal()
         self.progress = progress or SilentProgress()
         self.host = host
+        self.noted: set[str] = set()
 
     def open_experiment(self, prepared: Prepared, *, resume: bool) -> ExperimentRecord:
         spec = prepared.spec
@@ -137,6 +145,11 @@ class Runner:
             ) from None
         return exp
 
+    def _note_once(self, text: str | None) -> None:
+        if text and text not in self.noted:
+            self.noted.add(text)
+            self.progress.note(text)
+
     def _run_one(self, prepared: Prepared, exp: ExperimentRecord, host_id: int, planned: PlannedRun) -> str:
         workload = prepared.workloads[planned.workload]
         variant = prepared.variants[planned.variant]
@@ -154,6 +167,7 @@ class Runner:
                 finished = self.executor.run(launch)
             finally:
                 self.journal.restore()
+            self._note_once(finished.usage.counters_note)
             if not finished.ok:
                 raise finished.failure()
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]

@@ -185,6 +185,7 @@ impl Workload for AllocChurn {
         Ok(vec![Entry {
             name: "alloc.churn".into(),
             iterations: ops * threads,
+            threads,
             real_time_ns: wall / ops as f64,
             cpu_time_ns: cpu / all_ops,
             items_per_second: Some(all_ops / (wall / 1e9)),

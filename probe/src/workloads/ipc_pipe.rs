@@ -156,6 +156,7 @@ impl Workload for PipePingPong {
         Ok(vec![Entry {
             name: "ipc.pipe.pingpong".into(),
             iterations: roundtrips,
+            threads: 1,
             real_time_ns: wall / n,
             cpu_time_ns: cpu / n,
             items_per_second: Some(n / (wall / 1e9)),

@@ -1,7 +1,7 @@
 //! The catalogue of built-in workloads.
 
 mod alloc_churn;
-mod cpu;
+pub mod cpu;
 mod ipc_pipe;
 
 use crate::workload::Workload;

@@ -42,3 +42,6 @@ class BarProgress:
         what = f"{run.workload}/{run.variant}" + (" warm-up" if run.warmup else f" block {run.block + 1}")
         failed = f" ({self.failed} failed)" if self.failed else ""
         self.bar.update(self.task, advance=1, last=f"{what}: {status}{failed}")
+
+    def note(self, text: str) -> None:
+        self.bar.console.print(f"note: {text}", style="yellow", highlight=False)

@@ -2,7 +2,9 @@
 
 Wall time is taken in native code around fork and wait4; user, sys, max RSS,
 faults and context switches come from wait4(), which sums the process and
-every descendant it waited for. Nothing is timed in a Python loop.
+every descendant it waited for; perf event counts (task clock, and cycles,
+instructions, branch and cache misses where the machine has hardware
+counters) come from the launcher too. Nothing is timed in a Python loop.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class Usage:
     major_faults: int
     voluntary_switches: int
     involuntary_switches: int
+    counters: Mapping[str, float] = field(default_factory=dict)
+    counters_note: str | None = None  # why some or all perf counters are missing
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ class LocalExecutor:
                 major_faults=account.get("major_faults", 0),
                 voluntary_switches=account.get("voluntary_switches", 0),
                 involuntary_switches=account.get("involuntary_switches", 0),
+                counters=account.get("counters") or {},
+                counters_note=account.get("counters_note"),
             )
             return Finished(
                 exit_code=account.get("exit_code"),

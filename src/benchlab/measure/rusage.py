@@ -1,6 +1,9 @@
-"""The metrics every run records from wait4(), whatever the workload."""
+"""The metrics every run records from the launcher, whatever the workload: the kernel's
+wait4() account, and the perf counters that describe how the work ran."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from benchlab.measure.process import Usage
 from benchlab.metrics import Metric
@@ -16,4 +19,28 @@ def usage_metrics(u: Usage) -> list[Metric]:
         Metric("major_faults", float(u.major_faults), "count", "lower"),
         Metric("voluntary_switches", float(u.voluntary_switches), "count", "lower"),
         Metric("involuntary_switches", float(u.involuntary_switches), "count", "lower"),
+        *characteristics(u.counters),
     ]
+
+
+def _ratio(counts: Mapping[str, float], part: str, whole: str) -> float | None:
+    if part in counts and counts.get(whole, 0) > 0:
+        return counts[part] / counts[whole]
+    return None
+
+
+def characteristics(counts: Mapping[str, float]) -> list[Metric]:
+    """Perf counts as workload characteristics. They carry no direction: they explain a
+    change in the outcome (a drop in IPC, more migrations) rather than being the outcome,
+    and judging them would only widen the correction over the metrics that are."""
+    found = [
+        ("task_clock", counts["task_clock_ns"] / 1e9 if "task_clock_ns" in counts else None, "s"),
+        ("page_faults", counts.get("page_faults"), "count"),
+        ("context_switches", counts.get("context_switches"), "count"),
+        ("cpu_migrations", counts.get("cpu_migrations"), "count"),
+        ("instructions", counts.get("instructions"), "count"),
+        ("ipc", _ratio(counts, "instructions", "cycles"), "instr/cycle"),
+        ("branch_miss_rate", _ratio(counts, "branch_misses", "branches"), "fraction"),
+        ("cache_miss_rate", _ratio(counts, "cache_misses", "cache_references"), "fraction"),
+    ]
+    return [Metric(name, float(value), unit, "none") for name, value, unit in found if value is not None]

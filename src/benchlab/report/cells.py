@@ -6,6 +6,8 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from benchlab.suite.baseline import SECTION_TITLES
+
 
 def quantity(value: float | None, unit: str) -> str:
     if value is None:
@@ -65,3 +67,7 @@ def geomean_by_direction(report: dict[str, Any]) -> list[tuple[str, dict[str, di
     for g in report["geomean"]:
         grouped[g["direction"]][g["variant"]] = g
     return list(grouped.items())
+
+
+def section_title(section: str | None) -> str:
+    return SECTION_TITLES.get(section or "", section or "")

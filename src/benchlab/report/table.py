@@ -9,12 +9,33 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from benchlab.report import cells
+from benchlab.report import cells, score_grid
 
 STYLE = {"better": "bold green", "worse": "bold red", "same": "dim", "unclear": "yellow", "-": "dim"}
 
 
+def _grid_table(grid: score_grid.Grid) -> Table:
+    table = Table(title=grid.title, title_justify="left")
+    for i, name in enumerate(grid.header):
+        table.add_column(name, justify="left" if i < 2 or i in grid.verdict_columns else "right")
+    for cols, emphasis in zip(grid.rows, grid.emphasis, strict=True):
+        styled = [Text(c, style=STYLE.get(c, "")) if i in grid.verdict_columns else Text(c) for i, c in enumerate(cols)]
+        table.add_row(*styled, style="bold" if emphasis else "")
+    return table
+
+
+def _scores(report: dict[str, Any]) -> list[Any]:
+    parts: list[Any] = []
+    for grid in score_grid.grids(report["scores"]):
+        parts.append(_grid_table(grid))
+        parts += [Text(note, style="dim") for note in grid.notes if note]
+    parts.append(Text(score_grid.footer(report), style="dim"))
+    return parts
+
+
 def renderable(report: dict[str, Any]) -> Group:
+    if report.get("scores"):
+        return Group(*_scores(report), *_trailer(report))
     baseline = report["baseline"]
     others = cells.compared_variants(report)
     title = f"{report['experiment']['name']}: {', '.join(others) or 'no variant'} vs {baseline}"
@@ -50,20 +71,18 @@ def renderable(report: dict[str, Any]) -> Group:
                 else ["", "", ""]
             )
         table.add_row(*map(_plain, cols), style="italic")
-    parts: list[Any] = [table]
     judged = [r for r in report["rows"] if r["verdict"] != "-"]
-    parts.append(
-        Text(
-            f"{len(judged)} comparisons; {report['correction']} correction at alpha={report['alpha']}; "
-            f"same = 90% CI within ±{report['margin']:.1%}",
-            style="dim",
-        )
+    summary = Text(
+        f"{len(judged)} comparisons; {report['correction']} correction at alpha={report['alpha']}; "
+        f"same = 90% CI within ±{report['margin']:.1%}",
+        style="dim",
     )
-    for line in cells.failure_lines(report):
-        parts.append(Text(f"failed: {line}", style="red"))
-    for line in report["warnings"]:
-        parts.append(Text(f"warning: {line}", style="yellow"))
-    return Group(*parts)
+    return Group(table, summary, *_trailer(report))
+
+
+def _trailer(report: dict[str, Any]) -> list[Text]:
+    lines = [Text(f"failed: {line}", style="red") for line in cells.failure_lines(report)]
+    return lines + [Text(f"warning: {line}", style="yellow") for line in report["warnings"]]
 
 
 def _plain(cell: str | Text) -> Text:

@@ -30,18 +30,21 @@ def error_place(loc: tuple[int | str, ...]) -> str:
     return place or "spec"
 
 
-def spec_error(exc: ValidationError, source: str) -> SpecError:
+def spec_error(exc: ValidationError, source: str, prefix: str = "") -> SpecError:
+    """One line for the first problem; `prefix` places a sub-model's errors ("suite.")."""
     errors = exc.errors()
     first = errors[0]
     message = _FRIENDLY.get(first["type"], first["msg"])
     message = message.removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    return SpecError(f"{message}{more}", where=f"{source}: {error_place(tuple(first['loc']))}")
+    return SpecError(f"{message}{more}", where=f"{source}: {prefix}{error_place(tuple(first['loc']))}")
 
 
 def spec_from_dict(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
+    from benchlab.suite.cpu import expand_spec
+
     try:
-        return ExperimentSpec.model_validate(data)
+        return ExperimentSpec.model_validate(expand_spec(data, source))
     except ValidationError as exc:
         raise spec_error(exc, source) from None
 

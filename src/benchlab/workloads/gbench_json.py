@@ -48,7 +48,8 @@ def _standard_fields(entry: Mapping[str, Any]) -> list[tuple[str, float, str, Di
     raw_extras = entry.get("benchlab")
     extras: dict[str, Any] = raw_extras if isinstance(raw_extras, dict) else {}
     for key, value in entry.items():
-        if key in _NOT_COUNTERS or not isinstance(value, int | float) or isinstance(value, bool):
+        declared = key in extras  # the probe declares some standard fields (threads) as metrics too
+        if (key in _NOT_COUNTERS and not declared) or not isinstance(value, int | float) or isinstance(value, bool):
             continue
         raw_info = extras.get(key)
         info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}

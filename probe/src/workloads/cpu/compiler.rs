@@ -16,6 +16,7 @@ use rand_pcg::Pcg64;
 pub struct Compiler;
 
 const FUNCTIONS: usize = 60;
+const PER_MODULE: usize = 5; // functions per JIT module: one part of the shared-task mode
 
 #[derive(Clone, Copy)]
 enum Operand {
@@ -153,10 +154,11 @@ impl Task for Compiler {
     type Scratch = ();
     const NAME: &'static str = "cpu.compiler";
     const SECTION: &'static str = "integer";
-    const DESCRIPTION: &'static str = "Cranelift compiles 60 generated loop functions to machine code, which must agree with an interpreter (work: functions)";
-    const VERSION: u32 = 1;
-    const ITERATIONS: u64 = 12;
+    const DESCRIPTION: &'static str = "Cranelift compiles 60 generated loop functions (12 modules of 5) to machine code, which must agree with an interpreter (work: functions)";
+    const VERSION: u32 = 2;
+    const ITERATIONS: u64 = 8;
     const WORK_UNIT: &'static str = "functions";
+    const PARTS: usize = FUNCTIONS / PER_MODULE;
 
     fn prepare(&self, seed: u64) -> Vec<Program> {
         let mut rng = Pcg64::seed_from_u64(seed);
@@ -169,7 +171,8 @@ impl Task for Compiler {
         input.len() as f64
     }
 
-    fn round(&self, programs: &Vec<Program>, _: &mut ()) -> Result<u64, String> {
+    fn part(&self, programs: &Vec<Program>, _: &mut (), index: usize) -> Result<u64, String> {
+        let programs = &programs[index * PER_MODULE..(index + 1) * PER_MODULE];
         let mut module = jit()?;
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();

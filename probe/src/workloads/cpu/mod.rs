@@ -1,11 +1,16 @@
 //! The CPU suite: Geekbench-style tasks built on real libraries, each on
 //! deterministic generated input and each verifying its own result.
 //!
-//! Every task runs the same way: its input is prepared untimed, then
-//! `threads` copies of the task run at once (Geekbench 5's multi-core
-//! model), each for `iterations` rounds, and the wall time from a common
-//! start to the last copy's end gives the throughput. Every copy must
-//! produce the same checksum, or the run fails.
+//! Every task runs the same way: its input is prepared untimed, then the
+//! timed work runs on `threads` threads (0: every CPU this process may use)
+//! in one of two modes, and the wall time from a common start to the last
+//! thread's end gives the throughput:
+//! - copies (Geekbench 5's multi-core model): each thread runs its own copy
+//!   of the task for `iterations` rounds; every copy must produce the same
+//!   checksum, or the run fails;
+//! - shared (Geekbench 6's): tasks whose round splits naturally into
+//!   independent parts run one round at a time, the threads taking parts as
+//!   they come free; the checksum must equal a single thread's.
 
 mod aes_xts;
 mod camera;
@@ -25,15 +30,20 @@ mod sqlite;
 mod text_compression;
 mod vector_rendering;
 
-use crate::report::Entry;
+use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
 use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
+
+/// Bumped with any task's version or any change to how the suite is run; the score
+/// baseline names the suite version it was measured on.
+pub const SUITE_VERSION: u32 = 1;
 
 /// One task of the suite; the driver below turns it into a probe workload.
 pub trait Task: Sync {
     type Input: Sync;
-    /// Per-copy working memory, allocated untimed (output buffers and the like).
+    /// Per-thread working memory, allocated untimed (output buffers and the like).
     type Scratch: Send;
     const NAME: &'static str;
     /// crypto, integer or floating_point: the score section.
@@ -44,28 +54,139 @@ pub trait Task: Sync {
     const ITERATIONS: u64;
     /// What one unit of work is, for the throughput's unit (e.g. "B" for bytes).
     const WORK_UNIT: &'static str;
+    /// Independent parts a round splits into, for the shared-task mode; 0 where it does not
+    /// split naturally. A task with parts implements `part` and keeps the default `round`,
+    /// so that both modes compute the very same checksum.
+    const PARTS: usize = 0;
 
     fn prepare(&self, seed: u64) -> Self::Input;
     fn scratch(&self, input: &Self::Input) -> Self::Scratch;
     /// Units of work one round does on this input.
     fn work(&self, input: &Self::Input) -> f64;
     /// One timed round; verifies its own result and returns a checksum of it.
-    fn round(&self, input: &Self::Input, scratch: &mut Self::Scratch) -> Result<u64, String>;
+    fn round(&self, input: &Self::Input, scratch: &mut Self::Scratch) -> Result<u64, String> {
+        let mut digest = Digest::new();
+        for index in 0..Self::PARTS {
+            digest.word(self.part(input, scratch, index)?);
+        }
+        Ok(digest.0)
+    }
+    /// Part `index` of a round (verified like a round); only for tasks with PARTS > 0.
+    fn part(&self, _input: &Self::Input, _scratch: &mut Self::Scratch, _index: usize) -> Result<u64, String> {
+        Err(format!("{} does not split into parts", Self::NAME))
+    }
 }
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "threads", default: "1", help: "copies of the task run at once (multi-core: online CPUs)" },
+    OptionSpec { name: "threads", default: "1", help: "threads (0: every CPU this process may run on)" },
+    OptionSpec { name: "mode", default: "copies", help: "copies: a copy of the task per thread; shared: the threads split one task" },
     OptionSpec { name: "iterations", default: "0", help: "rounds per copy (0: the task's default)" },
     OptionSpec { name: "seed", default: "1", help: "seed of the generated input" },
 ];
 
 static METRICS: &[MetricSpec] = &[
     MetricSpec { name: "real_time", unit: "ns", direction: "lower", help: "wall time per round of one copy" },
-    MetricSpec { name: "cpu_time", unit: "ns", direction: "lower", help: "CPU time per round, all copies" },
-    MetricSpec { name: "items_per_second", unit: "work/s", direction: "higher", help: "throughput: units of work per second, all copies" },
+    MetricSpec { name: "cpu_time", unit: "ns", direction: "lower", help: "CPU time per round, all threads" },
+    MetricSpec { name: "items_per_second", unit: "work/s", direction: "higher", help: "throughput: units of work per second, all threads" },
+    MetricSpec { name: "threads", unit: "threads", direction: "none", help: "threads the run used" },
 ];
 
+/// What the timed part of a run produced: per thread, its checksum (copies) or its
+/// (part number, checksum) list (shared).
+struct Timed<R> {
+    results: Vec<Result<R, String>>,
+    wall_ns: f64,
+    cpu_ns: f64,
+}
+
+/// Runs `body` on `threads` threads, each with its own scratch, from a common start.
+fn timed<T: Task, R: Send>(
+    task: &T,
+    input: &T::Input,
+    threads: usize,
+    body: impl Fn(&mut T::Scratch) -> Result<R, String> + Sync,
+) -> Timed<R> {
+    let start = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut scratch = task.scratch(input);
+                    start.wait();
+                    body(&mut scratch)
+                })
+            })
+            .collect();
+        let watch = Stopwatch::start(false);
+        start.wait();
+        let results = handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into()))).collect();
+        let (wall_ns, cpu_ns) = watch.elapsed();
+        Timed { results, wall_ns, cpu_ns }
+    })
+}
+
 pub struct Cpu<T: Task>(pub T);
+
+impl<T: Task> Cpu<T> {
+    /// Every thread runs all rounds; returns the common checksum.
+    fn copies(&self, input: &T::Input, threads: usize, iterations: u64) -> Result<(u64, Timed<u64>), String> {
+        let timed = timed(&self.0, input, threads, |scratch| {
+            let mut digest = Digest::new();
+            for _ in 0..iterations {
+                digest.word(self.0.round(input, scratch)?);
+            }
+            Ok(digest.0)
+        });
+        let mut checksums = Vec::with_capacity(threads);
+        for r in &timed.results {
+            checksums.push(r.clone()?);
+        }
+        if checksums.iter().any(|c| *c != checksums[0]) {
+            return Err("copies of the task disagree on their result".into());
+        }
+        Ok((checksums[0], timed))
+    }
+
+    /// The threads take the parts of each round in turn; the checksum is put together in
+    /// part order, so it equals the one a single thread computes in copies mode.
+    fn shared(&self, input: &T::Input, threads: usize, iterations: u64) -> Result<(u64, Timed<Vec<(usize, u64)>>), String> {
+        if T::PARTS == 0 {
+            return Err(format!("{} does not split into a shared task; use --mode copies", T::NAME));
+        }
+        let total = T::PARTS * iterations as usize;
+        let next = AtomicUsize::new(0);
+        let timed = timed(&self.0, input, threads, |scratch| {
+            let mut done = Vec::new();
+            loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                if k >= total {
+                    return Ok(done);
+                }
+                match self.0.part(input, scratch, k % T::PARTS) {
+                    Ok(c) => done.push((k, c)),
+                    Err(e) => {
+                        next.store(total, Ordering::Relaxed); // the others stop too
+                        return Err(e);
+                    }
+                }
+            }
+        });
+        let mut parts = Vec::with_capacity(total);
+        for r in &timed.results {
+            parts.extend(r.clone()?);
+        }
+        parts.sort_unstable();
+        let mut digest = Digest::new();
+        for round in parts.chunks(T::PARTS) {
+            let mut of_round = Digest::new();
+            for &(_, c) in round {
+                of_round.word(c);
+            }
+            digest.word(of_round.0);
+        }
+        Ok((digest.0, timed))
+    }
+}
 
 impl<T: Task> Workload for Cpu<T> {
     fn name(&self) -> &'static str {
@@ -83,6 +204,13 @@ impl<T: Task> Workload for Cpu<T> {
     fn work_unit(&self) -> Option<&'static str> {
         Some(T::WORK_UNIT)
     }
+    fn modes(&self) -> &'static [&'static str] {
+        if T::PARTS > 0 {
+            &["copies", "shared"]
+        } else {
+            &["copies"]
+        }
+    }
     fn options(&self) -> &'static [OptionSpec] {
         OPTIONS
     }
@@ -90,52 +218,36 @@ impl<T: Task> Workload for Cpu<T> {
         METRICS
     }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
-        let threads = opts.bounded("threads", 1, 4096)? as usize;
+        let mut threads = opts.bounded("threads", 0, 4096)? as usize;
+        if threads == 0 {
+            threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        }
         let mut iterations = opts.u64("iterations")?;
         if iterations == 0 {
             iterations = T::ITERATIONS;
         }
         let input = self.0.prepare(opts.u64("seed")?);
-        let start = Barrier::new(threads + 1);
-        let task = &self.0;
-        let (results, wall, cpu) = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut scratch = task.scratch(&input);
-                        start.wait();
-                        let mut digest = Digest::new();
-                        for _ in 0..iterations {
-                            digest.word(task.round(&input, &mut scratch)?);
-                        }
-                        Ok::<u64, String>(digest.0)
-                    })
-                })
-                .collect();
-            let watch = Stopwatch::start(false);
-            start.wait();
-            let results: Vec<Result<u64, String>> =
-                handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a copy panicked".into()))).collect();
-            let (wall, cpu) = watch.elapsed();
-            (results, wall, cpu)
-        });
-        let mut checksums = Vec::with_capacity(threads);
-        for r in results {
-            checksums.push(r?);
-        }
-        if checksums.iter().any(|c| *c != checksums[0]) {
-            return Err("copies of the task disagree on their result".into());
-        }
-        let rounds = (iterations * threads as u64) as f64;
+        // rounds: whole rounds of the task done, over all threads
+        let (checksum, rounds, wall, cpu) = match opts.choice("mode", &["copies", "shared"])? {
+            "copies" => {
+                let (c, t) = self.copies(&input, threads, iterations)?;
+                (c, iterations * threads as u64, t.wall_ns, t.cpu_ns)
+            }
+            _ => {
+                let (c, t) = self.shared(&input, threads, iterations)?;
+                (c, iterations, t.wall_ns, t.cpu_ns)
+            }
+        };
         Ok(vec![Entry {
             name: T::NAME.into(),
-            iterations: iterations * threads as u64,
+            iterations: rounds,
+            threads: threads as u64,
             real_time_ns: wall / iterations as f64,
-            cpu_time_ns: cpu / rounds,
-            items_per_second: Some(self.0.work(&input) * rounds / (wall / 1e9)),
+            cpu_time_ns: cpu / rounds as f64,
+            items_per_second: Some(self.0.work(&input) * rounds as f64 / (wall / 1e9)),
             bytes_per_second: None,
-            counters: vec![],
-            checksum: format!("{:016x}", checksums[0]),
+            counters: vec![Counter::new("threads", threads as f64, "threads", Direction::None)],
+            checksum: format!("{checksum:016x}"),
         }])
     }
 }

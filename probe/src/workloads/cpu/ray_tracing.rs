@@ -1,9 +1,10 @@
 //! cpu.ray_tracing: a Whitted-style render of a few thousand spheres (primary rays,
 //! Lambert shading, shadow rays) through a bounding-volume hierarchy.
 //!
-//! The BVH is written here because building and traversing it is the work being
-//! measured, and keeping it small lets each round verify it: 256 sample rays must hit
-//! exactly what a brute-force test of every sphere hits.
+//! The BVH is written here because traversing it is the work being measured, and keeping
+//! it small lets each part verify it: sample rays must hit exactly what a brute-force test
+//! of every sphere hits. It is built with the scene, untimed; a round renders the image in
+//! bands of rows, the parts of the shared-task mode.
 
 use super::{fold, Task};
 use rand::{Rng, SeedableRng};
@@ -14,6 +15,8 @@ pub struct RayTracing;
 const SPHERES: usize = 3000;
 const WIDTH: usize = 320;
 const HEIGHT: usize = 240;
+const BAND: usize = 5; // rows per part
+const CHECKS: usize = 6; // brute-force checked rays per part
 
 type V = [f64; 3];
 
@@ -143,17 +146,23 @@ fn camera_ray(x: usize, y: usize) -> (V, V) {
     ([0.0, 2.0, -12.0], unit([u * 1.333, v, 1.6]))
 }
 
+pub struct Scene {
+    spheres: Vec<Sphere>,
+    bvh: Bvh,
+}
+
 impl Task for RayTracing {
-    type Input = Vec<Sphere>;
+    type Input = Scene;
     type Scratch = (Vec<u8>, Vec<usize>);
     const NAME: &'static str = "cpu.ray_tracing";
     const SECTION: &'static str = "floating_point";
     const DESCRIPTION: &'static str = "BVH ray tracing of 3,000 spheres at 320x240 with shadows, BVH checked against brute force (work: pixels)";
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     const ITERATIONS: u64 = 4;
     const WORK_UNIT: &'static str = "pixels";
+    const PARTS: usize = HEIGHT / BAND;
 
-    fn prepare(&self, seed: u64) -> Vec<Sphere> {
+    fn prepare(&self, seed: u64) -> Scene {
         let mut rng = Pcg64::seed_from_u64(seed);
         let mut spheres: Vec<Sphere> = (0..SPHERES)
             .map(|_| Sphere {
@@ -163,23 +172,24 @@ impl Task for RayTracing {
             })
             .collect();
         spheres.push(Sphere { centre: [0.0, -1000.0, 0.0], radius: 1000.0, albedo: 0.5 }); // the ground
-        spheres
+        let bvh = Bvh::build(&spheres);
+        Scene { spheres, bvh }
     }
 
-    fn scratch(&self, _input: &Vec<Sphere>) -> Self::Scratch {
-        (vec![0u8; WIDTH * HEIGHT], Vec::with_capacity(64))
+    fn scratch(&self, _input: &Scene) -> Self::Scratch {
+        (vec![0u8; WIDTH * BAND], Vec::with_capacity(64))
     }
 
-    fn work(&self, _input: &Vec<Sphere>) -> f64 {
+    fn work(&self, _input: &Scene) -> f64 {
         (WIDTH * HEIGHT) as f64
     }
 
-    fn round(&self, spheres: &Vec<Sphere>, (image, stack): &mut Self::Scratch) -> Result<u64, String> {
-        let bvh = Bvh::build(spheres);
+    fn part(&self, scene: &Scene, (band, stack): &mut Self::Scratch, index: usize) -> Result<u64, String> {
+        let (spheres, bvh) = (&scene.spheres, &scene.bvh);
         let light = unit([0.5, 1.0, -0.4]);
-        for y in 0..HEIGHT {
+        for row in 0..BAND {
             for x in 0..WIDTH {
-                let (origin, dir) = camera_ray(x, y);
+                let (origin, dir) = camera_ray(x, index * BAND + row);
                 let mut shade = 0.1;
                 if let Some((i, t)) = bvh.closest(spheres, origin, dir, stack) {
                     let s = spheres[i];
@@ -189,16 +199,16 @@ impl Task for RayTracing {
                     let lit = lambert > 0.0 && bvh.closest(spheres, [p[0] + normal[0] * 1e-4, p[1] + normal[1] * 1e-4, p[2] + normal[2] * 1e-4], light, stack).is_none();
                     shade = 0.1 + if lit { 0.9 * s.albedo * lambert } else { 0.0 };
                 }
-                image[y * WIDTH + x] = (shade * 255.0) as u8;
+                band[row * WIDTH + x] = (shade * 255.0) as u8;
             }
         }
-        for k in 0..256 {
+        for k in index * CHECKS..(index + 1) * CHECKS {
             let (origin, dir) = camera_ray((k * 37) % WIDTH, (k * 59) % HEIGHT);
             let (a, b) = (bvh.closest(spheres, origin, dir, stack), brute(spheres, origin, dir));
             if a.map(|h| h.0) != b.map(|h| h.0) {
                 return Err(format!("the BVH hit {:?} where brute force hits {:?}", a.map(|h| h.0), b.map(|h| h.0)));
             }
         }
-        Ok(fold(image))
+        Ok(fold(band))
     }
 }

@@ -1,0 +1,82 @@
+"""Measures the CPU suite's score baseline on this machine and writes the data file.
+
+Every suite workload runs single-core, interleaved in blocks like any benchlab
+experiment; the baseline of a workload is the median of its throughputs, and
+the file keeps every sample, the suite and workload versions, the machine and
+this command, so a score can always be traced to the runs behind it.
+
+    uv run python bench/cpu_baseline.py [--blocks 15] [--out src/benchlab/suite/cpu-baseline.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from benchlab.measure.host import fingerprint
+from benchlab.runner import Prepared, Runner
+from benchlab.spec import spec_from_dict
+from benchlab.stats.experiment import build_series
+from benchlab.store import Store
+from benchlab.workloads.probe import catalogue
+
+WEIGHTS = {"crypto": 0.05, "integer": 0.65, "floating_point": 0.30}  # Geekbench 5's
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--blocks", type=int, default=15)
+    parser.add_argument("--out", type=Path, default=Path("src/benchlab/suite/cpu-baseline.json"))
+    args = parser.parse_args()
+    tasks = {name: info for name, info in catalogue().items() if info.get("section")}
+    suite_versions = {info["suite_version"] for info in tasks.values()}
+    if len(suite_versions) != 1:
+        sys.exit(f"the probe reports several suite versions: {suite_versions}")
+    spec = spec_from_dict(
+        {
+            "name": "cpu-baseline",
+            "workloads": [{"name": name, "builtin": name, "options": {"threads": 1}} for name in tasks],
+            "variants": [{"name": "baseline"}],
+            "blocks": args.blocks,
+            "warmup": 1,
+        }
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["BENCHLAB_STATE_DIR"] = tmp
+        store = Store(str(Path(tmp) / "baseline.db"))
+        exp = Runner(store).run(Prepared.from_spec(spec))
+        series, _ = build_series(store.load(exp))
+    samples = {s.workload: s.of("baseline")[1].tolist() for s in series if s.metric == "items_per_second"}
+    host = fingerprint()
+    data = {
+        "suite": "cpu",
+        "suite_version": suite_versions.pop(),
+        "weights": WEIGHTS,
+        "machine": {k: host[k] for k in ("cpu_model", "cpus_online", "memory_kib", "kernel", "virtualization", "arch")},
+        "measured": {
+            "date": datetime.date.today().isoformat(),
+            "command": f"uv run python bench/cpu_baseline.py --blocks {args.blocks}",
+            "how": "single-core, one thread per run, interleaved blocks after one warm-up; baseline = median",
+        },
+        "workloads": {
+            name: {
+                "section": info["section"],
+                "version": info["version"],
+                "work_unit": info["work_unit"],
+                "modes": info["modes"],
+                "samples": samples[name],
+            }
+            for name, info in tasks.items()
+        },
+    }
+    args.out.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {args.out}: {len(tasks)} workloads, {args.blocks} samples each")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""`benchlab score`: the CPU suite, single- and multi-core, as a stored experiment."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import typer
+
+from benchlab.cli.experiment import execute
+from benchlab.cli.options import Db, Format
+from benchlab.errors import EnvironmentProblem
+from benchlab.spec.quick import parse_variant
+
+QUICK_BLOCKS, FULL_BLOCKS = 2, 7  # 7 pairs: the fewest that give a 95% interval and room to decide
+
+
+def check_suite_version() -> None:
+    """Scores only mean something against a baseline of the same suite: refuse before running."""
+    from benchlab.suite.baseline import load_baseline
+    from benchlab.workloads.probe import catalogue
+
+    baseline, probe = load_baseline(), catalogue()
+    for name, task in baseline.tasks.items():
+        info = probe.get(name)
+        if info is None or info["version"] != task.version or info.get("suite_version") != baseline.suite_version:
+            found = f"version {info['version']} of suite {info.get('suite_version')}" if info else "no such workload"
+            raise EnvironmentProblem(
+                f"the probe has {found} for {name}, the score baseline is for version {task.version} of suite "
+                f"{baseline.suite_version}",
+                hint="rebuild the baseline with `uv run python bench/cpu_baseline.py` or install the matching benchlab",
+            )
+
+
+def score(
+    quick: Annotated[
+        bool, typer.Option("--quick", help=f"{QUICK_BLOCKS} blocks, no shared-task runs (about 40 s on 2 cores)")
+    ] = False,
+    variant: Annotated[
+        list[str], typer.Option("--variant", "-v", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
+    ] = [],  # noqa: B006
+    workload: Annotated[list[str], typer.Option("-w", "--workload", help="only these suite workloads (e.g. aes_xts)")] = [],  # noqa: B006
+    threads: Annotated[int, typer.Option("--threads", help="multi-core threads (0: every CPU a run may use)")] = 0,
+    blocks: Annotated[
+        int | None, typer.Option("-n", "--blocks", help=f"blocks (default {FULL_BLOCKS}, --quick {QUICK_BLOCKS})")
+    ] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="reference variant of the comparison")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    name: Annotated[str | None, typer.Option("--name", help="experiment name (default: score-DATE-TIME)")] = None,
+    db: Db = None,
+    resume: Annotated[bool, typer.Option("--resume")] = False,
+    fmt: Format = "table",
+) -> None:
+    """Run the CPU suite and print single-core, multi-core and section scores (baseline machine = 1000)."""
+    from benchlab.spec import spec_from_dict
+
+    data: dict[str, Any] = {
+        "name": name or time.strftime("score-%Y%m%d-%H%M%S"),
+        "suite": {"name": "cpu", "workloads": workload, "threads": threads, "shared": not quick},
+        "workloads": [],
+        "variants": [parse_variant(v) for v in variant] or [{"name": "base"}],
+        "blocks": blocks or (QUICK_BLOCKS if quick else FULL_BLOCKS),
+        "seed": seed,
+    }
+    if baseline:
+        data["baseline"] = baseline
+    spec = spec_from_dict(data, "command line")
+    check_suite_version()
+    execute(spec, db=db, resume=resume, fmt=fmt)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(score)

@@ -1,0 +1,152 @@
+"""The CPU-suite score tables as grids of text cells, shared by the terminal and Markdown
+renderers: one table with a column per mode for a lone variant; for a comparison, one
+table per mode with each variant's score and its "delta vs reference" column, the shape
+of the comparison tables platform teams publish."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchlab.report import cells
+
+MODE_TITLES = {"single-core": "single-core", "multi-core": "multi-core", "shared": "shared task"}
+
+
+@dataclass
+class Grid:
+    title: str
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    emphasis: list[bool] = field(default_factory=list)  # section and overall rows
+    verdict_columns: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _score(row: dict[str, Any] | None, *, interval: bool) -> str:
+    if row is None or row["score"] is None:
+        return ""
+    text = f"{row['score']:,.0f}"
+    lo, hi = row["score_ci"]
+    if interval and lo is not None and hi is not None and row["n"] > 1 and row["level"] == "workload":
+        text += f" [{lo:,.0f}, {hi:,.0f}]"
+    return text
+
+
+def _memory(kib: float | None) -> str:
+    return "" if kib is None else cells.quantity(kib / 1024, "MiB")
+
+
+def _indexed(scores: dict[str, Any]) -> dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]]:
+    """(level-name, section) -> (mode, variant) -> row, in report order."""
+    out: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
+    for r in scores["rows"]:
+        if r["level"] != "suite":
+            out[(r["name"], r["level"])][(r["mode"], r["variant"])] = r
+    return out
+
+
+def _label(name: str, level: str) -> str:
+    return name.removeprefix("cpu.") if level == "workload" else name
+
+
+def _suite_line(scores: dict[str, Any], variant: str) -> str:
+    rows = {r["mode"]: r for r in scores["rows"] if r["level"] == "suite" and r["variant"] == variant}
+    time, memory = rows.get("suite wall time"), rows.get("suite peak memory")
+    parts = []
+    if time and time["score"] is not None:
+        parts.append(f"suite wall time {time['score']:.1f} s")
+    if memory and memory["score"] is not None:
+        parts.append(f"peak memory {_memory(memory['score'])}")
+    return ", ".join(parts)
+
+
+def single_variant(scores: dict[str, Any]) -> Grid:
+    variant = scores["reference"]
+    modes = scores["modes"]
+    grid = Grid(
+        title=f"CPU suite scores, variant '{variant}' (the baseline machine scores 1000)",
+        header=["workload", "section", *(MODE_TITLES[m] for m in modes), "scaling", "peak memory"],
+    )
+    for (name, level), by_mode in _indexed(scores).items():
+        any_row = next(iter(by_mode.values()))
+        cols = [_label(name, level), cells.section_title(any_row["section"]) if level == "workload" else ""]
+        cols += [_score(by_mode.get((m, variant)), interval=True) for m in modes]
+        scaling = [f"{by_mode[(m, variant)]['scaling']:.0%}" for m in modes
+                   if by_mode.get((m, variant), {}).get("scaling") is not None]  # fmt: skip
+        memory = [by_mode[(m, variant)].get("peak_memory_kib") for m in modes if (m, variant) in by_mode]
+        peak = max((k for k in memory if k is not None), default=None)
+        grid.rows.append([*cols, " / ".join(scaling), _memory(peak)])
+        grid.emphasis.append(level != "workload")
+    grid.notes.append(_suite_line(scores, variant))
+    grid.notes.append("scaling = multi-core (or shared-task) score / single-core score / threads")
+    return grid
+
+
+def comparison(scores: dict[str, Any]) -> list[Grid]:
+    ref = scores["reference"]
+    others = [v for v in scores["variants"] if v != ref]
+    grids = []
+    indexed = _indexed(scores)
+    for mode in scores["modes"]:
+        grid = Grid(title=f"{MODE_TITLES[mode]} scores: {', '.join(others)} vs {ref}", header=["workload", "section", ref])
+        for v in others:
+            grid.verdict_columns.append(len(grid.header) + 2)
+            grid.header += [v, f"{v} delta vs {ref} [95% CI]", f"{v} verdict"]
+        for (name, level), by_mode in indexed.items():
+            base = by_mode.get((mode, ref))
+            if base is None:
+                continue
+            cols = [
+                _label(name, level),
+                cells.section_title(base["section"]) if level == "workload" else "",
+                _score(base, interval=False),
+            ]
+            for v in others:
+                row = by_mode.get((mode, v))
+                cols += (
+                    [_score(row, interval=False), cells.change(row["change"], row["change_ci"]), row["verdict"]]
+                    if row
+                    else ["", "", ""]
+                )
+            grid.rows.append(cols)
+            grid.emphasis.append(level != "workload")
+        grids.append(grid)
+    suite = Grid(title="suite wall time and peak memory", header=["", ref], verdict_columns=[])
+    for v in others:
+        suite.verdict_columns.append(len(suite.header) + 2)
+        suite.header += [v, f"{v} delta vs {ref} [95% CI]", f"{v} verdict"]
+    by_metric: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in scores["rows"]:
+        if r["level"] == "suite":
+            by_metric[r["mode"]][r["variant"]] = r
+    for metric, rows in by_metric.items():
+        show = (lambda r: f"{r['score']:.1f} s") if metric.endswith("time") else (lambda r: _memory(r["score"]))
+        cols = [metric, show(rows[ref]) if ref in rows else ""]
+        for v in others:
+            r = rows.get(v)
+            cols += [show(r), cells.change(r["change"], r["change_ci"]), r["verdict"]] if r else ["", "", ""]
+        suite.rows.append(cols)
+        suite.emphasis.append(False)
+    grids.append(suite)
+    return grids
+
+
+def grids(scores: dict[str, Any]) -> list[Grid]:
+    return [single_variant(scores)] if len(scores["variants"]) == 1 else comparison(scores)
+
+
+def footer(report: dict[str, Any]) -> str:
+    scores = report["scores"]
+    machine = scores["baseline_machine"]
+    judged = sum(1 for r in scores["rows"] if r["verdict"] != "-")
+    text = (
+        f"suite version {scores['suite_version']}; baseline (1000): {machine.get('cpu_model')}, "
+        f"{machine.get('cpus_online')} CPUs, measured {scores['baseline_measured'].get('date')}; "
+        "section = geometric mean of its workloads, overall = "
+        + ", ".join(f"{cells.section_title(k)} {w:.0%}" for k, w in scores["weights"].items())
+    )
+    if judged:
+        text += f"; {judged} comparisons, {report['correction']} correction at alpha={report['alpha']}"
+    return text + "; every metric of every run: --format json or csv"

@@ -1,0 +1,99 @@
+"""The CPU suite in a spec: `suite = "cpu"` (or a `[suite]` table) stands for its
+workloads, each run single-core, multi-core (one copy per thread, Geekbench 5)
+and, where the task splits, as one shared task (Geekbench 6).
+
+The expansion happens before validation, so the stored spec lists plain
+built-in workloads: any experiment whose workloads are `cpu.*` built-ins is
+scored, however it was written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError
+
+from benchlab.errors import SpecError
+from benchlab.spec.models import Strict
+from benchlab.suite.baseline import Baseline, load_baseline
+
+SINGLE, MULTI, SHARED = "single-core", "multi-core", "shared"
+MODES = (SINGLE, MULTI, SHARED)
+_SUFFIX = {SINGLE: "single", MULTI: "multi", SHARED: "shared"}
+
+
+class SuiteSpec(Strict):
+    """Which part of the suite to run; every field has the full suite's default."""
+
+    name: Literal["cpu"]
+    workloads: list[str] = []  # short or full task names; empty: all of them
+    single_core: bool = True
+    multi_core: bool = True
+    shared: bool = True
+    threads: Annotated[int, Field(ge=0, le=4096)] = 0  # multi-core threads; 0: every CPU a run may use
+    iterations: Annotated[int, Field(ge=0)] = 0  # rounds per copy; 0: each task's default
+
+
+@dataclass(frozen=True)
+class SuiteWorkload:
+    """A spec workload recognised as part of the suite."""
+
+    task: str
+    mode: str
+
+
+def expand(suite: SuiteSpec, baseline: Baseline, where: str) -> list[dict[str, Any]]:
+    tasks = []
+    for i, name in enumerate(suite.workloads):
+        task = baseline.task(name)
+        if task is None:
+            raise SpecError(f"the CPU suite has no workload '{name}'", where=f"{where}.workloads[{i}]")
+        tasks.append(task)
+    workloads = []
+    for task in tasks or baseline.tasks.values():
+        runs: list[tuple[str, dict[str, Any]]] = []
+        if suite.single_core:
+            runs.append((SINGLE, {"threads": 1}))
+        if suite.multi_core:
+            runs.append((MULTI, {"threads": suite.threads}))
+        if suite.shared and "shared" in task.modes:
+            runs.append((SHARED, {"threads": suite.threads, "mode": "shared"}))
+        for mode, options in runs:
+            if suite.iterations:
+                options["iterations"] = suite.iterations
+            workloads.append({"name": f"{task.name}.{_SUFFIX[mode]}", "builtin": task.name, "options": options})
+    if not workloads:
+        raise SpecError("the suite selection runs nothing (single_core, multi_core and shared all off?)", where=where)
+    return workloads
+
+
+def expand_spec(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The spec with its `suite` key replaced by the workloads it stands for."""
+    from benchlab.spec.load import spec_error
+
+    out = dict(data)
+    raw = out.pop("suite", None)
+    if raw is None:
+        return out
+    try:
+        suite = SuiteSpec.model_validate({"name": raw} if isinstance(raw, str) else raw)
+    except ValidationError as exc:
+        raise spec_error(exc, source, prefix="suite.") from None
+    given = out.get("workloads", [])
+    if not isinstance(given, list):
+        raise SpecError("workloads must be a list", where=f"{source}: workloads")
+    out["workloads"] = [*given, *expand(suite, load_baseline(), f"{source}: suite")]
+    return out
+
+
+def classify(workload: Mapping[str, Any], baseline: Baseline) -> SuiteWorkload | None:
+    """Whether a stored spec workload is a suite task, and in which mode it ran."""
+    task = workload.get("builtin")
+    if task not in baseline.tasks:
+        return None
+    options = workload.get("options") or {}
+    if str(options.get("mode", "copies")) == "shared":
+        return SuiteWorkload(task, SHARED)
+    return SuiteWorkload(task, SINGLE if str(options.get("threads", 1)) == "1" else MULTI)

@@ -1,0 +1,235 @@
+"""Scores of a CPU-suite experiment, judged like any metric.
+
+Per block (one run of every workload per variant), each run's throughput
+becomes a score against the baseline; a section's score at that block is the
+geometric mean of its workloads' scores, the overall score the weighted mean
+of the sections, the suite's wall time the sum over its runs and its peak
+memory the largest max RSS. Each of these is then a series with one value per
+block, so the medians, intervals, paired tests, correction and verdicts are
+exactly those of `stats.analysis`.
+
+The score a table shows follows Geekbench's arithmetic on those medians, so
+anyone can recompute it from the raw throughputs: workload score = 1000 x
+median throughput / baseline throughput; section = geometric mean of its
+workload scores; overall = weighted mean of the section scores. The change
+and its interval come from the per-block values, paired by block.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from benchlab.stats.analysis import Row, Series, Settings, judge
+from benchlab.stats.estimators import median_ci
+from benchlab.suite.baseline import SECTION_TITLES, SECTIONS, Baseline
+from benchlab.suite.cpu import MODES, SINGLE, SuiteWorkload, classify
+
+SUITE_TIME, SUITE_MEMORY = "suite wall time", "suite peak memory"
+
+
+@dataclass(frozen=True)
+class _Level:
+    level: str  # workload, section, overall or suite
+    section: str | None = None
+
+
+def _aligned(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Keys every part has, and the parts' values at those keys as rows of a matrix."""
+    keys = functools.reduce(np.intersect1d, [k for k, _ in parts])
+    rows = []
+    for k, v in parts:
+        order = np.argsort(k)
+        rows.append(v[order[np.searchsorted(k[order], keys)]])
+    return keys, np.vstack(rows) if rows else np.empty((0, 0))
+
+
+def _combine(name: str, metric: str, unit: str, direction: str, members: list[Series], variants: list[str],
+             reduce: Callable[[np.ndarray], np.ndarray]) -> Series:  # fmt: skip
+    values = {}
+    for v in variants:
+        parts = [m.of(v) for m in members]
+        if any(len(k) == 0 for k, _ in parts):
+            continue
+        keys, matrix = _aligned(parts)
+        if len(keys):
+            values[v] = (keys, reduce(matrix))
+    return Series(name, metric, unit, direction, values)
+
+
+def _geomean(matrix: np.ndarray) -> np.ndarray:
+    return np.exp(np.log(matrix).mean(axis=0))
+
+
+def _weighted_sum(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    return (matrix * weights).sum(axis=0)
+
+
+@dataclass
+class _Suite:
+    """What the scoring needs from one experiment."""
+
+    members: dict[str, SuiteWorkload]  # spec workload name -> task and mode
+    by_metric: dict[tuple[str, str], Series]
+    variants: list[str]
+
+
+def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Series], variants: list[str],
+                 settings: Settings, baseline: Baseline) -> tuple[dict[str, Any] | None, list[str]]:  # fmt: skip
+    """The `scores` part of the JSON report (None where the experiment runs no suite workload),
+    and warnings about what could not be scored."""
+    warnings: list[str] = []
+    members = {}
+    for w in spec["workloads"]:
+        member = classify(w, baseline)
+        if member is None:
+            continue
+        want = f"probe:{member.task}:{baseline.tasks[member.task].version}"
+        if versions.get(w["name"]) != want:
+            warnings.append(f"{w['name']}: ran {versions.get(w['name'])}, the baseline is for {want}; not scored")
+            continue
+        members[w["name"]] = member
+    if not members:
+        return None, warnings
+    suite = _Suite(members, {(s.workload, s.metric): s for s in series}, variants)
+    score_series, levels = _score_series(suite, baseline, warnings)
+    rows, _ = judge(score_series, variants, settings)
+    judged = {(r.workload, r.metric, r.variant): r for r in rows}
+    out_rows = []
+    for s in score_series:
+        for v in variants:
+            _, values = s.of(v)
+            if len(values) == 0:
+                continue
+            med, lo, hi = median_ci(values)
+            row = judged.get((s.workload, s.metric, v)) if v != settings.baseline else None
+            out_rows.append(_row_dict(s, levels[(s.workload, s.metric)], v, med, (lo, hi), len(values), row))
+    _point_scores(out_rows, baseline)
+    _extras(out_rows, suite)
+    present = sorted({m.mode for m in members.values()}, key=MODES.index)
+    if len({m.task for m in members.values()}) < len(baseline.tasks):
+        warnings.append(f"{len({m.task for m in members.values()})} of {len(baseline.tasks)} suite workloads ran: "
+                        "section and overall scores cover only those")  # fmt: skip
+    return {
+        "suite": "cpu",
+        "suite_version": baseline.suite_version,
+        "baseline_machine": baseline.machine,
+        "baseline_measured": baseline.measured,
+        "weights": baseline.weights,
+        "reference": settings.baseline,
+        "variants": variants,
+        "modes": present,
+        "rows": out_rows,
+    }, warnings
+
+
+def _score_series(suite: _Suite, baseline: Baseline, warnings: list[str]) -> tuple[list[Series], dict[tuple[str, str], _Level]]:
+    out: list[Series] = []
+    levels: dict[tuple[str, str], _Level] = {}
+    per_mode_section: dict[tuple[str, str], list[Series]] = defaultdict(list)
+    for name, member in suite.members.items():
+        ips = suite.by_metric.get((name, "items_per_second"))
+        if ips is None:
+            warnings.append(f"{name}: no successful run to score")
+            continue
+        base = baseline.tasks[member.task].items_per_second
+        values = {v: (k, 1000.0 * x / base) for v, (k, x) in ips.values.items()}
+        s = Series(member.task, member.mode, "points", "higher", values)
+        out.append(s)
+        section = baseline.tasks[member.task].section
+        levels[(s.workload, s.metric)] = _Level("workload", section)
+        per_mode_section[(member.mode, section)].append(s)
+    for mode in MODES:
+        sections = []
+        for section in SECTIONS:
+            parts = per_mode_section.get((mode, section))
+            if not parts:
+                continue
+            s = _combine(SECTION_TITLES[section], mode, "points", "higher", parts, suite.variants, _geomean)
+            out.append(s)
+            levels[(s.workload, s.metric)] = _Level("section", section)
+            sections.append((section, s))
+        if len(sections) == len(SECTIONS):
+            weights = np.array([baseline.weights[sec] for sec, _ in sections])[:, None]
+            s = _combine("Overall", mode, "points", "higher", [s for _, s in sections], suite.variants,
+                         functools.partial(_weighted_sum, weights=weights))  # fmt: skip
+            out.append(s)
+            levels[(s.workload, s.metric)] = _Level("overall")
+    totals: tuple[tuple[str, str, str, Callable[[np.ndarray], np.ndarray]], ...] = (
+        (SUITE_TIME, "s", "wall", functools.partial(np.sum, axis=0)),
+        (SUITE_MEMORY, "KiB", "max_rss", functools.partial(np.max, axis=0)),
+    )
+    for metric, unit, source, reduce in totals:
+        parts = [suite.by_metric[(n, source)] for n in suite.members if (n, source) in suite.by_metric]
+        if parts:
+            s = _combine("suite", metric, unit, "lower", parts, suite.variants, reduce)
+            out.append(s)
+            levels[(s.workload, s.metric)] = _Level("suite")
+    return out, levels
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def _row_dict(s: Series, level: _Level, variant: str, med: float, ci: tuple[float, float], n: int,
+              judged: Row | None) -> dict[str, Any]:  # fmt: skip
+    return {
+        "level": level.level, "name": s.workload, "section": level.section, "mode": s.metric, "variant": variant,
+        "unit": s.unit, "n": n, "score": _num(med), "score_ci": [_num(ci[0]), _num(ci[1])],
+        "change": _num(judged.change) if judged else None,
+        "change_ci": [_num(judged.change_ci[0]), _num(judged.change_ci[1])] if judged else [None, None],
+        "p": _num(judged.p) if judged else None, "q": _num(judged.q) if judged else None,
+        "verdict": judged.verdict if judged else "-",
+    }  # fmt: skip
+
+
+def _point_scores(rows: list[dict[str, Any]], baseline: Baseline) -> None:
+    """Section and overall scores from the workload medians, as Geekbench computes them."""
+    by_key: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["level"] == "workload" and r["score"]:
+            by_key[(r["variant"], r["mode"])][r["section"]].append(r["score"])
+    for r in rows:
+        sections = by_key.get((r["variant"], r["mode"]), {})
+        if r["level"] == "section":
+            r["score"] = float(np.exp(np.mean(np.log(sections[r["section"]]))))
+        elif r["level"] == "overall":
+            geo = {sec: float(np.exp(np.mean(np.log(v)))) for sec, v in sections.items()}
+            r["score"] = sum(baseline.weights[sec] * geo[sec] for sec in SECTIONS)
+
+
+def _extras(rows: list[dict[str, Any]], suite: _Suite) -> None:
+    """Peak memory and threads (medians over runs) on workload rows, and on workload, section
+    and overall rows the scaling efficiency of multi-core and shared runs: score / single-core
+    score / threads (a section's threads: the median over its workloads)."""
+    names = {(m.task, m.mode): n for n, m in suite.members.items()}
+
+    def median_of(task: str, mode: str, metric: str, variant: str) -> float | None:
+        s = suite.by_metric.get((names.get((task, mode), ""), metric))
+        values = s.of(variant)[1] if s else np.empty(0)
+        return float(np.median(values)) if len(values) else None
+
+    threads_of: dict[tuple[str, str, str], list[float]] = defaultdict(list)  # (variant, mode, section) -> threads
+    for r in rows:
+        if r["level"] == "workload":
+            r["peak_memory_kib"] = median_of(r["name"], r["mode"], "max_rss", r["variant"])
+            r["threads"] = median_of(r["name"], r["mode"], "threads", r["variant"])
+            if r["threads"]:
+                threads_of[(r["variant"], r["mode"], r["section"])].append(r["threads"])
+                threads_of[(r["variant"], r["mode"], "")].append(r["threads"])
+    for r in rows:
+        if r["level"] in ("section", "overall"):
+            found = threads_of.get((r["variant"], r["mode"], r["section"] or ""))
+            r["threads"] = float(np.median(found)) if found else None
+    single = {(r["name"], r["variant"]): r["score"] for r in rows if r["mode"] == SINGLE}
+    for r in rows:
+        base = single.get((r["name"], r["variant"]))
+        ok = r["level"] != "suite" and r["mode"] != SINGLE and base and r.get("threads") and r["score"]
+        r["scaling"] = r["score"] / base / r["threads"] if ok else None
