@@ -154,7 +154,9 @@ class Runner:
         workload = prepared.workloads[planned.workload]
         variant = prepared.variants[planned.variant]
         timeout = workload.spec.timeout or prepared.spec.timeout
-        launch = variant.launch(workload.argv(), cwd=workload.spec.cwd, timeout=timeout)
+        launch = variant.launch(
+            workload.argv(), cwd=workload.spec.cwd, timeout=timeout, hardware_counters=workload.spec.hardware_counters
+        )
         started = self.clock()
         record = functools.partial(
             self.store.record_run, exp, host_id=host_id, workload=planned.workload, variant=planned.variant,

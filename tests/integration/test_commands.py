@@ -80,3 +80,25 @@ def test_examples_are_valid_specs(example: str) -> None:
 
     spec = load_spec(Path(__file__).parents[2] / "examples" / example)
     assert spec.name and spec.workloads and spec.variants
+
+
+def test_score_runs_the_suite_and_its_scores_recompute_from_the_raw_runs() -> None:
+    from benchlab.suite.baseline import load_baseline
+
+    proc = cli("score", "--quick", "-w", "aes_xts", "-w", "navigation", "-w", "nbody", "--format", "json", check=True)
+    report = json.loads(proc.stdout)
+    baseline = load_baseline()
+    tasks = {w["name"]: w["builtin"] for w in report["experiment"]["spec"]["workloads"]}
+    assert sorted(tasks) == sorted(f"cpu.{t}.{m}" for t in ("aes_xts", "navigation", "nbody") for m in ("single", "multi"))
+    for name, task in tasks.items():
+        values = sorted(r["metrics"]["items_per_second"] for r in report["runs"] if r["workload"] == name)
+        assert len(values) == 2
+        mode = "single-core" if name.endswith("single") else "multi-core"
+        (row,) = [r for r in report["scores"]["rows"] if r["name"] == task and r["mode"] == mode]
+        assert row["score"] == pytest.approx(1000 * (values[0] + values[1]) / 2 / baseline.tasks[task].items_per_second)
+        assert row["peak_memory_kib"] > 1000
+        assert all("task_clock" in r["metrics"] for r in report["runs"])
+    overall = [r for r in report["scores"]["rows"] if r["level"] == "overall"]
+    assert {r["mode"] for r in overall} == {"single-core", "multi-core"} and all(r["score"] > 0 for r in overall)
+    table = cli("report", report["experiment"]["name"], check=True).stdout
+    assert "Overall" in table and "Floating Point" in table and "multi-core" in table

@@ -101,3 +101,54 @@ def test_cpu_workload_checksums_depend_on_input_only(workload: str) -> None:
     other = probe(workload, "--iterations", "1", "--seed", "2")["benchmarks"][0]
     assert one["checksum"] == two["checksum"] != other["checksum"]
     assert two["iterations"] == 2 * one["iterations"] and one["items_per_second"] > 0
+
+
+SHARED = ["cpu.aes_xts", "cpu.navigation", "cpu.compiler", "cpu.ray_tracing"]
+
+
+def test_the_listing_says_which_tasks_split_and_the_suite_version() -> None:
+    listing = json.loads(subprocess.run([probe_path(), "list", "--format", "json"], capture_output=True, check=True).stdout)
+    modes = {w["name"]: w["modes"] for w in listing["workloads"] if w["section"]}
+    assert sorted(n for n, m in modes.items() if "shared" in m) == sorted(SHARED)
+    assert {w["suite_version"] for w in listing["workloads"] if w["section"]} == {1}
+
+
+@pytest.mark.parametrize("workload", SHARED)
+def test_a_shared_task_computes_what_one_thread_computes(workload: str) -> None:
+    alone = probe(workload, "--iterations", "2", "--threads", "1")["benchmarks"][0]
+    shared = probe(workload, "--iterations", "2", "--threads", "3", "--mode", "shared")["benchmarks"][0]
+    assert shared["checksum"] == alone["checksum"]
+    assert shared["iterations"] == 2 and shared["threads"] == 3 and shared["items_per_second"] > 0
+
+
+def test_threads_zero_means_every_cpu_the_run_may_use() -> None:
+    entry = probe("cpu.html5", "--iterations", "1", "--threads", "0")["benchmarks"][0]
+    assert entry["threads"] == len(os.sched_getaffinity(0))
+    pinned = subprocess.run(["taskset", "-c", "0", probe_path(), "cpu.html5", "--iterations", "1", "--threads", "0",
+                             "--format", "json"], capture_output=True, check=True)  # fmt: skip
+    assert json.loads(pinned.stdout)["benchmarks"][0]["threads"] == 1
+
+
+def test_a_task_that_does_not_split_refuses_the_shared_mode() -> None:
+    proc = subprocess.run([probe_path(), "cpu.sqlite", "--mode", "shared"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "does not split" in proc.stderr
+
+
+def launch_account(*flags: str, command: tuple[str, ...] = ("sh", "-c", "exit 0")) -> dict:
+    r, w = os.pipe()
+    subprocess.run([launcher_path(), "--result-fd", str(w), *flags, "--", *command], pass_fds=(w,), check=True)
+    os.close(w)
+    account = json.loads(os.read(r, 65536))
+    os.close(r)
+    return account
+
+
+def test_the_launcher_counts_software_events_always_and_hardware_ones_on_request() -> None:
+    command = (probe_path(), "cpu.aes_xts", "--iterations", "2", "--threads", "2")
+    plain = launch_account(command=command)["counters"]
+    assert plain["task_clock_ns"] > 1e6 and plain["page_faults"] > 100 and "cycles" not in plain
+    full = launch_account("--hardware-counters", command=command)
+    if full["counters_note"] is None:  # this machine has a PMU the kernel exposes
+        assert full["counters"]["instructions"] > 1e6 and full["counters"]["cycles"] > 1e6
+    else:
+        assert "hardware counters unavailable" in full["counters_note"] and "cycles" not in full["counters"]

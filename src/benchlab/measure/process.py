@@ -36,6 +36,7 @@ class Launch:
     cwd: str | None = None
     cpus: frozenset[int] | None = None
     timeout: float = 600.0
+    hardware_counters: bool = False  # cycles, instructions, branch and cache misses where the machine has them
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,8 @@ class LocalExecutor:
         err: IO[bytes],
     ) -> tuple[dict[str, Any] | None, bool]:
         read_end, write_end = os.pipe()
-        argv = [*launcher, "--result-fd", str(write_end), "--", *launch.argv]
+        counters = ["--hardware-counters"] if launch.hardware_counters else []
+        argv = [*launcher, "--result-fd", str(write_end), *counters, "--", *launch.argv]
         # Children inherit the spawning thread's affinity; the runner's own mask is restored at once.
         saved = os.sched_getaffinity(0) if launch.cpus is not None else None
         try:

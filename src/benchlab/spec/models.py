@@ -50,6 +50,9 @@ class WorkloadSpec(Strict):
     cwd: str | None = None
     timeout: Annotated[float, Field(gt=0)] | None = None
     metrics: dict[str, MetricSettings] = {}
+    # IPC and miss rates from hardware counters; off by default because a virtualised PMU
+    # slows every exec and context switch of the counted process (the CPU suite turns it on)
+    hardware_counters: bool = False
 
     _split = field_validator("command", mode="before")(_split_command)
 

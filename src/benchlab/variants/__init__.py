@@ -34,5 +34,8 @@ class PreparedVariant:
             knobs={validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()},
         )
 
-    def launch(self, argv: list[str], *, cwd: str | None, timeout: float) -> Launch:
-        return Launch(argv=(*self.wrapper, *argv), env=self.env, cwd=cwd, cpus=self.cpus, timeout=timeout)
+    def launch(self, argv: list[str], *, cwd: str | None, timeout: float, hardware_counters: bool = False) -> Launch:
+        return Launch(
+            argv=(*self.wrapper, *argv), env=self.env, cwd=cwd, cpus=self.cpus, timeout=timeout,
+            hardware_counters=hardware_counters,
+        )  # fmt: skip

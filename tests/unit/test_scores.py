@@ -1,0 +1,156 @@
+"""CPU-suite scores end to end through the runner, with a fake executor that plays a
+2-CPU machine: the arithmetic against the stored raw throughputs, and variants that
+must move the right scores and only those."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlab.errors import SpecError
+from benchlab.measure.process import Finished, Launch, Usage
+from benchlab.runner import Prepared, Runner
+from benchlab.spec import spec_from_dict
+from benchlab.stats.experiment import analyze
+from benchlab.store import Store
+from benchlab.suite.baseline import load_baseline
+from benchlab.workloads.probe import catalogue
+from tests.unit.test_runner import HOST, FakeJournal
+
+BASELINE = load_baseline()
+MACHINE_CPUS = 2
+
+
+class SuiteMachine:
+    """Answers each probe run with Google Benchmark JSON: the baseline throughput x FAKE_SPEED,
+    x the threads that get a CPU of their own in multi-core runs, with 1% seeded noise."""
+
+    def __init__(self) -> None:
+        self.noise = random.Random(7)
+
+    def run(self, launch: Launch) -> Finished:
+        argv = list(launch.argv)
+        task = argv[1]
+        option = dict(zip(argv[2::2], argv[3::2], strict=False))
+        cpus = len(launch.cpus) if launch.cpus else MACHINE_CPUS
+        threads = int(option.get("--threads", "1")) or cpus
+        speed = float(launch.env.get("FAKE_SPEED", "1")) * min(threads, cpus) * math.exp(self.noise.gauss(0, 0.01))
+        doc = {
+            "context": {"workload": task, "workload_version": catalogue()[task]["version"]},
+            "benchmarks": [
+                {
+                    "name": task,
+                    "run_type": "iteration",
+                    "iterations": 4,
+                    "threads": threads,
+                    "real_time": 1e6,
+                    "cpu_time": 1e6,
+                    "time_unit": "ns",
+                    "items_per_second": BASELINE.tasks[task].items_per_second * speed,
+                    "benchlab": {"threads": {"unit": "threads", "direction": "none"}},
+                }  # fmt: skip
+            ],
+        }
+        usage = Usage(0.4, 0.4 * threads, 0.01, 20_000 * threads, 100, 0, 1, 1)
+        return Finished(exit_code=0, signal=None, timed_out=False, usage=usage, stdout=json.dumps(doc).encode())
+
+
+def run_suite(tmp_path: Path, variants: list[dict[str, Any]], **suite: Any) -> dict[str, Any]:
+    spec = spec_from_dict({"name": "s", "suite": {"name": "cpu", **suite}, "variants": variants, "blocks": 10})
+    store = Store(str(tmp_path / "s.db"))
+    clock = itertools.count(1000.0, 0.5)
+    runner = Runner(store, executor=SuiteMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
+    exp = runner.run(Prepared.from_spec(spec))
+    return analyze(store.load(exp)).as_dict()
+
+
+def rows(report: dict[str, Any], **match: Any) -> list[dict[str, Any]]:
+    return [r for r in report["scores"]["rows"] if all(r[k] == v for k, v in match.items())]
+
+
+def test_scores_follow_the_published_arithmetic_from_the_stored_throughputs(tmp_path: Path) -> None:
+    report = run_suite(tmp_path, [{"name": "base"}], shared=False)
+    spec_workloads = {w["name"]: w for w in report["experiment"]["spec"]["workloads"]}
+    raw: dict[str, list[float]] = {}
+    for run in report["runs"]:
+        raw.setdefault(run["workload"], []).append(run["metrics"]["items_per_second"])
+    for name, values in raw.items():
+        task = spec_workloads[name]["builtin"]
+        mode = "single-core" if name.endswith(".single") else "multi-core"
+        (row,) = rows(report, level="workload", name=task, mode=mode)
+        assert row["score"] == pytest.approx(1000 * statistics.median(values) / BASELINE.tasks[task].items_per_second)
+        assert row["score"] == pytest.approx(1000 * (1 if mode == "single-core" else MACHINE_CPUS), rel=0.02)
+    for mode in ("single-core", "multi-core"):
+        sections = {}
+        for section in ("crypto", "integer", "floating_point"):
+            scores = [r["score"] for r in rows(report, level="workload", mode=mode, section=section)]
+            (row,) = rows(report, level="section", mode=mode, section=section)
+            assert row["score"] == pytest.approx(math.exp(statistics.mean(map(math.log, scores))))
+            sections[section] = row["score"]
+        (overall,) = rows(report, level="overall", mode=mode)
+        assert overall["score"] == pytest.approx(
+            0.05 * sections["crypto"] + 0.65 * sections["integer"] + 0.30 * sections["floating_point"]
+        )
+        if mode == "multi-core":
+            assert overall["scaling"] == pytest.approx(1.0, rel=0.02)  # 2 threads on 2 free CPUs: perfect
+            assert overall["threads"] == MACHINE_CPUS
+    (time,) = rows(report, level="suite", mode="suite wall time")
+    assert time["score"] == pytest.approx(0.4 * len(spec_workloads))
+
+
+def test_fewer_cpus_move_multi_core_scores_and_a_slowdown_moves_all(tmp_path: Path) -> None:
+    report = run_suite(
+        tmp_path,
+        [{"name": "base"}, {"name": "one-cpu", "cpus": "0"}, {"name": "slow", "env": {"FAKE_SPEED": "0.8"}}],
+        workloads=["aes_xts", "html5", "sqlite", "nbody", "ray_tracing"],
+    )
+    for r in rows(report, variant="one-cpu"):
+        if r["level"] == "suite":
+            continue
+        if r["mode"] == "single-core":
+            assert r["verdict"] in ("same", "unclear"), r
+            assert abs(r["change"]) < 0.02, r
+        else:  # multi-core and shared: one CPU instead of two halves the throughput
+            assert r["verdict"] == "worse", r
+            assert r["change_ci"][0] <= -0.5 <= r["change_ci"][1] or abs(r["change"] + 0.5) < 0.02, r
+    for r in rows(report, variant="slow"):
+        if r["level"] != "suite":
+            assert r["verdict"] == "worse" and abs(r["change"] + 0.2) < 0.02, r
+    assert {r["mode"] for r in rows(report, level="workload", name="cpu.sqlite")} == {"single-core", "multi-core"}
+    assert {r["mode"] for r in rows(report, level="workload", name="cpu.ray_tracing")} == {"single-core", "multi-core", "shared"}
+    assert any("5 of 16 suite workloads ran" in w for w in report["warnings"])
+
+
+def test_suite_in_a_spec_expands_to_plain_builtin_workloads() -> None:
+    spec = spec_from_dict({"name": "s", "suite": "cpu", "variants": [{"name": "a"}]})
+    names = [w.name for w in spec.workloads]
+    shared = [t for t in BASELINE.tasks.values() if "shared" in t.modes]
+    assert len(names) == 2 * len(BASELINE.tasks) + len(shared) == len(set(names))
+    single = spec.workload("cpu.aes_xts.single")
+    assert single.builtin == "cpu.aes_xts" and single.options == {"threads": 1} and single.hardware_counters
+    assert spec.workload("cpu.aes_xts.shared").options == {"threads": 0, "mode": "shared"}
+    again = spec_from_dict(spec.model_dump(mode="json"))  # the stored form validates to the same spec
+    assert again == spec
+
+
+@pytest.mark.parametrize(
+    ("suite", "message"),
+    [
+        ({"name": "cpu", "workloads": ["nope"]}, "spec: suite.workloads[0]: the CPU suite has no workload 'nope'"),
+        ({"name": "cpu", "threads": -1}, "spec: suite.threads:"),
+        ({"name": "gpu"}, "spec: suite.name:"),
+        ({"name": "cpu", "single_core": False, "multi_core": False, "shared": False}, "runs nothing"),
+        ({"name": "cpu", "colour": 1}, "spec: suite.colour: unknown key"),
+    ],
+)
+def test_a_bad_suite_is_refused_naming_its_place(suite: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        spec_from_dict({"name": "s", "suite": suite, "variants": [{"name": "a"}]})
+    assert message in str(caught.value)
