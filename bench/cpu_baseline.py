@@ -13,17 +13,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from suite_runs import single_core_samples, suite_tasks
+
 from benchlab.measure.host import fingerprint
-from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
-from benchlab.stats.experiment import build_series
-from benchlab.store import Store
-from benchlab.workloads.probe import catalogue
 
 WEIGHTS = {"crypto": 0.05, "integer": 0.65, "floating_point": 0.30}  # Geekbench 5's
 
@@ -33,25 +28,11 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=15)
     parser.add_argument("--out", type=Path, default=Path("src/benchlab/suite/cpu-baseline.json"))
     args = parser.parse_args()
-    tasks = {name: info for name, info in catalogue().items() if info.get("section")}
+    tasks = suite_tasks()
     suite_versions = {info["suite_version"] for info in tasks.values()}
     if len(suite_versions) != 1:
         sys.exit(f"the probe reports several suite versions: {suite_versions}")
-    spec = spec_from_dict(
-        {
-            "name": "cpu-baseline",
-            "workloads": [{"name": name, "builtin": name, "options": {"threads": 1}} for name in tasks],
-            "variants": [{"name": "baseline"}],
-            "blocks": args.blocks,
-            "warmup": 1,
-        }
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["BENCHLAB_STATE_DIR"] = tmp
-        store = Store(str(Path(tmp) / "baseline.db"))
-        exp = Runner(store).run(Prepared.from_spec(spec))
-        series, _ = build_series(store.load(exp))
-    samples = {s.workload: s.of("baseline")[1].tolist() for s in series if s.metric == "items_per_second"}
+    samples = single_core_samples(args.blocks)
     host = fingerprint()
     data = {
         "suite": "cpu",

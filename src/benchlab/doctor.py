@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
-import platform
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.errors import BenchlabError
 from benchlab.measure.host import fingerprint, noise_warnings
 from benchlab.variants.allocator import LIBRARIES, find_library
 
@@ -32,30 +31,17 @@ def _can_fifo() -> bool:
         return False
 
 
-PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
-
-
 def _perf_counters() -> tuple[bool, str]:
-    """Opens a hardware instruction counter with perf_event_open, as the suite would."""
-    number = PERF_EVENT_OPEN.get(platform.machine())
-    if number is None:
-        return False, f"perf_event_open is not known on {platform.machine()}"
-    libc = ctypes.CDLL(None, use_errno=True)
+    """Asks the launcher to count `true` with hardware counters, exactly as a suite run would."""
+    from benchlab.measure.process import Launch, LocalExecutor
 
-    class Attr(ctypes.Structure):
-        _fields_ = [
-            ("type", ctypes.c_uint32),
-            ("size", ctypes.c_uint32),
-            ("config", ctypes.c_uint64),
-            ("rest", ctypes.c_uint8 * 112),
-        ]
-
-    attr = Attr(type=0, size=ctypes.sizeof(Attr), config=1)  # PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS
-    fd = libc.syscall(number, ctypes.byref(attr), 0, -1, -1, 0)
-    if fd >= 0:
-        os.close(fd)
-        return True, "hardware counters available"
-    return False, f"perf_event_open failed: {os.strerror(ctypes.get_errno())}"
+    try:
+        usage = LocalExecutor().run(Launch(argv=("true",), env=dict(os.environ), timeout=30, hardware_counters=True)).usage
+    except BenchlabError as exc:
+        return False, f"the launcher failed: {exc}"
+    if usage.counters_note:
+        return False, usage.counters_note
+    return True, "hardware counters available (IPC, branch and cache miss rates)"
 
 
 def findings() -> tuple[dict[str, Any], list[Finding]]:

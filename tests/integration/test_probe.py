@@ -152,3 +152,13 @@ def test_the_launcher_counts_software_events_always_and_hardware_ones_on_request
         assert full["counters"]["instructions"] > 1e6 and full["counters"]["cycles"] > 1e6
     else:
         assert "hardware counters unavailable" in full["counters_note"] and "cycles" not in full["counters"]
+
+
+def test_one_part_of_a_round_runs_alone_on_the_input_it_saves(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    corpus = tmp_path / "corpus.txt"
+    zstd_only = probe("cpu.text_compression", "--part", "0", "--iterations", "2", "--save-input", str(corpus))["benchmarks"][0]
+    whole = probe("cpu.text_compression", "--iterations", "1")["benchmarks"][0]
+    assert corpus.stat().st_size == 1 << 20 and corpus.read_bytes().isascii()
+    assert zstd_only["checksum"] != whole["checksum"] and zstd_only["items_per_second"] > whole["items_per_second"]
+    proc = subprocess.run([probe_path(), "cpu.text_compression", "--part", "2"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "--part" in proc.stderr

@@ -58,6 +58,8 @@ pub trait Task: Sync {
     /// split naturally. A task with parts implements `part` and keeps the default `round`,
     /// so that both modes compute the very same checksum.
     const PARTS: usize = 0;
+    /// Whether the parts are even enough to share among threads (shared-task mode).
+    const SHARES: bool = true;
 
     fn prepare(&self, seed: u64) -> Self::Input;
     fn scratch(&self, input: &Self::Input) -> Self::Scratch;
@@ -71,6 +73,10 @@ pub trait Task: Sync {
         }
         Ok(digest.0)
     }
+    /// The generated input as a file another tool can read (the text corpus, for `zstd -b`).
+    fn input_file(&self, _input: &Self::Input) -> Option<Vec<u8>> {
+        None
+    }
     /// Part `index` of a round (verified like a round); only for tasks with PARTS > 0.
     fn part(&self, _input: &Self::Input, _scratch: &mut Self::Scratch, _index: usize) -> Result<u64, String> {
         Err(format!("{} does not split into parts", Self::NAME))
@@ -82,6 +88,8 @@ static OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "mode", default: "copies", help: "copies: a copy of the task per thread; shared: the threads split one task" },
     OptionSpec { name: "iterations", default: "0", help: "rounds per copy (0: the task's default)" },
     OptionSpec { name: "seed", default: "1", help: "seed of the generated input" },
+    OptionSpec { name: "part", default: "all", help: "only this part of each round (to compare one codec with its own tool)" },
+    OptionSpec { name: "save-input", default: "", help: "write the generated input to this file first" },
 ];
 
 static METRICS: &[MetricSpec] = &[
@@ -129,11 +137,17 @@ pub struct Cpu<T: Task>(pub T);
 
 impl<T: Task> Cpu<T> {
     /// Every thread runs all rounds; returns the common checksum.
-    fn copies(&self, input: &T::Input, threads: usize, iterations: u64) -> Result<(u64, Timed<u64>), String> {
+    fn copies_of(
+        &self,
+        input: &T::Input,
+        threads: usize,
+        iterations: u64,
+        round: impl Fn(&mut T::Scratch) -> Result<u64, String> + Sync,
+    ) -> Result<(u64, Timed<u64>), String> {
         let timed = timed(&self.0, input, threads, |scratch| {
             let mut digest = Digest::new();
             for _ in 0..iterations {
-                digest.word(self.0.round(input, scratch)?);
+                digest.word(round(scratch)?);
             }
             Ok(digest.0)
         });
@@ -147,10 +161,27 @@ impl<T: Task> Cpu<T> {
         Ok((checksums[0], timed))
     }
 
+    /// `iterations`: rounds per copy (or shared rounds); `rounds`: whole rounds done over all
+    /// threads; times in ns.
+    #[allow(clippy::too_many_arguments)]
+    fn entry(&self, input: &T::Input, checksum: u64, iterations: u64, rounds: u64, threads: usize, wall: f64, cpu: f64) -> Entry {
+        Entry {
+            name: T::NAME.into(),
+            iterations: rounds,
+            threads: threads as u64,
+            real_time_ns: wall / iterations as f64,
+            cpu_time_ns: cpu / rounds as f64,
+            items_per_second: Some(self.0.work(input) * rounds as f64 / (wall / 1e9)),
+            bytes_per_second: None,
+            counters: vec![Counter::new("threads", threads as f64, "threads", Direction::None)],
+            checksum: format!("{checksum:016x}"),
+        }
+    }
+
     /// The threads take the parts of each round in turn; the checksum is put together in
     /// part order, so it equals the one a single thread computes in copies mode.
     fn shared(&self, input: &T::Input, threads: usize, iterations: u64) -> Result<(u64, Timed<Vec<(usize, u64)>>), String> {
-        if T::PARTS == 0 {
+        if T::PARTS == 0 || !T::SHARES {
             return Err(format!("{} does not split into a shared task; use --mode copies", T::NAME));
         }
         let total = T::PARTS * iterations as usize;
@@ -205,7 +236,7 @@ impl<T: Task> Workload for Cpu<T> {
         Some(T::WORK_UNIT)
     }
     fn modes(&self) -> &'static [&'static str] {
-        if T::PARTS > 0 {
+        if T::PARTS > 0 && T::SHARES {
             &["copies", "shared"]
         } else {
             &["copies"]
@@ -227,10 +258,22 @@ impl<T: Task> Workload for Cpu<T> {
             iterations = T::ITERATIONS;
         }
         let input = self.0.prepare(opts.u64("seed")?);
+        if let Some(path) = opts.values.get("save-input").filter(|p| !p.is_empty()) {
+            let bytes = self.0.input_file(&input).ok_or_else(|| format!("{} has no input file to save", T::NAME))?;
+            std::fs::write(path, bytes).map_err(|e| format!("cannot write {path}: {e}"))?;
+        }
+        if opts.values.get("part").is_some_and(|p| p != "all") {
+            let part = opts.bounded("part", 0, T::PARTS.saturating_sub(1) as u64)? as usize;
+            if T::PARTS == 0 {
+                return Err(format!("{} has no parts", T::NAME));
+            }
+            let (c, t) = self.copies_of(&input, threads, iterations, |scratch| self.0.part(&input, scratch, part))?;
+            return Ok(vec![self.entry(&input, c, iterations, iterations * threads as u64, threads, t.wall_ns, t.cpu_ns)]);
+        }
         // rounds: whole rounds of the task done, over all threads
         let (checksum, rounds, wall, cpu) = match opts.choice("mode", &["copies", "shared"])? {
             "copies" => {
-                let (c, t) = self.copies(&input, threads, iterations)?;
+                let (c, t) = self.copies_of(&input, threads, iterations, |scratch| self.0.round(&input, scratch))?;
                 (c, iterations * threads as u64, t.wall_ns, t.cpu_ns)
             }
             _ => {
@@ -238,17 +281,7 @@ impl<T: Task> Workload for Cpu<T> {
                 (c, iterations, t.wall_ns, t.cpu_ns)
             }
         };
-        Ok(vec![Entry {
-            name: T::NAME.into(),
-            iterations: rounds,
-            threads: threads as u64,
-            real_time_ns: wall / iterations as f64,
-            cpu_time_ns: cpu / rounds as f64,
-            items_per_second: Some(self.0.work(&input) * rounds as f64 / (wall / 1e9)),
-            bytes_per_second: None,
-            counters: vec![Counter::new("threads", threads as f64, "threads", Direction::None)],
-            checksum: format!("{checksum:016x}"),
-        }])
+        Ok(vec![self.entry(&input, checksum, iterations, rounds, threads, wall, cpu)])
     }
 }
 
