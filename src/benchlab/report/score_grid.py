@@ -62,12 +62,17 @@ def _suite_line(scores: dict[str, Any], variant: str) -> str:
     return ", ".join(parts)
 
 
+def _scaling_header(modes: list[str]) -> str:
+    parallel = [MODE_TITLES[m] for m in modes if m != "single-core"]
+    return f"scaling ({' / '.join(parallel)})" if len(parallel) > 1 else "scaling"
+
+
 def single_variant(scores: dict[str, Any]) -> Grid:
     variant = scores["reference"]
     modes = scores["modes"]
     grid = Grid(
         title=f"CPU suite scores, variant '{variant}' (the baseline machine scores 1000)",
-        header=["workload", "section", *(MODE_TITLES[m] for m in modes), "scaling", "peak memory"],
+        header=["workload", "section", *(MODE_TITLES[m] for m in modes), _scaling_header(modes), "peak memory"],
     )
     for (name, level), by_mode in _indexed(scores).items():
         any_row = next(iter(by_mode.values()))
@@ -80,7 +85,7 @@ def single_variant(scores: dict[str, Any]) -> Grid:
         grid.rows.append([*cols, " / ".join(scaling), _memory(peak)])
         grid.emphasis.append(level != "workload")
     grid.notes.append(_suite_line(scores, variant))
-    grid.notes.append("scaling = multi-core (or shared-task) score / single-core score / threads")
+    grid.notes.append("scaling = multi-core (and shared-task) score / single-core score / threads")
     return grid
 
 

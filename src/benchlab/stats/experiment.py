@@ -22,6 +22,7 @@ from benchlab.suite.scores import score_report
 
 REPORT_SCHEMA = "benchlab.report/1"
 NOISY_SPREAD = 0.03
+MAX_SPREAD_LINES = 5  # more noisy workloads than this read as one line about the machine
 
 
 @dataclass
@@ -149,6 +150,13 @@ def _spread_warnings(series: list[Series], baseline: str) -> list[str]:
         spread = 1.4826 * float(np.median(np.abs(x - np.median(x)))) / float(np.median(x))
         if spread > NOISY_SPREAD and spread > worst.get(s.workload, (0.0, ""))[0]:
             worst[s.workload] = (spread, s.metric)
+    if len(worst) > MAX_SPREAD_LINES:
+        name, (spread, metric) = max(worst.items(), key=lambda item: item[1][0])
+        typical = float(np.median([s for s, _ in worst.values()]))
+        return [
+            f"{len(worst)} workloads have a run-to-run spread over {NOISY_SPREAD:.0%} on the baseline (median {typical:.1%}, "
+            f"worst {name}: {spread:.1%} of {metric}): the machine is noisy; more blocks or a quieter machine will help"
+        ]
     return [
         f"{w}: run-to-run spread {spread:.1%} (robust CV of {metric}) on the baseline" for w, (spread, metric) in worst.items()
     ]
