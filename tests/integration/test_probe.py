@@ -103,7 +103,7 @@ def test_cpu_workload_checksums_depend_on_input_only(workload: str) -> None:
     assert two["iterations"] == 2 * one["iterations"] and one["items_per_second"] > 0
 
 
-SHARED = ["cpu.aes_xts", "cpu.navigation", "cpu.compiler", "cpu.ray_tracing"]
+SHARED = ["cpu.aes_xts", "cpu.navigation", "cpu.compiler", "cpu.ray_tracing", "cpu.gaussian_blur"]
 
 
 def test_the_listing_says_which_tasks_split_and_the_suite_version() -> None:

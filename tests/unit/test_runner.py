@@ -126,3 +126,42 @@ def test_a_workload_that_cannot_start_is_a_failed_run(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "r.db"))
     exp = runner(store, Broken()).run(spec(blocks=2))
     assert {r.status for r in store.load(exp).runs} == {"failed"}
+
+
+class NotedProgress:
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def start(self, total: int, done: int) -> None:
+        pass
+
+    def advance(self, run: object, status: str) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+class NoPmuExecutor(FakeExecutor):
+    """Every run comes back with software counters only and the launcher's note."""
+
+    def run(self, launch: Launch) -> Finished:
+        self.launches.append(launch)
+        plain = usage(1.0)
+        counted = Usage(**{**plain.__dict__, "counters": {"task_clock_ns": 5e8, "page_faults": 10.0},
+                           "counters_note": "hardware counters unavailable (No such file or directory)"})  # fmt: skip
+        return Finished(exit_code=0, signal=None, timed_out=False, usage=counted)
+
+
+def test_missing_hardware_counters_are_said_once_and_software_ones_are_kept(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "r.db"))
+    progress = NotedProgress()
+    clock = itertools.count(1000.0, 0.5)
+    prepared = spec(workloads=[{"name": "t", "command": ["true"], "hardware_counters": True}])
+    executor = NoPmuExecutor()
+    exp = Runner(store, executor=executor, clock=lambda: next(clock), journal=FakeJournal(), progress=progress,  # type: ignore[arg-type]
+                 host=HOST).run(prepared)  # fmt: skip
+    assert all(launch.hardware_counters for launch in executor.launches)
+    assert progress.notes == ["hardware counters unavailable (No such file or directory)"]
+    rows = {r.metric: r for r in analyze(store.load(exp)).rows}
+    assert rows["task_clock"].median == 0.5 and rows["task_clock"].direction == "none" and "ipc" not in rows

@@ -95,11 +95,11 @@ class Row:
     def as_dict(self) -> dict[str, Any]:
         return {
             "workload": self.workload, "metric": self.metric, "unit": self.unit, "direction": self.direction,
-            "variant": self.variant, "n": self.n, "pairs": self.pairs, "median": _num(self.median),
-            "median_ci": _pair(self.median_ci), "baseline_median": _num(self.baseline_median),
-            "change": _num(self.change), "change_ci": _pair(self.change_ci), "change_ci90": _pair(self.change_ci90),
-            "test": self.test, "p": _num(self.p), "q": _num(self.q), "verdict": self.verdict,
-            "runs_needed": self.runs_needed,
+            "variant": self.variant, "n": self.n, "pairs": self.pairs, "median": json_number(self.median),
+            "median_ci": json_pair(self.median_ci), "baseline_median": json_number(self.baseline_median),
+            "change": json_number(self.change), "change_ci": json_pair(self.change_ci),
+            "change_ci90": json_pair(self.change_ci90), "test": self.test, "p": json_number(self.p),
+            "q": json_number(self.q), "verdict": self.verdict, "runs_needed": self.runs_needed,
         }  # fmt: skip
 
 
@@ -117,16 +117,18 @@ class GeomeanRow:
     def as_dict(self) -> dict[str, Any]:
         return {
             "variant": self.variant, "direction": self.direction, "metrics": self.metrics, "blocks": self.blocks,
-            "change": _num(self.change), "change_ci": _pair(self.change_ci), "p": _num(self.p), "verdict": self.verdict,
+            "change": json_number(self.change), "change_ci": json_pair(self.change_ci), "p": json_number(self.p),
+            "verdict": self.verdict,
         }  # fmt: skip
 
 
-def _num(x: float) -> float | None:
+def json_number(x: float | None) -> float | None:
+    """NaN (no estimate) becomes JSON null."""
     return None if x is None or math.isnan(x) else float(x)
 
 
-def _pair(p: tuple[float, float]) -> list[float | None]:
-    return [_num(p[0]), _num(p[1])]
+def json_pair(p: tuple[float, float]) -> list[float | None]:
+    return [json_number(p[0]), json_number(p[1])]
 
 
 def _to_fraction(x: float) -> float:

@@ -18,7 +18,6 @@ and its interval come from the per-block values, paired by block.
 from __future__ import annotations
 
 import functools
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.stats.analysis import Row, Series, Settings, judge
+from benchlab.stats.analysis import Row, Series, Settings, json_number, json_pair, judge
 from benchlab.stats.estimators import median_ci
 from benchlab.suite.baseline import SECTION_TITLES, SECTIONS, Baseline
 from benchlab.suite.cpu import MODES, MULTI, SINGLE, SuiteWorkload, classify
+from benchlab.workloads.probe import probe_version
 
 SUITE_TIME, SUITE_MEMORY = "suite wall time", "suite peak memory"
 
@@ -90,7 +90,7 @@ def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Se
         member = classify(w, baseline)
         if member is None:
             continue
-        want = f"probe:{member.task}:{baseline.tasks[member.task].version}"
+        want = probe_version(member.task, baseline.tasks[member.task].version)
         if versions.get(w["name"]) != want:
             warnings.append(f"{w['name']}: ran {versions.get(w['name'])}, the baseline is for {want}; not scored")
             continue
@@ -113,9 +113,9 @@ def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Se
     _point_scores(out_rows, baseline)
     _extras(out_rows, suite)
     present = sorted({m.mode for m in members.values()}, key=MODES.index)
-    if len({m.task for m in members.values()}) < len(baseline.tasks):
-        warnings.append(f"{len({m.task for m in members.values()})} of {len(baseline.tasks)} suite workloads ran: "
-                        "section and overall scores cover only those")  # fmt: skip
+    tasks = {m.task for m in members.values()}
+    if len(tasks) < len(baseline.tasks):
+        warnings.append(f"{len(tasks)} of {len(baseline.tasks)} suite workloads ran: section and overall scores cover only those")
     return {
         "suite": "cpu",
         "suite_version": baseline.suite_version,
@@ -174,18 +174,14 @@ def _score_series(suite: _Suite, baseline: Baseline, warnings: list[str]) -> tup
     return out, levels
 
 
-def _num(x: float | None) -> float | None:
-    return None if x is None or math.isnan(x) else float(x)
-
-
 def _row_dict(s: Series, level: _Level, variant: str, med: float, ci: tuple[float, float], n: int,
               judged: Row | None) -> dict[str, Any]:  # fmt: skip
     return {
         "level": level.level, "name": s.workload, "section": level.section, "mode": s.metric, "variant": variant,
-        "unit": s.unit, "n": n, "score": _num(med), "score_ci": [_num(ci[0]), _num(ci[1])],
-        "change": _num(judged.change) if judged else None,
-        "change_ci": [_num(judged.change_ci[0]), _num(judged.change_ci[1])] if judged else [None, None],
-        "p": _num(judged.p) if judged else None, "q": _num(judged.q) if judged else None,
+        "unit": s.unit, "n": n, "score": json_number(med), "score_ci": json_pair(ci),
+        "change": json_number(judged.change) if judged else None,
+        "change_ci": json_pair(judged.change_ci) if judged else [None, None],
+        "p": json_number(judged.p) if judged else None, "q": json_number(judged.q) if judged else None,
         "verdict": judged.verdict if judged else "-",
     }  # fmt: skip
 

@@ -28,6 +28,11 @@ def catalogue() -> dict[str, dict[str, Any]]:
         raise EnvironmentProblem(f"{path} did not list its workloads: {exc}") from None
 
 
+def probe_version(name: str, version: int) -> str:
+    """How a built-in workload's version is stored: runs of other versions are never compared."""
+    return f"probe:{name}:{version}"
+
+
 def _option_value(value: object) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -58,7 +63,7 @@ class ProbeWorkload:
 
     @property
     def version(self) -> str:
-        return f"probe:{self.info['name']}:{self.info['version']}"
+        return probe_version(self.info["name"], self.info["version"])
 
     def argv(self) -> list[str]:
         argv = [probe_path(), str(self.spec.builtin)]
