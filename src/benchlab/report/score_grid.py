@@ -39,7 +39,7 @@ def _memory(kib: float | None) -> str:
 
 
 def _indexed(scores: dict[str, Any]) -> dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]]:
-    """(level-name, section) -> (mode, variant) -> row, in report order."""
+    """(name, level) -> (mode, variant) -> row, in report order; the suite's totals left out."""
     out: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
     for r in scores["rows"]:
         if r["level"] != "suite":
@@ -51,15 +51,16 @@ def _label(name: str, level: str) -> str:
     return name.removeprefix("cpu.") if level == "workload" else name
 
 
+def _suite_value(row: dict[str, Any]) -> str:
+    """A suite total: its wall time in seconds, or its peak memory."""
+    if row["score"] is None:
+        return ""
+    return f"{row['score']:.1f} s" if row["unit"] == "s" else _memory(row["score"])
+
+
 def _suite_line(scores: dict[str, Any], variant: str) -> str:
-    rows = {r["mode"]: r for r in scores["rows"] if r["level"] == "suite" and r["variant"] == variant}
-    time, memory = rows.get("suite wall time"), rows.get("suite peak memory")
-    parts = []
-    if time and time["score"] is not None:
-        parts.append(f"suite wall time {time['score']:.1f} s")
-    if memory and memory["score"] is not None:
-        parts.append(f"peak memory {_memory(memory['score'])}")
-    return ", ".join(parts)
+    rows = [r for r in scores["rows"] if r["level"] == "suite" and r["variant"] == variant]
+    return ", ".join(f"{r['mode']} {_suite_value(r)}" for r in rows if r["score"] is not None)
 
 
 def _scaling_header(modes: list[str]) -> str:
@@ -127,11 +128,10 @@ def comparison(scores: dict[str, Any]) -> list[Grid]:
         if r["level"] == "suite":
             by_metric[r["mode"]][r["variant"]] = r
     for metric, rows in by_metric.items():
-        show = (lambda r: f"{r['score']:.1f} s") if metric.endswith("time") else (lambda r: _memory(r["score"]))
-        cols = [metric, show(rows[ref]) if ref in rows else ""]
+        cols = [metric, _suite_value(rows[ref]) if ref in rows else ""]
         for v in others:
             r = rows.get(v)
-            cols += [show(r), cells.change(r["change"], r["change_ci"]), r["verdict"]] if r else ["", "", ""]
+            cols += [_suite_value(r), cells.change(r["change"], r["change_ci"]), r["verdict"]] if r else ["", "", ""]
         suite.rows.append(cols)
         suite.emphasis.append(False)
     grids.append(suite)

@@ -132,6 +132,11 @@ def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Se
 def _score_series(suite: _Suite, baseline: Baseline, warnings: list[str]) -> tuple[list[Series], dict[tuple[str, str], _Level]]:
     out: list[Series] = []
     levels: dict[tuple[str, str], _Level] = {}
+
+    def add(series: Series, level: _Level) -> None:
+        out.append(series)
+        levels[(series.workload, series.metric)] = level
+
     per_mode_section: dict[tuple[str, str], list[Series]] = defaultdict(list)
     for name, member in suite.members.items():
         ips = suite.by_metric.get((name, "items_per_second"))
@@ -141,9 +146,8 @@ def _score_series(suite: _Suite, baseline: Baseline, warnings: list[str]) -> tup
         base = baseline.tasks[member.task].items_per_second
         values = {v: (k, 1000.0 * x / base) for v, (k, x) in ips.values.items()}
         s = Series(member.task, member.mode, "points", "higher", values)
-        out.append(s)
         section = baseline.tasks[member.task].section
-        levels[(s.workload, s.metric)] = _Level("workload", section)
+        add(s, _Level("workload", section))
         per_mode_section[(member.mode, section)].append(s)
     for mode in (SINGLE, MULTI):  # only some tasks split, so a shared-task section would compare unlike sets
         sections = []
@@ -152,15 +156,13 @@ def _score_series(suite: _Suite, baseline: Baseline, warnings: list[str]) -> tup
             if not parts:
                 continue
             s = _combine(SECTION_TITLES[section], mode, "points", "higher", parts, suite.variants, _geomean)
-            out.append(s)
-            levels[(s.workload, s.metric)] = _Level("section", section)
+            add(s, _Level("section", section))
             sections.append((section, s))
         if len(sections) == len(SECTIONS):
             weights = np.array([baseline.weights[sec] for sec, _ in sections])[:, None]
             s = _combine("Overall", mode, "points", "higher", [s for _, s in sections], suite.variants,
                          functools.partial(_weighted_sum, weights=weights))  # fmt: skip
-            out.append(s)
-            levels[(s.workload, s.metric)] = _Level("overall")
+            add(s, _Level("overall"))
     totals: tuple[tuple[str, str, str, Callable[[np.ndarray], np.ndarray]], ...] = (
         (SUITE_TIME, "s", "wall", functools.partial(np.sum, axis=0)),
         (SUITE_MEMORY, "KiB", "max_rss", functools.partial(np.max, axis=0)),
@@ -168,9 +170,7 @@ def _score_series(suite: _Suite, baseline: Baseline, warnings: list[str]) -> tup
     for metric, unit, source, reduce in totals:
         parts = [suite.by_metric[(n, source)] for n in suite.members if (n, source) in suite.by_metric]
         if parts:
-            s = _combine("suite", metric, unit, "lower", parts, suite.variants, reduce)
-            out.append(s)
-            levels[(s.workload, s.metric)] = _Level("suite")
+            add(_combine("suite", metric, unit, "lower", parts, suite.variants, reduce), _Level("suite"))
     return out, levels
 
 
