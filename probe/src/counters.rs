@@ -1,14 +1,15 @@
 //! Workload characteristics from the kernel's perf events, counted over the
-//! whole process tree of one run (inherited by every thread and child).
+//! whole process tree of one run (inherited by every thread and child), on
+//! request (`--perf-counters`): opening and inheriting them costs a run about
+//! a millisecond, and a virtualised PMU makes every context switch and exec
+//! of the counted tasks dearer (~0.25 ms per exec and counter pair on the VM
+//! this was written on), which would perturb short or switch-heavy workloads.
 //!
 //! Software events (task clock, page faults, context switches, migrations)
 //! exist on every kernel with perf events. Hardware events (cycles,
 //! instructions, branches, cache references) need a PMU the kernel exposes;
 //! many VMs have none, and then the run carries on without them and says why
-//! in `note`. They are opened only on request: a virtualised PMU makes every
-//! context switch and exec of the counted tasks dearer (~0.25 ms per exec
-//! and counter pair on the VM this was written on), which would perturb
-//! short or switch-heavy workloads.
+//! in `note`.
 
 use perf_event::events::{Event, Hardware, Software};
 use perf_event::{Builder, Counter};
@@ -57,14 +58,14 @@ fn open_all<E: Event + Copy>(events: &[(&'static str, E)], pid: libc::pid_t) -> 
 
 impl Counters {
     /// Counters on `pid`, a child stopped before its exec: they start counting at the exec.
-    pub fn open(pid: libc::pid_t, hardware: bool) -> Counters {
+    pub fn open(pid: libc::pid_t, requested: bool) -> Counters {
+        if !requested {
+            return Counters { open: vec![], note: None };
+        }
         let mut open = match open_all(&SOFTWARE, pid) {
             Ok(v) => v,
             Err(e) => return Counters { open: vec![], note: Some(format!("perf events unavailable ({e})")) },
         };
-        if !hardware {
-            return Counters { open, note: None };
-        }
         let note = match open_all(&HARDWARE, pid) {
             Ok(v) => {
                 open.extend(v);

@@ -20,7 +20,7 @@ use std::io::Write;
 use std::os::fd::FromRawFd;
 use std::time::Instant;
 
-pub fn launch(argv: &[String], result_fd: i32, hardware_counters: bool) -> i32 {
+pub fn launch(argv: &[String], result_fd: i32, perf_counters: bool) -> i32 {
     if argv.is_empty() {
         eprintln!("benchlab-launch: no command given");
         return 2;
@@ -58,7 +58,7 @@ pub fn launch(argv: &[String], result_fd: i32, hardware_counters: bool) -> i32 {
             libc::_exit(127);
         }
     }
-    let mut counters = Counters::open(pid, hardware_counters);
+    let mut counters = Counters::open(pid, perf_counters);
     let start = Instant::now();
     // SAFETY: closing our write end lets the child go on to exec.
     unsafe {

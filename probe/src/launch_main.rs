@@ -7,7 +7,7 @@ mod counters;
 mod launch;
 
 fn usage() -> ! {
-    eprintln!("usage: benchlab-launch [--result-fd N] [--hardware-counters] -- COMMAND [ARGS...]");
+    eprintln!("usage: benchlab-launch [--result-fd N] [--perf-counters] -- COMMAND [ARGS...]");
     std::process::exit(2)
 }
 
@@ -15,15 +15,15 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut fd = 3;
     let mut rest = &args[..];
-    let mut hardware = false;
+    let mut counters = false;
     loop {
         match rest.first().map(String::as_str) {
             Some("--result-fd") => {
                 fd = rest.get(1).and_then(|v| v.parse().ok()).unwrap_or_else(|| usage());
                 rest = &rest[2..];
             }
-            Some("--hardware-counters") => {
-                hardware = true;
+            Some("--perf-counters") => {
+                counters = true;
                 rest = &rest[1..];
             }
             _ => break,
@@ -31,7 +31,7 @@ fn main() {
     }
     match rest.split_first() {
         Some((dashes, command)) if dashes == "--" && !command.is_empty() => {
-            std::process::exit(launch::launch(command, fd, hardware))
+            std::process::exit(launch::launch(command, fd, counters))
         }
         _ => usage(),
     }

@@ -36,7 +36,7 @@ def _perf_counters() -> tuple[bool, str]:
     from benchlab.measure.process import Launch, LocalExecutor
 
     try:
-        usage = LocalExecutor().run(Launch(argv=("true",), env=dict(os.environ), timeout=30, hardware_counters=True)).usage
+        usage = LocalExecutor().run(Launch(argv=("true",), env=dict(os.environ), timeout=30, perf_counters=True)).usage
     except BenchlabError as exc:
         return False, f"the launcher failed: {exc}"
     if usage.counters_note:

@@ -155,7 +155,7 @@ class Runner:
         variant = prepared.variants[planned.variant]
         timeout = workload.spec.timeout or prepared.spec.timeout
         launch = variant.launch(
-            workload.argv(), cwd=workload.spec.cwd, timeout=timeout, hardware_counters=workload.spec.hardware_counters
+            workload.argv(), cwd=workload.spec.cwd, timeout=timeout, perf_counters=workload.spec.perf_counters
         )
         started = self.clock()
         record = functools.partial(

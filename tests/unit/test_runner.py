@@ -153,15 +153,15 @@ class NoPmuExecutor(FakeExecutor):
         return Finished(exit_code=0, signal=None, timed_out=False, usage=counted)
 
 
-def test_missing_hardware_counters_are_said_once_and_software_ones_are_kept(tmp_path: Path) -> None:
+def test_missing_perf_counters_are_said_once_and_software_ones_are_kept(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "r.db"))
     progress = NotedProgress()
     clock = itertools.count(1000.0, 0.5)
-    prepared = spec(workloads=[{"name": "t", "command": ["true"], "hardware_counters": True}])
+    prepared = spec(workloads=[{"name": "t", "command": ["true"], "perf_counters": True}])
     executor = NoPmuExecutor()
     exp = Runner(store, executor=executor, clock=lambda: next(clock), journal=FakeJournal(), progress=progress,  # type: ignore[arg-type]
                  host=HOST).run(prepared)  # fmt: skip
-    assert all(launch.hardware_counters for launch in executor.launches)
+    assert all(launch.perf_counters for launch in executor.launches)
     assert progress.notes == ["hardware counters unavailable (No such file or directory)"]
     rows = {r.metric: r for r in analyze(store.load(exp)).rows}
     assert rows["task_clock"].median == 0.5 and rows["task_clock"].direction == "none" and "ipc" not in rows

@@ -134,7 +134,7 @@ def test_suite_in_a_spec_expands_to_plain_builtin_workloads() -> None:
     shared = [t for t in BASELINE.tasks.values() if "shared" in t.modes]
     assert len(names) == 2 * len(BASELINE.tasks) + len(shared) == len(set(names))
     single = spec.workload("cpu.aes_xts.single")
-    assert single.builtin == "cpu.aes_xts" and single.options == {"threads": 1} and single.hardware_counters
+    assert single.builtin == "cpu.aes_xts" and single.options == {"threads": 1} and single.perf_counters
     assert spec.workload("cpu.aes_xts.shared").options == {"threads": 0, "mode": "shared"}
     again = spec_from_dict(spec.model_dump(mode="json"))  # the stored form validates to the same spec
     assert again == spec

@@ -36,7 +36,7 @@ class Launch:
     cwd: str | None = None
     cpus: frozenset[int] | None = None
     timeout: float = 600.0
-    hardware_counters: bool = False  # cycles, instructions, branch and cache misses where the machine has them
+    perf_counters: bool = False  # task clock, migrations; cycles, instructions, branch and cache misses where possible
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class LocalExecutor:
         err: IO[bytes],
     ) -> tuple[dict[str, Any] | None, bool]:
         read_end, write_end = os.pipe()
-        counters = ["--hardware-counters"] if launch.hardware_counters else []
+        counters = ["--perf-counters"] if launch.perf_counters else []
         argv = [*launcher, "--result-fd", str(write_end), *counters, "--", *launch.argv]
         # Children inherit the spawning thread's affinity; the runner's own mask is restored at once.
         saved = os.sched_getaffinity(0) if launch.cpus is not None else None

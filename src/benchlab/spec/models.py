@@ -50,9 +50,10 @@ class WorkloadSpec(Strict):
     cwd: str | None = None
     timeout: Annotated[float, Field(gt=0)] | None = None
     metrics: dict[str, MetricSettings] = {}
-    # IPC and miss rates from hardware counters; off by default because a virtualised PMU
-    # slows every exec and context switch of the counted process (the CPU suite turns it on)
-    hardware_counters: bool = False
+    # perf events: task clock, migrations, and IPC and miss rates where the machine has a PMU.
+    # Off by default: they cost a run about a millisecond, and a virtualised PMU slows every
+    # exec and context switch of the counted process (the CPU suite turns them on)
+    perf_counters: bool = False
 
     _split = field_validator("command", mode="before")(_split_command)
 

@@ -64,7 +64,7 @@ def expand(suite: SuiteSpec, baseline: Baseline, where: str) -> list[dict[str, A
             if suite.iterations:
                 options["iterations"] = suite.iterations
             workloads.append(
-                {"name": f"{task.name}.{_SUFFIX[mode]}", "builtin": task.name, "options": options, "hardware_counters": True}
+                {"name": f"{task.name}.{_SUFFIX[mode]}", "builtin": task.name, "options": options, "perf_counters": True}
             )
     if not workloads:
         raise SpecError("the suite selection runs nothing (single_core, multi_core and shared all off?)", where=where)

@@ -34,8 +34,8 @@ class PreparedVariant:
             knobs={validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()},
         )
 
-    def launch(self, argv: list[str], *, cwd: str | None, timeout: float, hardware_counters: bool = False) -> Launch:
+    def launch(self, argv: list[str], *, cwd: str | None, timeout: float, perf_counters: bool = False) -> Launch:
         return Launch(
             argv=(*self.wrapper, *argv), env=self.env, cwd=cwd, cpus=self.cpus, timeout=timeout,
-            hardware_counters=hardware_counters,
+            perf_counters=perf_counters,
         )  # fmt: skip
