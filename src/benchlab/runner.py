@@ -22,6 +22,7 @@ from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec
 from benchlab.store.db import ExperimentRecord, Store, spec_digest
 from benchlab.variants import PreparedVariant
+from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.knobs import KnobJournal
 from benchlab.workloads import Workload, resolve_workload
 
@@ -172,6 +173,9 @@ class Runner:
             self._note_once(finished.usage.counters_note)
             if not finished.ok:
                 raise finished.failure()
+            complaint = allocator_complaint(finished.stderr)
+            if complaint:
+                raise WorkloadFailed(complaint, exit_code=finished.exit_code)
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
         except WorkloadFailed as failure:
             tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")

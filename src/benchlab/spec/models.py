@@ -103,6 +103,8 @@ class VariantSpec(Strict):
     wrapper: list[str] = []
     cpus: list[int] | None = None
     allocator: Allocator | None = None
+    # the allocator's options (glibc when no allocator is named): dirty_decay_ms, narenas, arena_max...
+    tunables: dict[str, int | float | bool | str] = {}
     knobs: dict[str, str] = {}
 
     _split = field_validator("wrapper", mode="before")(_split_command)
@@ -127,6 +129,14 @@ class VariantSpec(Strict):
         for key in value:
             if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
                 raise ValueError(f"'{key}' is not an environment variable name")
+        return value
+
+    @field_validator("tunables", mode="before")
+    @classmethod
+    def _numbers_from_text(cls, value: object) -> object:
+        """The quick form writes `tunables.narenas=12` as text; an integer is meant."""
+        if isinstance(value, dict):
+            return {k: int(v) if isinstance(v, str) and re.fullmatch(r"-?\d+", v) else v for k, v in value.items()}
         return value
 
     @field_validator("env", "knobs", mode="before")

@@ -1,7 +1,7 @@
 """The spec-free quick form: `benchlab compare -w alloc.churn --variant 'je: allocator=jemalloc'`.
 
 A variant is `NAME` or `NAME: key=value key=value ...` (shell quoting allowed
-inside), with keys `allocator`, `cpus`, `wrapper`, `env.VAR` and
+inside), with keys `allocator`, `cpus`, `wrapper`, `env.VAR`, `tunables.NAME` and
 `knobs./proc/sys/...`; a workload is `BUILTIN key=value ...`.
 """
 
@@ -15,7 +15,7 @@ from benchlab.spec.load import spec_from_dict
 from benchlab.spec.models import ExperimentSpec
 
 _PLAIN_KEYS = {"allocator", "cpus", "wrapper"}
-_MAPPED_KEYS = {"env", "knobs"}
+_MAPPED_KEYS = {"env", "knobs", "tunables"}
 
 
 def _pairs(text: str, where: str) -> list[tuple[str, str]]:
@@ -43,7 +43,8 @@ def parse_variant(text: str) -> dict[str, Any]:
         elif field in _PLAIN_KEYS and not dot:
             variant[field] = value
         else:
-            raise SpecError(f"unknown key '{key}' (use allocator=, cpus=, wrapper=, env.VAR=, knobs.PATH=)", where=where)
+            keys = "allocator=, cpus=, wrapper=, env.VAR=, tunables.NAME=, knobs.PATH="
+            raise SpecError(f"unknown key '{key}' (use {keys})", where=where)
     return variant
 
 

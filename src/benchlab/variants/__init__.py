@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from benchlab.errors import SpecError
 from benchlab.measure.process import Launch, environment
 from benchlab.spec.models import VariantSpec
 from benchlab.variants.allocator import preload_for
 from benchlab.variants.cpus import affinity_for
 from benchlab.variants.knobs import validate_knob_path
+from benchlab.variants.tunables import tunable_environment
 from benchlab.variants.wrapper import wrapper_argv
 
 
@@ -26,9 +28,13 @@ class PreparedVariant:
     @classmethod
     def prepare(cls, spec: VariantSpec, where: str) -> PreparedVariant:
         preload = preload_for(spec.allocator, f"{where}.allocator")
+        tuned = tunable_environment(spec.allocator, spec.tunables, f"{where}.tunables")
+        clash = sorted(set(tuned) & set(spec.env))
+        if clash:
+            raise SpecError(f"env sets {', '.join(clash)}, which tunables write", where=f"{where}.env")
         return cls(
             spec=spec,
-            env=environment(os.environ, spec.env, preload),
+            env=environment(os.environ, {**spec.env, **tuned}, preload),
             wrapper=wrapper_argv(spec.wrapper, f"{where}.wrapper"),
             cpus=affinity_for(spec.cpus, f"{where}.cpus"),
             knobs={validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 
@@ -65,3 +66,22 @@ def preload_for(name: str | None, where: str) -> list[str]:
             hint=f"apt-get install {lib.debian_package}",
         )
     return [path]
+
+
+_COMPLAINTS = (
+    # the dynamic loader skips a preload it cannot load and runs the program anyway
+    re.compile(rb"ERROR: ld\.so: object '([^']*)' from LD_PRELOAD cannot be preloaded \(([^)]*)\)"),
+    # jemalloc ignores an option it does not know and runs on with its defaults
+    re.compile(rb"<jemalloc>: (Invalid conf (?:pair|value): \S+)"),
+)
+
+
+def allocator_complaint(stderr: bytes) -> str | None:
+    """Why a run did not measure the allocator its variant asked for, from what the loader or the
+    allocator printed; such a run exits 0, so without this it would be measured as if it had."""
+    for pattern in _COMPLAINTS:
+        found = pattern.search(stderr)
+        if found:
+            detail = ": ".join(g.decode(errors="replace") for g in found.groups())
+            return f"the allocator the variant asks for was not in force ({detail})"
+    return None
