@@ -4,26 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlab.report import cells, score_grid
+from benchlab.report import cells
+from benchlab.report.grid import Grid, special_grids
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
 
 
-def _scores(report: dict[str, Any]) -> list[str]:
+def _grids(report: dict[str, Any], grids: list[Grid], footer: str) -> list[str]:
     lines = [f"## {report['experiment']['name']}"]
-    for grid in score_grid.grids(report["scores"]):
+    for grid in grids:
         rows = [
             [f"**{c}**" if emphasis and c else c for c in cols] for cols, emphasis in zip(grid.rows, grid.emphasis, strict=True)
         ]
         lines += ["", f"### {grid.title}", "", *_table(grid.header, rows)]
         lines += [f"\n{note}" for note in grid.notes if note]
-    return [*lines, "", score_grid.footer(report)]
+    return [*lines, "", footer]
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = _scores(report) if report.get("scores") else _metrics(report)
+    special = special_grids(report)
+    lines = _grids(report, *special) if special else _metrics(report)
     lines += [f"- failed: {line}" for line in cells.failure_lines(report)]
     lines += [f"- warning: {line}" for line in report["warnings"]]
     return "\n".join(lines) + "\n"

@@ -6,22 +6,12 @@ of the comparison tables platform teams publish."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.report import cells
+from benchlab.report.grid import Grid
 
 MODE_TITLES = {"single-core": "single-core", "multi-core": "multi-core", "shared": "shared task"}
-
-
-@dataclass
-class Grid:
-    title: str
-    header: list[str]
-    rows: list[list[str]] = field(default_factory=list)
-    emphasis: list[bool] = field(default_factory=list)  # section and overall rows
-    verdict_columns: list[int] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def _score(row: dict[str, Any] | None, *, interval: bool) -> str:
@@ -83,8 +73,7 @@ def single_variant(scores: dict[str, Any]) -> Grid:
                    if by_mode.get((m, variant), {}).get("scaling") is not None]  # fmt: skip
         memory = [by_mode[(m, variant)].get("peak_memory_kib") for m in modes if (m, variant) in by_mode]
         peak = max((k for k in memory if k is not None), default=None)
-        grid.rows.append([*cols, " / ".join(scaling), _memory(peak)])
-        grid.emphasis.append(level != "workload")
+        grid.add([*cols, " / ".join(scaling), _memory(peak)], emphasis=level != "workload")
     grid.notes.append(_suite_line(scores, variant))
     grid.notes.append("scaling = multi-core (and shared-task) score / single-core score / threads")
     return grid
@@ -116,8 +105,7 @@ def comparison(scores: dict[str, Any]) -> list[Grid]:
                     if row
                     else ["", "", ""]
                 )
-            grid.rows.append(cols)
-            grid.emphasis.append(level != "workload")
+            grid.add(cols, emphasis=level != "workload")
         grids.append(grid)
     suite = Grid(title="suite wall time and peak memory", header=["", ref], verdict_columns=[])
     for v in others:
@@ -132,14 +120,36 @@ def comparison(scores: dict[str, Any]) -> list[Grid]:
         for v in others:
             r = rows.get(v)
             cols += [_suite_value(r), cells.change(r["change"], r["change_ci"]), r["verdict"]] if r else ["", "", ""]
-        suite.rows.append(cols)
-        suite.emphasis.append(False)
+        suite.add(cols)
     grids.append(suite)
     return grids
 
 
-def grids(scores: dict[str, Any]) -> list[Grid]:
-    return [single_variant(scores)] if len(scores["variants"]) == 1 else comparison(scores)
+def along_sweep(scores: dict[str, Any], sweep: dict[str, Any]) -> Grid:
+    """The overall scores and the suite's peak memory at every sweep point, the reference first."""
+    ref = scores["reference"]
+    modes = [m for m in ("single-core", "multi-core") if m in scores["modes"]]
+    grid = Grid(title=f"overall scores along the sweep of {', '.join(sweep['parameters'])}", header=list(sweep["parameters"]))
+    for title in [*(MODE_TITLES[m] for m in modes), "suite peak memory"]:
+        grid.verdict_columns.append(len(grid.header) + 2)
+        grid.header += [title, f"delta vs {ref} [95% CI]", "verdict"]
+    rows = {(r["mode"], r["variant"]): r for r in scores["rows"] if r["level"] in ("overall", "suite")}
+    for variant in [ref, *(v for v in scores["variants"] if v != ref)]:
+        point = sweep["points"].get(variant, {})
+        cols = [str(point[f]) if f in point else ("(reference)" if variant == ref else variant) for f in sweep["parameters"]]
+        for mode in [*modes, "suite peak memory"]:
+            row = rows.get((mode, variant))
+            value = (_suite_value(row) if mode == "suite peak memory" else _score(row, interval=False)) if row else ""
+            delta = cells.change(row["change"], row["change_ci"]) if row and variant != ref else ""
+            cols += [value, delta, row["verdict"] if row and variant != ref else ""]
+        grid.add(cols)
+    return grid
+
+
+def grids(scores: dict[str, Any], sweep: dict[str, Any] | None = None) -> list[Grid]:
+    if len(scores["variants"]) == 1:
+        return [single_variant(scores)]
+    return [*comparison(scores), *([along_sweep(scores, sweep)] if sweep else [])]
 
 
 def footer(report: dict[str, Any]) -> str:

@@ -9,12 +9,13 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from benchlab.report import cells, score_grid
+from benchlab.report import cells
+from benchlab.report.grid import Grid, special_grids
 
 STYLE = {"better": "bold green", "worse": "bold red", "same": "dim", "unclear": "yellow", "-": "dim"}
 
 
-def _grid_table(grid: score_grid.Grid) -> Table:
+def _grid_table(grid: Grid) -> Table:
     table = Table(title=grid.title, title_justify="left")
     for i, name in enumerate(grid.header):
         table.add_column(name, justify="left" if i < 2 or i in grid.verdict_columns else "right")
@@ -24,18 +25,19 @@ def _grid_table(grid: score_grid.Grid) -> Table:
     return table
 
 
-def _scores(report: dict[str, Any]) -> list[Any]:
+def _grids(grids: list[Grid], footer: str) -> list[Any]:
     parts: list[Any] = []
-    for grid in score_grid.grids(report["scores"]):
+    for grid in grids:
         parts.append(_grid_table(grid))
         parts += [Text(note, style="dim") for note in grid.notes if note]
-    parts.append(Text(score_grid.footer(report), style="dim"))
+    parts.append(Text(footer, style="dim"))
     return parts
 
 
 def renderable(report: dict[str, Any]) -> Group:
-    if report.get("scores"):
-        return Group(*_scores(report), *_trailer(report))
+    special = special_grids(report)
+    if special:
+        return Group(*_grids(*special), *_trailer(report))
     baseline = report["baseline"]
     others = cells.compared_variants(report)
     title = f"{report['experiment']['name']}: {', '.join(others) or 'no variant'} vs {baseline}"

@@ -41,10 +41,11 @@ def spec_error(exc: ValidationError, source: str, prefix: str = "") -> SpecError
 
 
 def spec_from_dict(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
+    from benchlab.spec.sweep import expand_sweep
     from benchlab.suite.cpu import expand_spec
 
     try:
-        return ExperimentSpec.model_validate(expand_spec(data, source))
+        return ExperimentSpec.model_validate(expand_sweep(expand_spec(data, source), source))
     except ValidationError as exc:
         raise spec_error(exc, source) from None
 

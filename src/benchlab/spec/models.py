@@ -106,6 +106,8 @@ class VariantSpec(Strict):
     # the allocator's options (glibc when no allocator is named): dirty_decay_ms, narenas, arena_max...
     tunables: dict[str, int | float | bool | str] = {}
     knobs: dict[str, str] = {}
+    # the sweep point this variant stands for (field -> value), written by a `[sweep]` section
+    sweep: dict[str, int | float | bool | str] = {}
 
     _split = field_validator("wrapper", mode="before")(_split_command)
 
@@ -162,6 +164,8 @@ class ExperimentSpec(Strict):
     correction: Correction = "bh"
     margin: Annotated[float, Field(gt=0, lt=1)] = 0.01
     timeout: Annotated[float, Field(gt=0)] = 600.0
+    # with a sweep: fit each metric's change against the swept value or its reciprocal
+    fit: Literal["value", "reciprocal", "none"] = "none"
 
     @model_validator(mode="after")
     def _consistent(self) -> ExperimentSpec:

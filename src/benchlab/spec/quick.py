@@ -13,9 +13,7 @@ from typing import Any
 from benchlab.errors import SpecError
 from benchlab.spec.load import spec_from_dict
 from benchlab.spec.models import ExperimentSpec
-
-_PLAIN_KEYS = {"allocator", "cpus", "wrapper"}
-_MAPPED_KEYS = {"env", "knobs", "tunables"}
+from benchlab.spec.variant_fields import set_field
 
 
 def _pairs(text: str, where: str) -> list[tuple[str, str]]:
@@ -37,14 +35,7 @@ def parse_variant(text: str) -> dict[str, Any]:
     name, _, rest = text.partition(":")
     variant: dict[str, Any] = {"name": name.strip()}
     for key, value in _pairs(rest, where):
-        field, dot, sub = key.partition(".")
-        if field in _MAPPED_KEYS and dot and sub:
-            variant.setdefault(field, {})[sub] = value
-        elif field in _PLAIN_KEYS and not dot:
-            variant[field] = value
-        else:
-            keys = "allocator=, cpus=, wrapper=, env.VAR=, tunables.NAME=, knobs.PATH="
-            raise SpecError(f"unknown key '{key}' (use {keys})", where=where)
+        set_field(variant, key, value, where)
     return variant
 
 

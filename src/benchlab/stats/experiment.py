@@ -16,6 +16,7 @@ import numpy as np
 
 from benchlab.measure.host import noise_warnings
 from benchlab.stats.analysis import KEY_SHIFT, GeomeanRow, Row, Series, Settings, judge
+from benchlab.stats.sweep import sweep_report
 from benchlab.store.db import ExperimentData, RunRecord
 from benchlab.suite.baseline import load_baseline
 from benchlab.suite.scores import score_report
@@ -35,6 +36,7 @@ class Analysis:
     data: ExperimentData
     warnings: list[str] = field(default_factory=list)
     scores: dict[str, Any] | None = None  # CPU-suite scores, where the experiment ran suite workloads
+    sweep: dict[str, Any] | None = None  # sweep points and fitted lines, where variants come from a sweep
 
     @property
     def runs(self) -> list[RunRecord]:
@@ -58,6 +60,7 @@ class Analysis:
             "rows": [r.as_dict() for r in self.rows],
             "geomean": [g.as_dict() for g in self.geomean],
             "scores": self.scores,
+            "sweep": self.sweep,
             "failed_runs": [_run_dict(r) for r in self.failed_runs],
             "warnings": self.warnings,
             "runs": [{**_run_dict(r), "metrics": values[r.id]} for r in self.runs] if with_runs else [],
@@ -174,8 +177,10 @@ def analyze(data: ExperimentData) -> Analysis:
     variants = list(data.experiment.variant_ids)
     series, warnings = build_series(data)
     rows, geomean = judge(series, variants, settings)
-    scores, score_warnings = score_report(spec, data.experiment.workload_versions, series, variants, settings, load_baseline())
-    warnings += score_warnings
+    scored = score_report(spec, data.experiment.workload_versions, series, variants, settings, load_baseline())
+    warnings += scored.warnings
+    sweep, sweep_warnings = sweep_report(spec, [*scored.overall, *series], settings)
+    warnings += sweep_warnings
     failed = [r for r in data.runs if r.status != "ok"]
     if failed:
         warnings.append(f"{len(failed)} run(s) failed; they are not samples (see failed_runs)")
@@ -192,4 +197,4 @@ def analyze(data: ExperimentData) -> Analysis:
         "hosts": {str(k): v for k, v in data.hosts.items()},
         "workload_versions": data.experiment.workload_versions,
     }
-    return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scores)
+    return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scored.report, sweep)

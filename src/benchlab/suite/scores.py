@@ -80,10 +80,16 @@ class _Suite:
     variants: list[str]
 
 
+@dataclass
+class Scored:
+    report: dict[str, Any] | None  # the `scores` part of the JSON report; None without suite workloads
+    warnings: list[str]
+    overall: list[Series]  # per mode, the overall score per block (what a sweep fits a line through)
+
+
 def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Series], variants: list[str],
-                 settings: Settings, baseline: Baseline) -> tuple[dict[str, Any] | None, list[str]]:  # fmt: skip
-    """The `scores` part of the JSON report (None where the experiment runs no suite workload),
-    and warnings about what could not be scored."""
+                 settings: Settings, baseline: Baseline) -> Scored:  # fmt: skip
+    """Scores of the suite workloads an experiment ran, with warnings about what could not be scored."""
     warnings: list[str] = []
     members = {}
     for w in spec["workloads"]:
@@ -96,7 +102,7 @@ def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Se
             continue
         members[w["name"]] = member
     if not members:
-        return None, warnings
+        return Scored(None, warnings, [])
     suite = _Suite(members, {(s.workload, s.metric): s for s in series}, variants)
     score_series, levels = _score_series(suite, baseline, warnings)
     rows, _ = judge(score_series, variants, settings)
@@ -116,7 +122,7 @@ def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Se
     tasks = {m.task for m in members.values()}
     if len(tasks) < len(baseline.tasks):
         warnings.append(f"{len(tasks)} of {len(baseline.tasks)} suite workloads ran: section and overall scores cover only those")
-    return {
+    report = {
         "suite": "cpu",
         "suite_version": baseline.suite_version,
         "baseline_machine": baseline.machine,
@@ -126,7 +132,9 @@ def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Se
         "variants": variants,
         "modes": present,
         "rows": out_rows,
-    }, warnings
+    }
+    overall = [s for s in score_series if levels[(s.workload, s.metric)].level == "overall"]
+    return Scored(report, warnings, overall)
 
 
 def _score_series(suite: _Suite, baseline: Baseline, warnings: list[str]) -> tuple[list[Series], dict[tuple[str, str], _Level]]:

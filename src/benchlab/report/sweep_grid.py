@@ -1,0 +1,76 @@
+"""The sweep tables: per workload, each judged metric at every sweep point (median, change
+against the reference with its interval, verdict), then the line fitted through the changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlab.report import cells
+from benchlab.report.grid import Grid
+
+X_TITLES = {"value": "per unit of the value", "reciprocal": "per unit of 1/value (rate)"}
+
+
+def _point(sweep: dict[str, Any], variant: str) -> list[str]:
+    point = sweep["points"].get(variant)
+    return [str(point.get(f, "")) if point else "(reference)" if variant == sweep["reference"] else variant
+            for f in sweep["parameters"]]  # fmt: skip
+
+
+def grids(report: dict[str, Any]) -> list[Grid]:
+    sweep = report["sweep"]
+    ref = sweep["reference"]
+    by_workload: dict[str, Grid] = {}
+    for (workload, metric), by_variant in cells.grouped_rows(report):
+        first = next(iter(by_variant.values()))
+        if first["direction"] == "none":
+            continue
+        grid = by_workload.get(workload)
+        if grid is None:
+            grid = Grid(title=f"{workload}: sweep of {', '.join(sweep['parameters'])} against '{ref}'",
+                        header=["metric", *sweep["parameters"], "median", "change [95% CI]", "verdict"])  # fmt: skip
+            grid.verdict_columns.append(len(grid.header) - 1)
+            by_workload[workload] = grid
+        grid.add([metric, *_point(sweep, ref), cells.quantity(first["baseline_median"], first["unit"]), "", ""], emphasis=True)
+        for variant in report["variants"]:
+            row = by_variant.get(variant)
+            if variant == ref or row is None:
+                continue
+            grid.add([metric, *_point(sweep, variant), cells.quantity(row["median"], row["unit"]),
+                      cells.change(row["change"], row["change_ci"]), cells.verdict(row)])  # fmt: skip
+    return [*by_workload.values(), *fit_grid(sweep)]
+
+
+def fit_grid(sweep: dict[str, Any], only: str | None = None) -> list[Grid]:
+    """The fitted lines, one row per metric, or only those of one workload ("Overall": the
+    overall scores of a suite sweep; every metric's line is in the JSON report)."""
+    fits = [f for f in sweep["fits"] if only is None or f["workload"] == only]
+    out = []
+    if fits:
+        fit = Grid(
+            title=f"fit: log change = intercept + slope x {sweep['parameters'][0]} ({X_TITLES[sweep['fit']]}), block effects",
+            header=["workload", "metric", "change at 0 [95% CI]", "slope [95% CI]", "runs", "blocks"],
+        )
+        for f in fits:
+            slope = f"{f['slope']:+.4g} [{f['slope_ci'][0]:+.4g}, {f['slope_ci'][1]:+.4g}]" if f["slope"] is not None else "n/a"
+            fit.add(
+                [
+                    f["workload"],
+                    f["metric"],
+                    cells.change(f["intercept"], f["intercept_ci"]),
+                    slope,
+                    str(f["n"]),
+                    str(f["blocks"]),
+                ]
+            )
+        out.append(fit)
+    return out
+
+
+def footer(report: dict[str, Any]) -> str:
+    judged = sum(1 for r in report["rows"] if r["verdict"] != "-")
+    return (
+        f"{judged} comparisons; {report['correction']} correction at alpha={report['alpha']}; "
+        f"same = 90% CI within ±{report['margin']:.1%}; slope in log units (a relative change for small values); "
+        "unjudged characteristics: --format json or csv"
+    )

@@ -1,0 +1,105 @@
+"""Sweeps: a `[sweep]` section expands one or two variant fields over values into
+variants, before validation, so the stored spec lists plain variants, each with the
+`sweep` values it stands for (what the report's sweep table and fit read).
+
+```toml
+[sweep]
+base = { allocator = "jemalloc" }      # fields every swept variant shares
+fit = "value"                          # fit the change against the value, its "reciprocal", or "none"
+[[sweep.parameters]]
+field = "tunables.dirty_decay_ms"
+values = [5000, 15000, 20000, 30000]   # or: range = { start = 1, stop = 1e6, steps = 7, scale = "log" }
+```
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import Field, ValidationError, model_validator
+
+from benchlab.spec.models import Strict
+from benchlab.spec.variant_fields import set_field
+
+Scalar = int | float | str | bool
+
+
+class RangeSpec(Strict):
+    start: float
+    stop: float
+    steps: Annotated[int, Field(ge=2, le=1000)]
+    scale: Literal["linear", "log"] = "linear"
+    integer: bool = True  # round each step to an integer (most tunables take one)
+
+    @model_validator(mode="after")
+    def _positive_for_log(self) -> RangeSpec:
+        if self.scale == "log" and min(self.start, self.stop) <= 0:
+            raise ValueError("a log range needs a positive start and stop")
+        return self
+
+    def values(self) -> list[Scalar]:
+        space = np.geomspace if self.scale == "log" else np.linspace
+        points = space(self.start, self.stop, self.steps)
+        if self.integer:
+            return list(dict.fromkeys(int(round(p)) for p in points))  # rounding may merge log steps
+        return [float(p) for p in points]
+
+
+class ParameterSpec(Strict):
+    field: str
+    values: Annotated[list[Scalar], Field(min_length=1)] | None = None
+    range: RangeSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ParameterSpec:
+        if (self.values is None) == (self.range is None):
+            raise ValueError("give exactly one of values or range")
+        return self
+
+    def points(self) -> list[Scalar]:
+        return list(self.values) if self.values is not None else self.range.values()  # type: ignore[union-attr]
+
+
+class SweepSpec(Strict):
+    parameters: Annotated[list[ParameterSpec], Field(min_length=1, max_length=2)]
+    base: dict[str, Any] = {}
+    fit: Literal["value", "reciprocal", "none"] = "value"
+
+
+def _label(value: Scalar) -> str:
+    text = f"{value:g}" if isinstance(value, float) else str(value).lower()
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", text)
+
+
+def _short(field: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", field.rsplit(".", 1)[-1].rsplit("/", 1)[-1])
+
+
+def expand_sweep(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The spec with its `sweep` section replaced by the variants it stands for."""
+    from benchlab.spec.load import spec_error
+
+    out = dict(data)
+    raw = out.pop("sweep", None)
+    if raw is None:
+        return out
+    try:
+        sweep = SweepSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise spec_error(exc, source, prefix="sweep.") from None
+    variants = list(out.get("variants") or [])
+    grid = [p.points() for p in sweep.parameters]
+    for point in itertools.product(*grid):
+        variant: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in sweep.base.items()}
+        for i, (parameter, value) in enumerate(zip(sweep.parameters, point, strict=True)):
+            set_field(variant, parameter.field, value, f"{source}: sweep.parameters[{i}].field")
+        variant["name"] = "_".join(f"{_short(p.field)}-{_label(v)}" for p, v in zip(sweep.parameters, point, strict=True))
+        variant["sweep"] = {p.field: v for p, v in zip(sweep.parameters, point, strict=True)}
+        variants.append(variant)
+    out["variants"] = variants
+    out["fit"] = sweep.fit
+    return out

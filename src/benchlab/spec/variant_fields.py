@@ -1,0 +1,23 @@
+"""Variant fields addressed by name, as the quick form and sweeps write them:
+`allocator`, `cpus`, `wrapper`, and `env.VAR`, `tunables.NAME`, `knobs.PATH`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlab.errors import SpecError
+
+PLAIN = ("allocator", "cpus", "wrapper")
+MAPPED = ("env", "tunables", "knobs")
+KEYS_HELP = "allocator, cpus, wrapper, env.VAR, tunables.NAME, knobs.PATH"
+
+
+def set_field(variant: dict[str, Any], key: str, value: Any, where: str) -> None:
+    """Sets `key` in a variant's raw dict, before validation checks the value."""
+    field, dot, sub = key.partition(".")
+    if field in MAPPED and dot and sub:
+        variant.setdefault(field, {})[sub] = value
+    elif field in PLAIN and not dot:
+        variant[field] = value
+    else:
+        raise SpecError(f"unknown variant field '{key}' (use {KEYS_HELP})", where=where)
