@@ -66,7 +66,7 @@ def test_a_known_slowdown_is_worse_with_its_true_size_inside_the_interval(tmp_pa
         tmp_path / "ab.toml",
         """
 name = "ab"
-blocks = 10
+blocks = 20
 [[workloads]]
 name = "nap"
 command = ["sh", "-c", "sleep $NAP"]
@@ -87,7 +87,7 @@ env = { NAP = "0.06" }
     slack = 0.002
     assert lo - slack <= true_change <= hi + slack, row
     assert hi - lo < 0.05, row
-    assert row["q"] < 0.05 and row["n"] == 10
+    assert row["q"] < 0.05 and row["n"] == 20
 
 
 def test_every_number_in_the_table_comes_from_the_json(tmp_path: Path) -> None:
