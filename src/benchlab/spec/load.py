@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SpecError
 from benchlab.spec.models import ExperimentSpec
+
+M = TypeVar("M", bound=BaseModel)
 
 _FRIENDLY = {
     "extra_forbidden": "unknown key",
@@ -38,6 +41,19 @@ def spec_error(exc: ValidationError, source: str, prefix: str = "") -> SpecError
     message = message.removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     return SpecError(f"{message}{more}", where=f"{source}: {prefix}{error_place(tuple(first['loc']))}")
+
+
+def take_section(data: Mapping[str, Any], key: str, model: type[M], source: str) -> tuple[dict[str, Any], M | None]:
+    """The spec without its `key` section, and that section validated (errors placed under it):
+    the suite and sweep sections stand for workloads and variants, expanded before validation."""
+    out = dict(data)
+    raw = out.pop(key, None)
+    if raw is None:
+        return out, None
+    try:
+        return out, model.model_validate(raw)
+    except ValidationError as exc:
+        raise spec_error(exc, source, prefix=f"{key}.") from None
 
 
 def spec_from_dict(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:

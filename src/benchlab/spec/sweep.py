@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from benchlab.spec.models import Strict
 from benchlab.spec.variant_fields import set_field
@@ -81,16 +81,11 @@ def _short(field: str) -> str:
 
 def expand_sweep(data: Mapping[str, Any], source: str) -> dict[str, Any]:
     """The spec with its `sweep` section replaced by the variants it stands for."""
-    from benchlab.spec.load import spec_error
+    from benchlab.spec.load import take_section
 
-    out = dict(data)
-    raw = out.pop("sweep", None)
-    if raw is None:
+    out, sweep = take_section(data, "sweep", SweepSpec, source)
+    if sweep is None:
         return out
-    try:
-        sweep = SweepSpec.model_validate(raw)
-    except ValidationError as exc:
-        raise spec_error(exc, source, prefix="sweep.") from None
     variants = list(out.get("variants") or [])
     grid = [p.points() for p in sweep.parameters]
     for point in itertools.product(*grid):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, model_validator
 
 from benchlab.errors import SpecError
 from benchlab.spec.models import Strict
@@ -34,6 +34,12 @@ class SuiteSpec(Strict):
     shared: bool = True
     threads: Annotated[int, Field(ge=0, le=4096)] = 0  # multi-core threads; 0: every CPU a run may use
     iterations: Annotated[int, Field(ge=0)] = 0  # rounds per copy; 0: each task's default
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: object) -> object:
+        """`suite = "cpu"` stands for `suite = { name = "cpu" }`."""
+        return {"name": value} if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -73,16 +79,11 @@ def expand(suite: SuiteSpec, baseline: Baseline, where: str) -> list[dict[str, A
 
 def expand_spec(data: Mapping[str, Any], source: str) -> dict[str, Any]:
     """The spec with its `suite` key replaced by the workloads it stands for."""
-    from benchlab.spec.load import spec_error
+    from benchlab.spec.load import take_section
 
-    out = dict(data)
-    raw = out.pop("suite", None)
-    if raw is None:
+    out, suite = take_section(data, "suite", SuiteSpec, source)
+    if suite is None:
         return out
-    try:
-        suite = SuiteSpec.model_validate({"name": raw} if isinstance(raw, str) else raw)
-    except ValidationError as exc:
-        raise spec_error(exc, source, prefix="suite.") from None
     given = out.get("workloads", [])
     if not isinstance(given, list):
         raise SpecError("workloads must be a list", where=f"{source}: workloads")
