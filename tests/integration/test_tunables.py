@@ -56,6 +56,10 @@ def test_tunables_reach_each_allocator_where_it_reads_them() -> None:
         ({"allocator": "mimalloc", "tunables": {"eager": 1}}, "tunables.eager: mimalloc has no option 'eager'"),
         ({"allocator": "tcmalloc", "tunables": {"release": 1}}, "tunables.release: tcmalloc has no option 'release'"),
         ({"allocator": "jemalloc", "tunables": {"narenas": 2}, "env": {"MALLOC_CONF": "narenas:4"}}, "env sets MALLOC_CONF"),
+        (
+            {"allocator": "jemalloc", "tunables": {"narenas": "2,junk:true"}},
+            "tunables.narenas: '2,junk:true' is not a plain value",
+        ),
     ],
 )
 def test_a_wrong_tunable_is_refused_before_anything_runs(variant: dict[str, Any], message: str) -> None:

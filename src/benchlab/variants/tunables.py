@@ -98,8 +98,6 @@ def _prefixed(prefix: str, known: frozenset[str], tunables: Mapping[str, Value],
         option = key.lower().removeprefix(prefix.lower())
         if option not in known:
             raise SpecError(f"{name} has no option '{key}' (it has: {', '.join(sorted(known))})", where=f"{where}.{key}")
-        if isinstance(value, str) and not re.fullmatch(r"[\w.:/-]+", value):
-            raise SpecError(f"'{value}' is not a plain value", where=f"{where}.{key}")
         env[f"{prefix}{option.upper()}"] = _text(value, "1", "0")
     return env
 
@@ -108,6 +106,9 @@ def tunable_environment(allocator: str | None, tunables: Mapping[str, Value], wh
     """The environment variables that carry `tunables` to `allocator`, each checked first."""
     if not tunables:
         return {}
+    for key, value in tunables.items():  # separators of MALLOC_CONF and GLIBC_TUNABLES must not hide in a value
+        if isinstance(value, str) and not re.fullmatch(r"[\w.+-]+", value):
+            raise SpecError(f"'{value}' is not a plain value", where=f"{where}.{key}")
     name = allocator or "glibc"
     if name == "glibc":
         return _glibc(tunables, where)
