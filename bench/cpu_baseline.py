@@ -50,6 +50,7 @@ def main() -> None:
                 "version": info["version"],
                 "work_unit": info["work_unit"],
                 "modes": info["modes"],
+                "iterations": info["iterations"],
                 "samples": samples[name],
             }
             for name, info in tasks.items()

@@ -48,6 +48,7 @@ fn list(catalogue: &[&'static dyn Workload], format: &str) {
                 "section": w.section(),
                 "work_unit": w.work_unit(),
                 "modes": w.modes(),
+                "iterations": w.default_iterations(),
                 "suite_version": w.section().map(|_| workloads::cpu::SUITE_VERSION),
                 "options": w.options().iter().map(|o| json!({"name": o.name, "default": o.default, "help": o.help})).collect::<Vec<_>>(),
                 "metrics": w.metrics().iter().map(|m| json!({"name": m.name, "unit": m.unit, "direction": m.direction, "help": m.help})).collect::<Vec<_>>(),

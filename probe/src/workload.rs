@@ -32,6 +32,10 @@ pub trait Workload: Sync {
     fn work_unit(&self) -> Option<&'static str> {
         None
     }
+    /// Rounds a run does by default, where the workload has rounds (the CPU suite).
+    fn default_iterations(&self) -> Option<u64> {
+        None
+    }
     /// How the work may be spread over threads (the CPU suite: copies, and shared where a task splits).
     fn modes(&self) -> &'static [&'static str] {
         &[]

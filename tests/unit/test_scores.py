@@ -140,6 +140,15 @@ def test_suite_in_a_spec_expands_to_plain_builtin_workloads() -> None:
     assert again == spec
 
 
+def test_rounds_scale_each_tasks_default_and_iterations_override_them() -> None:
+    half = spec_from_dict({"name": "s", "suite": {"name": "cpu", "rounds": 0.5}, "variants": [{"name": "a"}]})
+    for task in BASELINE.tasks.values():
+        assert half.workload(f"{task.name}.single").options["iterations"] == max(1, round(task.iterations / 2))
+    assert BASELINE.tasks["cpu.aes_xts"].iterations == catalogue()["cpu.aes_xts"]["iterations"]
+    fixed = spec_from_dict({"name": "s", "suite": {"name": "cpu", "rounds": 0.5, "iterations": 3}, "variants": [{"name": "a"}]})
+    assert {w.options["iterations"] for w in fixed.workloads} == {3}
+
+
 @pytest.mark.parametrize(
     ("suite", "message"),
     [

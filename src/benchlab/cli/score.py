@@ -12,6 +12,7 @@ from benchlab.cli.options import Db, Format
 from benchlab.errors import EnvironmentProblem
 from benchlab.spec.quick import parse_variant
 
+QUICK_ROUNDS = 0.5  # quick runs do half of each task's rounds (at least one): the same throughput, noisier
 QUICK_BLOCKS, FULL_BLOCKS = 2, 7  # 7 pairs: the fewest that give a 95% interval and room to decide
 
 
@@ -34,7 +35,8 @@ def check_suite_version() -> None:
 
 def score(
     quick: Annotated[
-        bool, typer.Option("--quick", help=f"{QUICK_BLOCKS} blocks, no shared-task runs (about 40 s on 2 cores)")
+        bool,
+        typer.Option("--quick", help=f"{QUICK_BLOCKS} blocks of half-length runs, no shared-task runs (about 30 s on 2 cores)"),
     ] = False,
     variant: Annotated[
         list[str], typer.Option("--variant", "-v", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
@@ -56,7 +58,13 @@ def score(
 
     data: dict[str, Any] = {
         "name": name or time.strftime("score-%Y%m%d-%H%M%S"),
-        "suite": {"name": "cpu", "workloads": workload, "threads": threads, "shared": not quick},
+        "suite": {
+            "name": "cpu",
+            "workloads": workload,
+            "threads": threads,
+            "shared": not quick,
+            "rounds": QUICK_ROUNDS if quick else 1.0,
+        },  # fmt: skip
         "workloads": [],
         "variants": [parse_variant(v) for v in variant] or [{"name": "base"}],
         "blocks": blocks or (QUICK_BLOCKS if quick else FULL_BLOCKS),

@@ -30,6 +30,7 @@ class TaskBaseline:
     version: int
     work_unit: str
     modes: tuple[str, ...]
+    iterations: int  # the probe's default rounds per run (how long a run is)
     samples: tuple[float, ...]
 
     @property
@@ -65,6 +66,7 @@ def parse_baseline(data: dict[str, Any]) -> Baseline:
                 version=int(t["version"]),
                 work_unit=t["work_unit"],
                 modes=tuple(t["modes"]),
+                iterations=int(t["iterations"]),
                 samples=tuple(float(x) for x in t["samples"]),
             )  # fmt: skip
             for name, t in data["workloads"].items()

@@ -33,7 +33,8 @@ class SuiteSpec(Strict):
     multi_core: bool = True
     shared: bool = True
     threads: Annotated[int, Field(ge=0, le=4096)] = 0  # multi-core threads; 0: every CPU a run may use
-    iterations: Annotated[int, Field(ge=0)] = 0  # rounds per copy; 0: each task's default
+    iterations: Annotated[int, Field(ge=0)] = 0  # rounds per copy; 0: each task's default x `rounds`
+    rounds: Annotated[float, Field(gt=0, le=100)] = 1.0  # a fraction (or multiple) of each task's default rounds
 
     @model_validator(mode="before")
     @classmethod
@@ -69,6 +70,8 @@ def expand(suite: SuiteSpec, baseline: Baseline, where: str) -> list[dict[str, A
         for mode, options in runs:
             if suite.iterations:
                 options["iterations"] = suite.iterations
+            elif suite.rounds != 1.0:
+                options["iterations"] = max(1, round(task.iterations * suite.rounds))
             workloads.append(
                 {"name": f"{task.name}.{_SUFFIX[mode]}", "builtin": task.name, "options": options, "perf_counters": True}
             )

@@ -235,6 +235,9 @@ impl<T: Task> Workload for Cpu<T> {
     fn work_unit(&self) -> Option<&'static str> {
         Some(T::WORK_UNIT)
     }
+    fn default_iterations(&self) -> Option<u64> {
+        Some(T::ITERATIONS)
+    }
     fn modes(&self) -> &'static [&'static str] {
         if T::PARTS > 0 && T::SHARES {
             &["copies", "shared"]
