@@ -49,9 +49,6 @@ class Baseline:
     def score(self, task: str, items_per_second: float) -> float:
         return 1000.0 * items_per_second / self.tasks[task].items_per_second
 
-    def short_name(self, task: str) -> str:
-        return task.removeprefix("cpu.")
-
     def task(self, name: str) -> TaskBaseline | None:
         """A task by its full (cpu.aes_xts) or short (aes_xts) name."""
         return self.tasks.get(name) or self.tasks.get(f"cpu.{name}")
