@@ -1,8 +1,9 @@
-"""Where benchlab's native executables are: the probe runs the built-in workloads, the
-launcher starts every run."""
+"""Where benchlab's native parts are: the probe runs the built-in workloads, the
+launcher starts every run, the allocator shim is preloaded into variants that ask for it."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -33,3 +34,18 @@ def probe_path() -> str:
 
 def launcher_path() -> str:
     return _native("benchlab-launch", "BENCHLAB_LAUNCH")
+
+
+def shim_path() -> str:
+    """$BENCHLAB_SHIM, else the library built into the package (`benchlab._shim`, a plain
+    shared object that Python never imports; finding it does not load it)."""
+    explicit = os.environ.get("BENCHLAB_SHIM")
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise EnvironmentProblem(f"BENCHLAB_SHIM={explicit} is not a file")
+        return explicit
+    spec = importlib.util.find_spec("benchlab._shim")
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        hint = "reinstall benchlab with `uv sync`, or set BENCHLAB_SHIM"
+        raise EnvironmentProblem("the allocator shim is not built", hint=hint)
+    return spec.origin

@@ -24,6 +24,7 @@ from benchlab.store.db import ExperimentRecord, Store, spec_digest
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.knobs import KnobJournal
+from benchlab.variants.shim import shim_findings
 from benchlab.workloads import Workload, resolve_workload
 
 
@@ -177,6 +178,8 @@ class Runner:
             if complaint:
                 raise WorkloadFailed(complaint, exit_code=finished.exit_code)
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
+            if variant.spec.shim is not None:
+                metrics += shim_findings(finished.stderr)
         except WorkloadFailed as failure:
             tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")
             record(

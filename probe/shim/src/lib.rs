@@ -32,6 +32,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_char, c_int, c_void, CStr};
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 type Malloc = unsafe extern "C" fn(usize) -> *mut c_void;
@@ -60,14 +61,14 @@ struct Setup {
 }
 
 /// A value written once before `STATE` becomes `READY`, read-only afterwards.
-struct Once<T>(UnsafeCell<Option<T>>);
+struct Once<T>(UnsafeCell<MaybeUninit<T>>);
 unsafe impl<T> Sync for Once<T> {}
 
 const UNINIT: u8 = 0;
 const RESOLVING: u8 = 1;
 const READY: u8 = 2;
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
-static SETUP: Once<Setup> = Once(UnsafeCell::new(None));
+static SETUP: Once<Setup> = Once(UnsafeCell::new(MaybeUninit::uninit()));
 
 thread_local! {
     static RESOLVER: Cell<bool> = const { Cell::new(false) };
@@ -202,7 +203,7 @@ unsafe fn make_ready() -> bool {
             Ok(_) => {
                 RESOLVER.with(|r| r.set(true));
                 let setup = resolve();
-                *SETUP.0.get() = Some(setup);
+                (*SETUP.0.get()).write(setup);
                 RESOLVER.with(|r| r.set(false));
                 STATE.store(READY, Ordering::Release);
                 return true;
@@ -219,7 +220,7 @@ unsafe fn setup() -> Option<&'static Setup> {
     if STATE.load(Ordering::Acquire) != READY && !make_ready() {
         return None;
     }
-    (*SETUP.0.get()).as_ref()
+    Some((*SETUP.0.get()).assume_init_ref())
 }
 
 // Resolve at load time, before the program's threads exist; calls made earlier
@@ -270,6 +271,7 @@ extern "C" fn after_fork() {
 }
 
 /// Parks a freed block, then frees and checks whatever the bounds push out.
+#[inline(never)]
 unsafe fn quarantine(s: &Setup, p: *mut c_void) {
     let size = (s.usable_size)(p);
     std::ptr::write_bytes(p as *mut u8, PATTERN, size);
@@ -399,21 +401,26 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     }
     let Some(s) = setup() else { return };
     if s.sampling != 0 {
-        let sampled = COUNTDOWN.with(|c| {
-            let left = c.get();
-            if left <= 1 {
-                c.set(s.sampling);
-                true
-            } else {
-                c.set(left - 1);
-                false
-            }
-        });
-        if sampled {
-            return quarantine(s, p);
-        }
+        return sample(s, p);
     }
     (s.free)(p)
+}
+
+/// The sampling decision: one thread-local countdown. Kept out of `free` so that the
+/// no-op path stays a few instructions and a tail jump.
+#[cold]
+#[inline(never)]
+unsafe fn sample(s: &Setup, p: *mut c_void) {
+    let due = COUNTDOWN.with(|c| {
+        let left = if c.get() == 0 { s.sampling } else { c.get() }; // 0: the thread's first free
+        c.set(if left == 1 { s.sampling } else { left - 1 });
+        left == 1
+    });
+    if due {
+        quarantine(s, p)
+    } else {
+        (s.free)(p)
+    }
 }
 
 #[no_mangle]

@@ -95,6 +95,16 @@ def parse_cpu_list(text: str) -> list[int]:
     return sorted(cpus)
 
 
+class ShimSpec(Strict):
+    """benchlab's allocator shim, preloaded ahead of the allocator: one free in `sampling` per
+    thread is quarantined and pattern-checked (0 = installed, doing nothing else)."""
+
+    sampling: Annotated[int, Field(ge=0, le=2**62)] = 0
+    scope: Annotated[str, Field(min_length=1, pattern=r"^[^\x00=]+$")] | None = None  # program-name glob: "make", "cc*"
+    quarantine: Annotated[int, Field(ge=1, le=65536)] = 1024  # blocks parked at most
+    quarantine_kib: Annotated[int, Field(ge=0, le=2**30)] = 16384  # bytes parked at most, in KiB
+
+
 class VariantSpec(Strict):
     """One configuration of the system under test; every field is optional."""
 
@@ -106,6 +116,7 @@ class VariantSpec(Strict):
     # the allocator's options (glibc when no allocator is named): dirty_decay_ms, narenas, arena_max...
     tunables: dict[str, int | float | bool | str] = {}
     knobs: dict[str, str] = {}
+    shim: ShimSpec | None = None
     # the sweep point this variant stands for (field -> value), written by a `[sweep]` section
     sweep: dict[str, int | float | bool | str] = {}
 

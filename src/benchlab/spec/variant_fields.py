@@ -1,5 +1,5 @@
 """Variant fields addressed by name, as the quick form and sweeps write them:
-`allocator`, `cpus`, `wrapper`, and `env.VAR`, `tunables.NAME`, `knobs.PATH`."""
+`allocator`, `cpus`, `wrapper`, and `env.VAR`, `tunables.NAME`, `knobs.PATH`, `shim.SETTING`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 from benchlab.errors import SpecError
 
 PLAIN = ("allocator", "cpus", "wrapper")
-MAPPED = ("env", "tunables", "knobs")
-KEYS_HELP = "allocator, cpus, wrapper, env.VAR, tunables.NAME, knobs.PATH"
+MAPPED = ("env", "tunables", "knobs", "shim")
+KEYS_HELP = "allocator, cpus, wrapper, env.VAR, tunables.NAME, knobs.PATH, shim.sampling, shim.scope"
 
 
 def set_field(variant: dict[str, Any], key: str, value: Any, where: str) -> None:

@@ -11,6 +11,7 @@ from benchlab.spec.models import VariantSpec
 from benchlab.variants.allocator import preload_for
 from benchlab.variants.cpus import affinity_for
 from benchlab.variants.knobs import validate_knob_path
+from benchlab.variants.shim import shim_environment, shim_preload
 from benchlab.variants.tunables import tunable_environment
 from benchlab.variants.wrapper import wrapper_argv
 
@@ -27,14 +28,15 @@ class PreparedVariant:
 
     @classmethod
     def prepare(cls, spec: VariantSpec, where: str) -> PreparedVariant:
-        preload = preload_for(spec.allocator, f"{where}.allocator")
-        tuned = tunable_environment(spec.allocator, spec.tunables, f"{where}.tunables")
-        clash = sorted(set(tuned) & set(spec.env))
+        # the shim goes first, so that the allocator it passes calls on to is the variant's
+        preload = [*shim_preload(spec.shim), *preload_for(spec.allocator, f"{where}.allocator")]
+        written = {**tunable_environment(spec.allocator, spec.tunables, f"{where}.tunables"), **shim_environment(spec.shim)}
+        clash = sorted(set(written) & set(spec.env))
         if clash:
-            raise SpecError(f"env sets {', '.join(clash)}, which tunables write", where=f"{where}.env")
+            raise SpecError(f"env sets {', '.join(clash)}, which tunables or the shim write", where=f"{where}.env")
         return cls(
             spec=spec,
-            env=environment(os.environ, {**spec.env, **tuned}, preload),
+            env=environment(os.environ, {**spec.env, **written}, preload),
             wrapper=wrapper_argv(spec.wrapper, f"{where}.wrapper"),
             cpus=affinity_for(spec.cpus, f"{where}.cpus"),
             knobs={validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()},
