@@ -11,16 +11,35 @@
 //! The child waits on a pipe until the parent has opened its perf counters
 //! (see `counters`, a few hundred microseconds), which start counting when it
 //! execs the command; the wall clock starts when the child is released, so
-//! that cost stays out of the run's time.
+//! that cost stays out of the run's time. Before that release it also joins the
+//! run's memory cgroup and is watched for the libraries it maps (`memory`,
+//! `mapped`), each on request.
 
 use crate::counters::Counters;
+use crate::mapped::Mapped;
+use crate::memory::{Sampler, TreeCgroup};
 use serde_json::json;
 use std::ffi::CString;
 use std::io::Write;
 use std::os::fd::FromRawFd;
 use std::time::Instant;
 
-pub fn launch(argv: &[String], result_fd: i32, perf_counters: bool) -> i32 {
+pub struct Settings {
+    pub result_fd: i32,
+    pub perf_counters: bool,
+    pub mapped: bool,
+    pub cgroup: Option<String>,
+    pub memory_interval_ms: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { result_fd: 3, perf_counters: false, mapped: false, cgroup: None, memory_interval_ms: 0 }
+    }
+}
+
+pub fn launch(argv: &[String], settings: &Settings) -> i32 {
+    let result_fd = settings.result_fd;
     if argv.is_empty() {
         eprintln!("benchlab-launch: no command given");
         return 2;
@@ -58,7 +77,10 @@ pub fn launch(argv: &[String], result_fd: i32, perf_counters: bool) -> i32 {
             libc::_exit(127);
         }
     }
-    let mut counters = Counters::open(pid, perf_counters);
+    let mut counters = Counters::open(pid, settings.perf_counters);
+    let mut mapped = Mapped::open(pid, settings.mapped);
+    let mut cgroup = TreeCgroup::join(settings.cgroup.as_deref(), pid);
+    let sampler = Sampler::start(pid, settings.memory_interval_ms);
     let start = Instant::now();
     // SAFETY: closing our write end lets the child go on to exec.
     unsafe {
@@ -79,6 +101,9 @@ pub fn launch(argv: &[String], result_fd: i32, perf_counters: bool) -> i32 {
         }
     }
     let wall_ns = start.elapsed().as_nanos() as u64;
+    let memory = sampler.finish();
+    let tree_peak_kib = cgroup.finish();
+    let libraries = mapped.read();
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     let (exit_code, signal) = if libc::WIFEXITED(status) {
         (Some(libc::WEXITSTATUS(status)), None)
@@ -98,6 +123,11 @@ pub fn launch(argv: &[String], result_fd: i32, perf_counters: bool) -> i32 {
         "signal": signal,
         "counters": counters.read(),
         "counters_note": counters.note,
+        "mapped": libraries,
+        "mapped_note": mapped.note,
+        "tree_peak_kib": tree_peak_kib,
+        "tree_peak_note": cgroup.note,
+        "memory": memory,
     });
     // SAFETY: result_fd is the pipe benchlab passes; if it is not open the write fails and we say so.
     let mut result = unsafe { std::fs::File::from_raw_fd(result_fd) };

@@ -5,25 +5,44 @@
 
 mod counters;
 mod launch;
+mod mapped;
+mod memory;
+
+use launch::Settings;
 
 fn usage() -> ! {
-    eprintln!("usage: benchlab-launch [--result-fd N] [--perf-counters] -- COMMAND [ARGS...]");
+    eprintln!(
+        "usage: benchlab-launch [--result-fd N] [--perf-counters] [--mapped] [--cgroup PARENT] \
+         [--memory-interval-ms N] -- COMMAND [ARGS...]"
+    );
     std::process::exit(2)
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut fd = 3;
+    let mut settings = Settings::default();
     let mut rest = &args[..];
-    let mut counters = false;
+    let value = |rest: &[String]| rest.get(1).cloned().unwrap_or_else(|| usage());
     loop {
         match rest.first().map(String::as_str) {
             Some("--result-fd") => {
-                fd = rest.get(1).and_then(|v| v.parse().ok()).unwrap_or_else(|| usage());
+                settings.result_fd = value(rest).parse().unwrap_or_else(|_| usage());
+                rest = &rest[2..];
+            }
+            Some("--cgroup") => {
+                settings.cgroup = Some(value(rest));
+                rest = &rest[2..];
+            }
+            Some("--memory-interval-ms") => {
+                settings.memory_interval_ms = value(rest).parse().unwrap_or_else(|_| usage());
                 rest = &rest[2..];
             }
             Some("--perf-counters") => {
-                counters = true;
+                settings.perf_counters = true;
+                rest = &rest[1..];
+            }
+            Some("--mapped") => {
+                settings.mapped = true;
                 rest = &rest[1..];
             }
             _ => break,
@@ -31,7 +50,7 @@ fn main() {
     }
     match rest.split_first() {
         Some((dashes, command)) if dashes == "--" && !command.is_empty() => {
-            std::process::exit(launch::launch(command, fd, counters))
+            std::process::exit(launch::launch(command, &settings))
         }
         _ => usage(),
     }

@@ -157,8 +157,9 @@ class Runner:
         variant = prepared.variants[planned.variant]
         timeout = workload.spec.timeout or prepared.spec.timeout
         launch = variant.launch(
-            workload.argv(), cwd=workload.spec.cwd, timeout=timeout, perf_counters=workload.spec.perf_counters
-        )
+            workload.argv(), cwd=workload.spec.cwd, timeout=timeout, perf_counters=workload.spec.perf_counters,
+            memory_interval=workload.spec.memory_interval,
+        )  # fmt: skip
         started = self.clock()
         record = functools.partial(
             self.store.record_run, exp, host_id=host_id, workload=planned.workload, variant=planned.variant,
@@ -171,10 +172,12 @@ class Runner:
                 finished = self.executor.run(launch)
             finally:
                 self.journal.restore()
-            self._note_once(finished.usage.counters_note)
+            for note in (finished.usage.counters_note, *finished.usage.notes):
+                self._note_once(note)
             if not finished.ok:
                 raise finished.failure()
-            complaint = allocator_complaint(finished.stderr)
+            details, mismatch = variant.inspect(finished.usage.mapped)
+            complaint = allocator_complaint(finished.stderr) or mismatch
             if complaint:
                 raise WorkloadFailed(complaint, exit_code=finished.exit_code)
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
@@ -187,5 +190,5 @@ class Runner:
                 stderr_tail=tail, ended_at=self.clock(),
             )  # fmt: skip
             return failure.status
-        record(status="ok", exit_code=0, metrics=metrics, ended_at=self.clock())
+        record(status="ok", exit_code=0, metrics=metrics, details=details, ended_at=self.clock())
         return "ok"

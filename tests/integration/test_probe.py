@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
 from benchlab.locate import launcher_path, probe_path
-from benchlab.variants.allocator import find_library
+from benchlab.measure.cgroup import run_cgroup_parent
+from benchlab.variants.allocator import find_library, mapped_allocator
 
 
 def probe(*args: str, env: dict[str, str] | None = None) -> dict:
@@ -166,3 +168,39 @@ def test_one_part_of_a_round_runs_alone_on_the_input_it_saves(tmp_path) -> None:
     assert zstd_only["checksum"] != whole["checksum"] and zstd_only["items_per_second"] > whole["items_per_second"]
     proc = subprocess.run([probe_path(), "cpu.text_compression", "--part", "2"], capture_output=True, text=True)
     assert proc.returncode == 1 and "--part" in proc.stderr
+
+
+def test_the_launcher_sees_the_libraries_of_the_last_program_image_only() -> None:
+    jemalloc = find_library("jemalloc")
+    if jemalloc is None:
+        pytest.skip("jemalloc is not installed")
+    r, w = os.pipe()
+    env = {**os.environ, "LD_PRELOAD": jemalloc}
+    # taskset maps jemalloc too, then execs env, which drops it before exec'ing true
+    argv = ["taskset", "-c", "0", "env", "-u", "LD_PRELOAD", "true"]
+    subprocess.run([launcher_path(), "--result-fd", str(w), "--mapped", "--", *argv], pass_fds=(w,), check=True, env=env)
+    os.close(w)
+    last = json.loads(os.read(r, 65536))
+    os.close(r)
+    assert any(p.endswith("/true") for p in last["mapped"]) and not any("jemalloc" in p for p in last["mapped"])
+    preloaded = subprocess.run(
+        [launcher_path(), "--result-fd", "1", "--mapped", "--", "true"], env=env, capture_output=True, text=True, check=True
+    )
+    name, library = mapped_allocator(json.loads(preloaded.stdout)["mapped"])
+    assert name == "jemalloc" and os.path.realpath(library or "") == os.path.realpath(jemalloc)
+
+
+def test_the_tree_peak_counts_processes_together_and_samples_follow_the_footprint() -> None:
+    cgroup, why = run_cgroup_parent()
+    if cgroup is None:
+        pytest.skip(why)
+    hold = "import time; b = bytearray(96 << 20); time.sleep(0.6)"
+    before = set(os.listdir(cgroup))
+    two = ("sh", "-c", f"{sys.executable} -c '{hold}' & {sys.executable} -c '{hold}'; wait")
+    account = launch_account("--cgroup", cgroup, "--memory-interval-ms", "50", command=two)
+    # wait4 knows the larger process (~100 MiB); the cgroup saw both at once
+    assert account["max_rss_kib"] < 150 << 10 < account["tree_peak_kib"]
+    memory = account["memory"]
+    assert memory["samples"] >= 5 and memory["pss_mean_kib"] <= memory["pss_peak_kib"]
+    assert memory["rss_peak_kib"] > 180 << 10  # both processes summed in one sample
+    assert set(os.listdir(cgroup)) == before  # the run's cgroup is gone

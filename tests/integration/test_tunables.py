@@ -4,6 +4,7 @@ not really in force failing rather than being measured."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +38,8 @@ def test_tunables_reach_each_allocator_where_it_reads_them() -> None:
     needs("jemalloc")
     env = prepared_env(allocator="jemalloc", tunables={"dirty_decay_ms": 30000, "narenas": 12, "background_thread": True})
     assert env == {"MALLOC_CONF": "dirty_decay_ms:30000,narenas:12,background_thread:true"}
+    # "cpus": as many as the variant may use
+    assert prepared_env(allocator="jemalloc", tunables={"narenas": "cpus"}, cpus="0") == {"MALLOC_CONF": "narenas:1"}
     needs("mimalloc")
     assert prepared_env(allocator="mimalloc", tunables={"eager_commit": False}) == {"MIMALLOC_EAGER_COMMIT": "0"}
     needs("tcmalloc")
@@ -93,3 +96,41 @@ def test_a_preload_that_did_not_take_or_a_rejected_option_fails_the_run() -> Non
     assert by_variant == {"plain": {"ok"}, "broken": {"failed"}, "je": {"failed"}}
     messages = {r["variant"]: r["message"] for r in runs if r["status"] == "failed"}
     assert "/nonexistent/libmalloc.so" in messages["broken"] and "Invalid conf pair: bogus:1" in messages["je"]
+
+
+def test_each_run_records_the_allocator_it_mapped_and_a_dropped_preload_fails(tmp_path: Path) -> None:
+    needs("jemalloc")
+    # the wrapper drops LD_PRELOAD for the dropped variant only: the loader never complains, the maps tell
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        """name = "mapped"
+blocks = 2
+[[workloads]]
+name = "ls"
+command = ["ls", "/"]
+[[variants]]
+name = "plain"
+[[variants]]
+name = "je"
+allocator = "jemalloc"
+tunables = { narenas = 2 }
+[[variants]]
+name = "dropped"
+allocator = "jemalloc"
+wrapper = ["env", "-u", "LD_PRELOAD"]
+"""
+    )
+    cli("run", str(spec), check=True)
+    runs = json.loads(cli("report", "mapped", "--format", "json", check=True).stdout)["runs"]
+    by_variant = {r["variant"]: r for r in runs}
+    assert by_variant["plain"]["details"]["allocator"] == "glibc"
+    assert by_variant["je"]["details"]["allocator"] == "jemalloc"
+    assert by_variant["je"]["details"]["options"] == {"MALLOC_CONF": "narenas:2"}
+    dropped = by_variant["dropped"]
+    assert dropped["status"] == "failed" and "never mapped" in dropped["message"] and "ran glibc's malloc" in dropped["message"]
+    # bundles carry the details to another database
+    bundle = tmp_path / "b.json"
+    cli("export", "mapped", "-o", str(bundle), check=True)
+    cli("import", str(bundle), "--db", str(tmp_path / "other.db"), check=True)
+    again = json.loads(cli("report", "mapped", "--db", str(tmp_path / "other.db"), "--format", "json", check=True).stdout)
+    assert {r["variant"]: r["details"] for r in again["runs"]} == {r["variant"]: r["details"] for r in runs}

@@ -4,7 +4,10 @@ Wall time is taken in native code around fork and wait4; user, sys, max RSS,
 faults and context switches come from wait4(), which sums the process and
 every descendant it waited for; perf event counts (task clock, and cycles,
 instructions, branch and cache misses where the machine has hardware
-counters) come from the launcher too. Nothing is timed in a Python loop.
+counters) come from the launcher too. The launcher also puts the tree in a
+cgroup of its own for its peak memory, samples RSS and PSS over the run on
+request, and reports the libraries the process mapped (which allocator really
+ran). Nothing is timed in a Python loop.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import IO, Any, Protocol
 
 from benchlab.errors import WorkloadFailed
 from benchlab.locate import launcher_path
+from benchlab.measure.cgroup import remove_run_cgroup, run_cgroup_parent, tree_peak_unavailable
 
 STDERR_TAIL_BYTES = 4000
 
@@ -37,6 +41,7 @@ class Launch:
     cpus: frozenset[int] | None = None
     timeout: float = 600.0
     perf_counters: bool = False  # task clock, migrations; cycles, instructions, branch and cache misses where possible
+    memory_interval: float | None = None  # seconds between RSS/PSS samples of the process tree; None: no sampling
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,10 @@ class Usage:
     involuntary_switches: int
     counters: Mapping[str, float] = field(default_factory=dict)
     counters_note: str | None = None  # why some or all perf counters are missing
+    mapped: tuple[str, ...] | None = None  # files the process mapped executable (its libraries); None: not seen
+    tree_peak_kib: int | None = None  # memory high-water mark of the whole tree (its cgroup)
+    memory: Mapping[str, float] = field(default_factory=dict)  # RSS/PSS means and peaks over the run's samples
+    notes: tuple[str, ...] = ()  # what else could not be measured, and why
 
 
 @dataclass(frozen=True)
@@ -130,6 +139,10 @@ class LocalExecutor:
                 involuntary_switches=account.get("involuntary_switches", 0),
                 counters=account.get("counters") or {},
                 counters_note=account.get("counters_note"),
+                mapped=tuple(account["mapped"]) if account.get("mapped") is not None else None,
+                tree_peak_kib=account.get("tree_peak_kib"),
+                memory=account.get("memory") or {},
+                notes=tuple(filter(None, [account.get("mapped_note"), account.get("tree_peak_note"), tree_peak_unavailable()])),
             )
             return Finished(
                 exit_code=account.get("exit_code"),
@@ -148,8 +161,7 @@ class LocalExecutor:
         err: IO[bytes],
     ) -> tuple[dict[str, Any] | None, bool]:
         read_end, write_end = os.pipe()
-        counters = ["--perf-counters"] if launch.perf_counters else []
-        argv = [*launcher, "--result-fd", str(write_end), *counters, "--", *launch.argv]
+        argv = [*launcher, "--result-fd", str(write_end), "--mapped", *_measurements(launch), "--", *launch.argv]
         # Children inherit the spawning thread's affinity; the runner's own mask is restored at once.
         saved = os.sched_getaffinity(0) if launch.cpus is not None else None
         try:
@@ -176,15 +188,29 @@ class LocalExecutor:
         except BaseException:  # Ctrl-C or SIGTERM in the runner: take the tree down with us
             _kill_group(proc.pid)
             proc.wait()
+            remove_run_cgroup(proc.pid)
             os.close(read_end)
             raise
         if timed_out:
             _kill_group(proc.pid)
         proc.wait()
         _kill_group(proc.pid)
+        remove_run_cgroup(proc.pid)  # when the launcher was killed before it removed it
         with os.fdopen(read_end, "rb") as result:
             text = result.read()
         return (json.loads(text) if text.strip() and not timed_out else None), timed_out
+
+
+def _measurements(launch: Launch) -> list[str]:
+    """The launcher's optional measurements: the tree's cgroup wherever one can be made (a
+    fresh cgroup costs a run ~0.3 ms), the others where the workload asks."""
+    flags = ["--perf-counters"] if launch.perf_counters else []
+    parent = run_cgroup_parent()[0]
+    if parent is not None:
+        flags += ["--cgroup", parent]
+    if launch.memory_interval:
+        flags += ["--memory-interval-ms", str(max(1, round(launch.memory_interval * 1000)))]
+    return flags
 
 
 def _wait_exit(pid: int, timeout: float) -> bool:

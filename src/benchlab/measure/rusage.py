@@ -1,5 +1,6 @@
 """The metrics every run records from the launcher, whatever the workload: the kernel's
-wait4() account, and the perf counters that describe how the work ran."""
+wait4() account, the tree's memory (its cgroup's peak; RSS and PSS over time where
+sampled), and the perf counters that describe how the work ran."""
 
 from __future__ import annotations
 
@@ -19,8 +20,21 @@ def usage_metrics(u: Usage) -> list[Metric]:
         Metric("major_faults", float(u.major_faults), "count", "lower"),
         Metric("voluntary_switches", float(u.voluntary_switches), "count", "lower"),
         Metric("involuntary_switches", float(u.involuntary_switches), "count", "lower"),
+        *memory_metrics(u),
         *characteristics(u.counters),
     ]
+
+
+def memory_metrics(u: Usage) -> list[Metric]:
+    """The footprint of the whole tree: its peak together (max_rss is one process's), and
+    where sampled, its mean RSS and PSS over the run (what a decay setting trades for time)."""
+    found = [
+        ("tree_peak", u.tree_peak_kib),
+        ("rss_mean", u.memory.get("rss_mean_kib")),
+        ("pss_mean", u.memory.get("pss_mean_kib")),
+        ("pss_peak", u.memory.get("pss_peak_kib")),
+    ]
+    return [Metric(name, float(value), "KiB", "lower") for name, value in found if value is not None]
 
 
 def _ratio(counts: Mapping[str, float], part: str, whole: str) -> float | None:

@@ -54,6 +54,10 @@ class WorkloadSpec(Strict):
     # Off by default: they cost a run about a millisecond, and a virtualised PMU slows every
     # exec and context switch of the counted process (the CPU suite turns them on)
     perf_counters: bool = False
+    # seconds between samples of the tree's RSS and PSS (smaps_rollup), for long-lived workloads
+    # whose footprint over time matters (an allocator's decay); off by default: each sample
+    # briefly takes the process's memory-map lock
+    memory_interval: Annotated[float, Field(ge=0.001, le=3600)] | None = None
 
     _split = field_validator("command", mode="before")(_split_command)
 

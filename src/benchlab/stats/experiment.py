@@ -72,6 +72,7 @@ def _run_dict(run: RunRecord) -> dict[str, Any]:
         "workload": run.workload, "variant": run.variant, "block": run.block, "warmup": run.warmup,
         "host": run.host_id, "status": run.status, "exit_code": run.exit_code, "message": run.message,
         "stderr_tail": run.stderr_tail, "started_at": run.started_at, "ended_at": run.ended_at,
+        "details": run.details,
     }  # fmt: skip
 
 

@@ -73,6 +73,7 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
                 "message": r.message,
                 "stderr_tail": r.stderr_tail,
                 "workload_version": identities[r.id][1],
+                "details": r.details,
                 "metrics": metrics.get(r.id, []),
             }  # fmt: skip
             for r in data.runs
@@ -183,6 +184,8 @@ def _insert_runs(store: Store, exp: ExperimentRecord, bundle: dict[str, Any]) ->
                     exp.workload_ids[run["workload"]],
                     [Metric(m["name"], float(m["value"]), m["unit"], m["direction"]) for m in run["metrics"]],
                 )
+                if run.get("details"):  # bundles written before runs had details lack them
+                    conn.execute(insert(t.run_detail).values(run_id=run_id, details=json.dumps(dict(run["details"]))))
     except IntegrityError:
         raise StoreError("the bundle holds runs that are already stored here; nothing was imported") from None
     except (KeyError, TypeError, AttributeError) as exc:

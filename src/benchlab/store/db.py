@@ -8,7 +8,7 @@ import json
 import os
 import time
 import uuid as uuidlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
@@ -93,6 +93,7 @@ class RunRecord:
     started_at: float
     ended_at: float
     current_version: bool  # ran the experiment's version of its workload (imports may bring others)
+    details: dict[str, Any] | None = None  # what it ran under: allocator mapped, options in force
 
 
 @dataclass
@@ -291,6 +292,7 @@ class Store:
         run_uuid: str | None = None,
         attempt: int = 1,
         workload_version: str | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> None:
         """Stores one finished run and its metrics in one transaction."""
         row = {
@@ -315,6 +317,8 @@ class Store:
             with self.forgetting_names_on_failure(), self.engine.begin() as conn:
                 run_id = new_id(conn.execute(_INSERT_RUN, row))
                 self.insert_metrics(conn, run_id, exp.workload_ids[workload], metrics)
+                if details:
+                    conn.execute(insert(t.run_detail).values(run_id=run_id, details=json.dumps(details, sort_keys=True)))
         except IntegrityError:
             raise StoreError(
                 f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
@@ -369,9 +373,10 @@ class Store:
                 select(
                     r.id, r.workload_id, r.variant_id, r.host_id, r.block, r.warmup, r.position, r.status,
                     r.exit_code, r.message, r.stderr_tail, r.started_at, r.ended_at,
-                    (r.workload_version == t.workload.c.version).label("current"),
+                    (r.workload_version == t.workload.c.version).label("current"), t.run_detail.c.details,
                 )
                 .join(t.workload, t.workload.c.id == r.workload_id)
+                .outerjoin(t.run_detail, t.run_detail.c.run_id == r.id)
                 .where(r.experiment_id == exp.id)
                 .order_by(r.id)  # the order runs were stored in
             )  # fmt: skip
@@ -391,6 +396,7 @@ class Store:
                     started_at=row[11],
                     ended_at=row[12],
                     current_version=bool(row[13]),
+                    details=json.loads(row[14]) if row[14] else None,
                 )  # fmt: skip
                 for row in _raw_rows(conn, query)
             }

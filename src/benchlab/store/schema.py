@@ -117,6 +117,16 @@ metric = Table(
     Index("metric_by_run", "run_id"),
 )
 
+# What a run really ran under, beyond its numbers: the allocator its process mapped and the
+# options in force (JSON). A table of its own, so that databases written before it gain it
+# untouched.
+run_detail = Table(
+    "run_detail",
+    metadata,
+    Column("run_id", ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
+    Column("details", Text, nullable=False),
+)
+
 bundle_import = Table(
     "bundle_import",
     metadata,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from benchlab.errors import SpecError
 from benchlab.measure.process import Launch, environment
 from benchlab.spec.models import VariantSpec
-from benchlab.variants.allocator import preload_for
+from benchlab.variants.allocator import mapped_allocator, preload_for
 from benchlab.variants.cpus import affinity_for
 from benchlab.variants.knobs import validate_knob_path
 from benchlab.variants.shim import shim_environment, shim_preload
@@ -25,25 +27,57 @@ class PreparedVariant:
     wrapper: list[str]
     cpus: frozenset[int] | None
     knobs: dict[str, str]
+    preload: tuple[str, ...] = ()  # libraries it preloads: the shim, the allocator
+    options: dict[str, str] = field(default_factory=dict)  # environment that carries allocator and shim settings
 
     @classmethod
     def prepare(cls, spec: VariantSpec, where: str) -> PreparedVariant:
         # the shim goes first, so that the allocator it passes calls on to is the variant's
         preload = [*shim_preload(spec.shim), *preload_for(spec.allocator, f"{where}.allocator")]
-        written = {**tunable_environment(spec.allocator, spec.tunables, f"{where}.tunables"), **shim_environment(spec.shim)}
+        cpus = affinity_for(spec.cpus, f"{where}.cpus")
+        usable = len(cpus if cpus is not None else os.sched_getaffinity(0))
+        tuned = tunable_environment(spec.allocator, spec.tunables, f"{where}.tunables", cpus=usable)
+        written = {**tuned, **shim_environment(spec.shim)}
         clash = sorted(set(written) & set(spec.env))
         if clash:
             raise SpecError(f"env sets {', '.join(clash)}, which tunables or the shim write", where=f"{where}.env")
         return cls(
             spec=spec,
+            preload=tuple(preload),
+            options=written,
             env=environment(os.environ, {**spec.env, **written}, preload),
             wrapper=wrapper_argv(spec.wrapper, f"{where}.wrapper"),
-            cpus=affinity_for(spec.cpus, f"{where}.cpus"),
+            cpus=cpus,
             knobs={validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()},
         )
 
-    def launch(self, argv: list[str], *, cwd: str | None, timeout: float, perf_counters: bool = False) -> Launch:
+    def inspect(self, mapped: Sequence[str] | None) -> tuple[dict[str, Any], str | None]:
+        """What a run really ran under (its allocator, the options in force) and, where that is
+        not what the variant asks for, why the run must not be measured: a preload the loader
+        skipped, a wrapper that dropped LD_PRELOAD, a static program that ignores it."""
+        details: dict[str, Any] = {"options": self.options} if self.options else {}
+        if mapped is None:
+            return details, None
+        allocator, library = mapped_allocator(mapped)
+        details.update(allocator=allocator, allocator_library=library)
+        real = {os.path.realpath(p) for p in mapped}
+        missing = [p for p in self.preload if os.path.realpath(p) not in real]
+        if missing:
+            return details, f"the process never mapped {', '.join(missing)} (it ran {allocator}'s malloc)"
+        if self.spec.allocator == "glibc" and allocator != "glibc":
+            return details, f"the variant asks for glibc's malloc but the process ran {allocator}'s ({library})"
+        return details, None
+
+    def launch(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None,
+        timeout: float,
+        perf_counters: bool = False,
+        memory_interval: float | None = None,
+    ) -> Launch:
         return Launch(
             argv=(*self.wrapper, *argv), env=self.env, cwd=cwd, cpus=self.cpus, timeout=timeout,
-            perf_counters=perf_counters,
+            perf_counters=perf_counters, memory_interval=memory_interval,
         )  # fmt: skip

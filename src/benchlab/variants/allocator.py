@@ -6,6 +6,7 @@ import functools
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchlab.errors import SpecError
@@ -66,6 +67,19 @@ def preload_for(name: str | None, where: str) -> list[str]:
             hint=f"apt-get install {lib.debian_package}",
         )
     return [path]
+
+
+def mapped_allocator(mapped: Sequence[str]) -> tuple[str, str | None]:
+    """(name, library) of the malloc a process really ran, from the files it mapped: the
+    allocator library it loaded (a preload comes before every other library), else glibc's
+    when it mapped libc, else "static" (a statically linked program keeps its own)."""
+    for path in mapped:
+        base = os.path.basename(path)
+        for name, library in LIBRARIES.items():
+            if base.startswith(tuple(soname.split(".so")[0] + ".so" for soname in library.sonames)):
+                return name, path
+    glibc = next((p for p in mapped if os.path.basename(p).startswith("libc.so")), None)
+    return ("glibc", glibc) if glibc else ("static", None)
 
 
 _COMPLAINTS = (

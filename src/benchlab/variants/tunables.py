@@ -1,7 +1,8 @@
 """The `tunables` field: an allocator's options, checked against the installed version.
 
 Each allocator reads its options its own way; benchlab writes them there and
-refuses a misspelt name or a bad value before anything runs, by asking the
+refuses a misspelt name or a bad value before anything runs (the value "cpus"
+stands for the number of CPUs the variant may use), by asking the
 installed code itself rather than a list kept here, so a newer or older
 version is judged by its own rules:
 
@@ -102,10 +103,14 @@ def _prefixed(prefix: str, known: frozenset[str], tunables: Mapping[str, Value],
     return env
 
 
-def tunable_environment(allocator: str | None, tunables: Mapping[str, Value], where: str) -> dict[str, str]:
+CPUS = "cpus"  # a tunable's value meaning "as many as the CPUs the variant may use": narenas = "cpus"
+
+
+def tunable_environment(allocator: str | None, tunables: Mapping[str, Value], where: str, *, cpus: int) -> dict[str, str]:
     """The environment variables that carry `tunables` to `allocator`, each checked first."""
     if not tunables:
         return {}
+    tunables = {key: cpus if value == CPUS else value for key, value in tunables.items()}
     for key, value in tunables.items():  # separators of MALLOC_CONF and GLIBC_TUNABLES must not hide in a value
         if isinstance(value, str) and not re.fullmatch(r"[\w.+-]+", value):
             raise SpecError(f"'{value}' is not a plain value", where=f"{where}.{key}")

@@ -1,0 +1,156 @@
+//! Memory of the whole process tree, beyond what wait4 says (the largest single
+//! process, not the tree at its fullest):
+//!
+//! - `TreeCgroup`: a fresh memory cgroup per run, joined by the child before its
+//!   exec, so every descendant is charged there; its high-water mark is the peak
+//!   of the tree together (anonymous memory and the page cache the run itself
+//!   brought in). cgroup v1 (`memory.max_usage_in_bytes`) and v2 (`memory.peak`).
+//! - `Sampler`: RSS and PSS of every process of the tree from `smaps_rollup`,
+//!   summed, at a fixed interval on a thread of the launcher, so that settings
+//!   that trade memory for time (an allocator's decay) show their footprint over
+//!   the run rather than at its peak. Reading smaps_rollup takes the process's
+//!   memory-map lock briefly, so sampling is asked for per workload, not always.
+
+use serde_json::{json, Map, Value};
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub struct TreeCgroup {
+    dir: Option<PathBuf>,
+    pub note: Option<String>,
+}
+
+impl TreeCgroup {
+    /// A new cgroup under `parent` holding `pid` (stopped before its exec), named after
+    /// the launcher, so that benchlab can remove it should the launcher itself be killed.
+    pub fn join(parent: Option<&str>, pid: libc::pid_t) -> TreeCgroup {
+        let Some(parent) = parent else { return TreeCgroup { dir: None, note: None } };
+        let dir = PathBuf::from(parent).join(format!("run-{}", std::process::id()));
+        let made = fs::create_dir(&dir).and_then(|_| fs::write(dir.join("cgroup.procs"), pid.to_string()));
+        match made {
+            Ok(()) => TreeCgroup { dir: Some(dir), note: None },
+            Err(e) => {
+                let _ = fs::remove_dir(&dir);
+                TreeCgroup { dir: None, note: Some(format!("no tree peak memory: cannot use cgroup {} ({e})", dir.display())) }
+            }
+        }
+    }
+
+    /// The tree's memory high-water mark in KiB, then the cgroup removed; processes
+    /// the workload left behind are killed first, as benchlab kills them after every run.
+    pub fn finish(&mut self) -> Option<u64> {
+        let dir = self.dir.take()?;
+        let peak = ["memory.max_usage_in_bytes", "memory.peak"]
+            .iter()
+            .find_map(|f| fs::read_to_string(dir.join(f)).ok())
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .map(|bytes| bytes / 1024);
+        for _ in 0..100 {
+            if fs::remove_dir(&dir).is_ok() {
+                return peak;
+            }
+            let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()) {
+                // SAFETY: signalling a process id read from our own run's cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.note = Some(format!("could not remove {}", dir.display()));
+        peak
+    }
+}
+
+#[derive(Default)]
+struct Totals {
+    samples: u64,
+    rss_sum: u64,
+    pss_sum: u64,
+    rss_peak: u64,
+    pss_peak: u64,
+}
+
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Totals>>,
+}
+
+/// `pid` and all its descendants, through each thread's `children` list.
+fn tree(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while i < all.len() {
+        if let Ok(tasks) = fs::read_dir(format!("/proc/{}/task", all[i])) {
+            for task in tasks.flatten() {
+                let children = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+                all.extend(children.split_whitespace().filter_map(|c| c.parse::<libc::pid_t>().ok()));
+            }
+        }
+        i += 1;
+    }
+    all
+}
+
+/// (Rss, Pss) in KiB of one process, or None once it is gone.
+fn rollup(pid: libc::pid_t) -> Option<(u64, u64)> {
+    let text = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    Some((field("Rss:")?, field("Pss:")?))
+}
+
+impl Sampler {
+    pub fn start(pid: libc::pid_t, interval_ms: u64) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        if interval_ms == 0 {
+            return Sampler { stop, thread: None };
+        }
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut totals = Totals::default();
+            loop {
+                std::thread::park_timeout(Duration::from_millis(interval_ms)); // `finish` unparks
+                if flag.load(Ordering::Relaxed) {
+                    return totals;
+                }
+                let (rss, pss) = tree(pid).into_iter().filter_map(rollup).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                if rss == 0 {
+                    continue; // between exit and reaping: nothing left to read
+                }
+                totals.samples += 1;
+                totals.rss_sum += rss;
+                totals.pss_sum += pss;
+                totals.rss_peak = totals.rss_peak.max(rss);
+                totals.pss_peak = totals.pss_peak.max(pss);
+            }
+        });
+        Sampler { stop, thread: Some(thread) }
+    }
+
+    /// Means and peaks over the samples taken; empty when the run ended before the first.
+    pub fn finish(self) -> Map<String, Value> {
+        self.stop.store(true, Ordering::Relaxed);
+        let Some(thread) = self.thread else { return Map::new() };
+        thread.thread().unpark();
+        let t = thread.join().unwrap_or_default();
+        if t.samples == 0 {
+            return Map::new();
+        }
+        let out = json!({
+            "samples": t.samples,
+            "rss_mean_kib": t.rss_sum / t.samples,
+            "pss_mean_kib": t.pss_sum / t.samples,
+            "rss_peak_kib": t.rss_peak,
+            "pss_peak_kib": t.pss_peak,
+        });
+        out.as_object().cloned().unwrap_or_default()
+    }
+}
