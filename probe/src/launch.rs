@@ -13,11 +13,13 @@
 //! execs the command; the wall clock starts when the child is released, so
 //! that cost stays out of the run's time. Before that release it also joins the
 //! run's memory cgroup and is watched for the libraries it maps (`memory`,
-//! `mapped`), each on request.
+//! `mapped`), each on request, and, in a container environment, enters the
+//! container (`container`), which it reports done on a second pipe.
 
+use crate::container::{self, Container};
 use crate::counters::Counters;
 use crate::mapped::Mapped;
-use crate::memory::{Sampler, TreeCgroup};
+use crate::memory::{RunCgroup, Sampler};
 use serde_json::json;
 use std::ffi::CString;
 use std::io::Write;
@@ -30,12 +32,45 @@ pub struct Settings {
     pub mapped: bool,
     pub cgroup: Option<String>,
     pub memory_interval_ms: u64,
+    pub container: Option<Container>,
+    pub memory_limit: Option<u64>,
+    pub cpu_limit: Option<f64>,
+    pub cpu_cgroup: Option<String>, // cgroup v1's cpu hierarchy; v2 limits CPU in the memory cgroup
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { result_fd: 3, perf_counters: false, mapped: false, cgroup: None, memory_interval_ms: 0 }
+        Settings {
+            result_fd: 3,
+            perf_counters: false,
+            mapped: false,
+            cgroup: None,
+            memory_interval_ms: 0,
+            container: None,
+            memory_limit: None,
+            cpu_limit: None,
+            cpu_cgroup: None,
+        }
     }
+}
+
+/// What to write in the run's cgroups before the child joins: (memory group, cpu group).
+fn limits(settings: &Settings) -> (Vec<(&'static str, String)>, Vec<(&'static str, String)>) {
+    let (mut memory, mut cpu) = (vec![], vec![]);
+    let v1 = settings.cgroup.as_ref().is_some_and(|p| std::path::Path::new(p).join("memory.limit_in_bytes").exists());
+    if let Some(bytes) = settings.memory_limit {
+        memory.push((if v1 { "memory.limit_in_bytes" } else { "memory.max" }, bytes.to_string()));
+    }
+    if let Some(cpus) = settings.cpu_limit {
+        let quota = ((cpus * 100_000.0).round() as u64).max(1000);
+        if settings.cpu_cgroup.is_some() {
+            cpu.push(("cpu.cfs_period_us", "100000".to_string()));
+            cpu.push(("cpu.cfs_quota_us", quota.to_string()));
+        } else {
+            memory.push(("cpu.max", format!("{quota} 100000")));
+        }
+    }
+    (memory, cpu)
 }
 
 pub fn launch(argv: &[String], settings: &Settings) -> i32 {
@@ -53,9 +88,16 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     };
     let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
     ptrs.push(std::ptr::null());
-    let mut go = [0 as libc::c_int; 2];
-    // SAFETY: a fresh pipe into an array of two descriptors.
-    if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+    if settings.container.is_some() {
+        if let Err(e) = container::enter_namespaces() {
+            eprintln!("benchlab-launch: cannot make the container's namespaces: {e}");
+            return 1;
+        }
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let (mut go, mut ready) = ([0 as libc::c_int; 2], [0 as libc::c_int; 2]);
+    // SAFETY: fresh pipes into arrays of two descriptors.
+    if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) | libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         eprintln!("benchlab-launch: pipe: {}", std::io::Error::last_os_error());
         return 1;
     }
@@ -69,6 +111,15 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
         unsafe {
             libc::close(result_fd);
             libc::close(go[1]);
+            libc::close(ready[0]);
+            if let Some(c) = &settings.container {
+                if let Err(e) = c.enter(&cwd) {
+                    let msg = format!("benchlab-launch: cannot enter the container: {e}\n");
+                    libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
+                    libc::_exit(126);
+                }
+            }
+            libc::write(ready[1], b"r".as_ptr() as *const libc::c_void, 1);
             let mut byte = 0u8;
             libc::read(go[0], &mut byte as *mut u8 as *mut libc::c_void, 1); // returns at the parent's close
             libc::execvp(ptrs[0], ptrs.as_ptr());
@@ -79,7 +130,26 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     }
     let mut counters = Counters::open(pid, settings.perf_counters);
     let mut mapped = Mapped::open(pid, settings.mapped);
-    let mut cgroup = TreeCgroup::join(settings.cgroup.as_deref(), pid);
+    let (memory_limits, cpu_limits) = limits(settings);
+    let mut cgroup = RunCgroup::join(settings.cgroup.as_deref(), &memory_limits, pid);
+    let mut cpu_group = RunCgroup::join(settings.cpu_cgroup.as_deref().filter(|_| !cpu_limits.is_empty()), &cpu_limits, pid);
+    let limited = !memory_limits.is_empty() || !cpu_limits.is_empty();
+    if limited && (!cgroup.joined() || (!cpu_limits.is_empty() && !cpu_group.joined())) {
+        let why = cgroup.note.as_deref().or(cpu_group.note.as_deref()).unwrap_or("no cgroup to put them in");
+        eprintln!("benchlab-launch: the container's limits cannot be set: {why}");
+        // SAFETY: our own child, still waiting before its exec.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        cgroup.remove();
+        cpu_group.remove();
+        return 1;
+    }
+    // SAFETY: our read end; one byte from the child once it is ready, or end of file if it died.
+    unsafe {
+        libc::close(ready[1]);
+        let mut byte = 0u8;
+        libc::read(ready[0], &mut byte as *mut u8 as *mut libc::c_void, 1);
+        libc::close(ready[0]);
+    }
     let sampler = Sampler::start(pid, settings.memory_interval_ms);
     let start = Instant::now();
     // SAFETY: closing our write end lets the child go on to exec.
@@ -102,7 +172,9 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     }
     let wall_ns = start.elapsed().as_nanos() as u64;
     let memory = sampler.finish();
-    let tree_peak_kib = cgroup.finish();
+    let tree_peak_kib = cgroup.peak_kib();
+    cgroup.remove();
+    cpu_group.remove();
     let libraries = mapped.read();
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     let (exit_code, signal) = if libc::WIFEXITED(status) {

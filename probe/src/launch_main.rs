@@ -3,17 +3,20 @@
 //! A separate, small executable rather than a subcommand of the probe: the probe links the
 //! whole CPU suite, and loading that much code costs ~2 ms per exec, which every run would pay.
 
+mod container;
 mod counters;
 mod launch;
 mod mapped;
 mod memory;
 
+use container::Container;
 use launch::Settings;
 
 fn usage() -> ! {
     eprintln!(
         "usage: benchlab-launch [--result-fd N] [--perf-counters] [--mapped] [--cgroup PARENT] \
-         [--memory-interval-ms N] -- COMMAND [ARGS...]"
+         [--memory-interval-ms N] [--container ROOTFS [--bind PATH]...] [--memory-limit BYTES] \
+         [--cpu-limit CPUS [--cpu-cgroup PARENT]] -- COMMAND [ARGS...]"
     );
     std::process::exit(2)
 }
@@ -35,6 +38,27 @@ fn main() {
             }
             Some("--memory-interval-ms") => {
                 settings.memory_interval_ms = value(rest).parse().unwrap_or_else(|_| usage());
+                rest = &rest[2..];
+            }
+            Some("--container") => {
+                settings.container = Some(Container { rootfs: value(rest).into(), binds: vec![] });
+                rest = &rest[2..];
+            }
+            Some("--bind") => {
+                let path = value(rest);
+                settings.container.as_mut().unwrap_or_else(|| usage()).binds.push(path.into());
+                rest = &rest[2..];
+            }
+            Some("--memory-limit") => {
+                settings.memory_limit = Some(value(rest).parse().unwrap_or_else(|_| usage()));
+                rest = &rest[2..];
+            }
+            Some("--cpu-limit") => {
+                settings.cpu_limit = Some(value(rest).parse().unwrap_or_else(|_| usage()));
+                rest = &rest[2..];
+            }
+            Some("--cpu-cgroup") => {
+                settings.cpu_cgroup = Some(value(rest));
                 rest = &rest[2..];
             }
             Some("--perf-counters") => {

@@ -1,10 +1,11 @@
 //! Memory of the whole process tree, beyond what wait4 says (the largest single
 //! process, not the tree at its fullest):
 //!
-//! - `TreeCgroup`: a fresh memory cgroup per run, joined by the child before its
+//! - `RunCgroup`: a fresh memory cgroup per run, joined by the child before its
 //!   exec, so every descendant is charged there; its high-water mark is the peak
 //!   of the tree together (anonymous memory and the page cache the run itself
 //!   brought in). cgroup v1 (`memory.max_usage_in_bytes`) and v2 (`memory.peak`).
+//!   A container's memory and CPU limits are written there too.
 //! - `Sampler`: RSS and PSS of every process of the tree from `smaps_rollup`,
 //!   summed, at a fixed interval on a thread of the launcher, so that settings
 //!   that trade memory for time (an allocator's decay) show their footprint over
@@ -19,39 +20,52 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-pub struct TreeCgroup {
+/// One cgroup made for one run, joined by the child before its exec, removed after.
+pub struct RunCgroup {
     dir: Option<PathBuf>,
     pub note: Option<String>,
 }
 
-impl TreeCgroup {
-    /// A new cgroup under `parent` holding `pid` (stopped before its exec), named after
-    /// the launcher, so that benchlab can remove it should the launcher itself be killed.
-    pub fn join(parent: Option<&str>, pid: libc::pid_t) -> TreeCgroup {
-        let Some(parent) = parent else { return TreeCgroup { dir: None, note: None } };
+impl RunCgroup {
+    /// A new cgroup under `parent` holding `pid` (stopped before its exec), with `settings`
+    /// (file, value) written first (limits); named after the launcher, so that benchlab can
+    /// remove it should the launcher itself be killed.
+    pub fn join(parent: Option<&str>, settings: &[(&str, String)], pid: libc::pid_t) -> RunCgroup {
+        let Some(parent) = parent else { return RunCgroup { dir: None, note: None } };
         let dir = PathBuf::from(parent).join(format!("run-{}", std::process::id()));
-        let made = fs::create_dir(&dir).and_then(|_| fs::write(dir.join("cgroup.procs"), pid.to_string()));
+        let made = fs::create_dir(&dir)
+            .and_then(|_| settings.iter().try_for_each(|(file, value)| fs::write(dir.join(file), value)))
+            .and_then(|_| fs::write(dir.join("cgroup.procs"), pid.to_string()));
         match made {
-            Ok(()) => TreeCgroup { dir: Some(dir), note: None },
+            Ok(()) => RunCgroup { dir: Some(dir), note: None },
             Err(e) => {
                 let _ = fs::remove_dir(&dir);
-                TreeCgroup { dir: None, note: Some(format!("no tree peak memory: cannot use cgroup {} ({e})", dir.display())) }
+                RunCgroup { dir: None, note: Some(format!("cannot use cgroup {} ({e})", dir.display())) }
             }
         }
     }
 
-    /// The tree's memory high-water mark in KiB, then the cgroup removed; processes
-    /// the workload left behind are killed first, as benchlab kills them after every run.
-    pub fn finish(&mut self) -> Option<u64> {
-        let dir = self.dir.take()?;
-        let peak = ["memory.max_usage_in_bytes", "memory.peak"]
+    pub fn joined(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    /// The memory high-water mark of everything the cgroup held, in KiB.
+    pub fn peak_kib(&self) -> Option<u64> {
+        let dir = self.dir.as_ref()?;
+        ["memory.max_usage_in_bytes", "memory.peak"]
             .iter()
             .find_map(|f| fs::read_to_string(dir.join(f)).ok())
             .and_then(|text| text.trim().parse::<u64>().ok())
-            .map(|bytes| bytes / 1024);
+            .map(|bytes| bytes / 1024)
+    }
+
+    /// Removes the cgroup; processes the workload left behind are killed first, as benchlab
+    /// kills them after every run.
+    pub fn remove(&mut self) {
+        let Some(dir) = self.dir.take() else { return };
         for _ in 0..100 {
             if fs::remove_dir(&dir).is_ok() {
-                return peak;
+                return;
             }
             let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
             for pid in procs.split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()) {
@@ -61,7 +75,6 @@ impl TreeCgroup {
             std::thread::sleep(Duration::from_millis(2));
         }
         self.note = Some(format!("could not remove {}", dir.display()));
-        peak
     }
 }
 

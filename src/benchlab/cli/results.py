@@ -43,13 +43,19 @@ def report(
     name: Annotated[str, typer.Argument(help="experiment name")],
     db: Db = None,
     fmt: Format = "table",
+    reference: Annotated[
+        str | None,
+        typer.Option("--reference", help="host whose baseline the others are judged against, where several ran it"),
+    ] = None,
 ) -> None:
-    """Print an experiment's verdict table (table, md, json or csv)."""
+    """Print an experiment's verdict table (table, md, json or csv); runs from several hosts
+    (merged with `benchlab import`) get a column per variant and host."""
     from benchlab.stats.experiment import analyze  # scipy loads only for commands that judge
 
     check_format(fmt)
     store = open_store(db)
-    print_report(analyze(store.load(store.require_experiment(name))).as_dict(with_runs=fmt == "json"), fmt)
+    analysis = analyze(store.load(store.require_experiment(name)), reference_host=reference)
+    print_report(analysis.as_dict(with_runs=fmt == "json"), fmt)
 
 
 def list_(db: Db = None) -> None:

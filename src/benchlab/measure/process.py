@@ -26,9 +26,19 @@ from typing import IO, Any, Protocol
 
 from benchlab.errors import WorkloadFailed
 from benchlab.locate import launcher_path
-from benchlab.measure.cgroup import remove_run_cgroup, run_cgroup_parent, tree_peak_unavailable
+from benchlab.measure.cgroup import cpu_cgroup_parent, remove_run_cgroup, run_cgroup_parent, tree_peak_unavailable
 
 STDERR_TAIL_BYTES = 4000
+
+
+@dataclass(frozen=True)
+class ContainerLaunch:
+    """A container environment as the launcher enters it (see probe/src/container.rs)."""
+
+    rootfs: str
+    binds: tuple[str, ...] = ()  # host paths bound read-only at the same place inside
+    memory_limit: int | None = None  # bytes
+    cpus: float | None = None  # CPU quota, in CPUs
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,7 @@ class Launch:
     timeout: float = 600.0
     perf_counters: bool = False  # task clock, migrations; cycles, instructions, branch and cache misses where possible
     memory_interval: float | None = None  # seconds between RSS/PSS samples of the process tree; None: no sampling
+    container: ContainerLaunch | None = None
 
 
 @dataclass(frozen=True)
@@ -161,7 +172,7 @@ class LocalExecutor:
         err: IO[bytes],
     ) -> tuple[dict[str, Any] | None, bool]:
         read_end, write_end = os.pipe()
-        argv = [*launcher, "--result-fd", str(write_end), "--mapped", *_measurements(launch), "--", *launch.argv]
+        argv = [*launcher, "--result-fd", str(write_end), "--mapped", *_launcher_flags(launch), "--", *launch.argv]
         # Children inherit the spawning thread's affinity; the runner's own mask is restored at once.
         saved = os.sched_getaffinity(0) if launch.cpus is not None else None
         try:
@@ -201,15 +212,24 @@ class LocalExecutor:
         return (json.loads(text) if text.strip() and not timed_out else None), timed_out
 
 
-def _measurements(launch: Launch) -> list[str]:
+def _launcher_flags(launch: Launch) -> list[str]:
     """The launcher's optional measurements: the tree's cgroup wherever one can be made (a
-    fresh cgroup costs a run ~0.3 ms), the others where the workload asks."""
+    fresh cgroup costs a run ~0.3 ms), the others where the workload asks; and the container
+    it enters, with its limits."""
     flags = ["--perf-counters"] if launch.perf_counters else []
     parent = run_cgroup_parent()[0]
     if parent is not None:
         flags += ["--cgroup", parent]
     if launch.memory_interval:
         flags += ["--memory-interval-ms", str(max(1, round(launch.memory_interval * 1000)))]
+    box = launch.container
+    if box is not None:
+        flags += ["--container", box.rootfs, *(f for path in box.binds for f in ("--bind", path))]
+        if box.memory_limit is not None:
+            flags += ["--memory-limit", str(box.memory_limit)]
+        if box.cpus is not None:
+            cpu_parent = cpu_cgroup_parent()
+            flags += ["--cpu-limit", str(box.cpus), *(["--cpu-cgroup", cpu_parent] if cpu_parent else [])]
     return flags
 
 
@@ -238,7 +258,7 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def environment(base: Mapping[str, str], overrides: Mapping[str, str], preload: Sequence[str]) -> dict[str, str]:
+def child_environment(base: Mapping[str, str], overrides: Mapping[str, str], preload: Sequence[str]) -> dict[str, str]:
     """The child's environment: ours, the variant's values, then preloads ahead of any already set."""
     env = {**base, **overrides}
     if preload:

@@ -109,6 +109,63 @@ class ShimSpec(Strict):
     quarantine_kib: Annotated[int, Field(ge=0, le=2**30)] = 16384  # bytes parked at most, in KiB
 
 
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?$", re.IGNORECASE)
+
+
+def parse_size(value: object) -> object:
+    """Bytes from 1073741824, "1G", "512MiB" or "64k" (powers of 1024)."""
+    if isinstance(value, str):
+        found = _SIZE.match(value.strip())
+        if not found:
+            raise ValueError(f"'{value}' is not a size such as 512M or 2G")
+        return int(float(found[1]) * 1024 ** "KMGT".find(found[2].upper()) * (1024 if found[2] else 1))
+    return value
+
+
+class EnvironmentSpec(Strict):
+    """Where a variant runs: `local` (this system), `container` (new mount, PID, network and UTS
+    namespaces and a chroot into a Debian root filesystem, with optional cgroup limits), or
+    `ssh` (another host: the probe is copied there, results come back here)."""
+
+    kind: Literal["local", "container", "ssh"] = "local"
+    rootfs: str | None = None  # container: the root filesystem (default: `benchlab container build`'s)
+    cpus: Annotated[float, Field(gt=0, le=4096)] | None = None  # container: CPU limit (cgroup quota), in CPUs
+    memory: Annotated[int, Field(ge=4 << 20)] | None = None  # container: memory limit in bytes ("1G" accepted)
+    host: str | None = None  # ssh: [user@]host
+    port: Annotated[int, Field(ge=1, le=65535)] | None = None  # ssh
+    ssh_options: list[str] = []  # ssh: extra options, e.g. ["-i", "~/.ssh/lab", "-o", "StrictHostKeyChecking=no"]
+
+    _size = field_validator("memory", mode="before")(parse_size)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: object) -> object:
+        """`"local"`, `"container"` or `"ssh://user@host:port"` as shorthand for the table."""
+        if not isinstance(value, str):
+            return value
+        if value.startswith("ssh://"):
+            found = re.fullmatch(r"(.*?)(?::(\d+))?/?", value.removeprefix("ssh://"))
+            host, port = found.groups() if found else (value, None)
+            return {"kind": "ssh", "host": host, **({"port": int(port)} if port else {})}
+        return {"kind": value}
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> EnvironmentSpec:
+        container = (self.rootfs, self.cpus, self.memory)
+        ssh = (self.host, self.port, self.ssh_options or None)
+        if self.kind != "container" and any(v is not None for v in container):
+            raise ValueError("rootfs, cpus and memory apply to a container environment")
+        if self.kind != "ssh" and any(v is not None for v in ssh):
+            raise ValueError("host, port and ssh_options apply to an ssh environment")
+        if self.kind == "ssh" and not (self.host and re.fullmatch(r"([\w.-]+@)?([\w.-]+|\[[0-9A-Fa-f:]+\])", self.host)):
+            raise ValueError("an ssh environment needs a host such as ssh://user@lab-2")
+        return self
+
+    @property
+    def label(self) -> str:
+        return f"ssh://{self.host}" if self.kind == "ssh" else self.kind
+
+
 class VariantSpec(Strict):
     """One configuration of the system under test; every field is optional."""
 
@@ -121,6 +178,7 @@ class VariantSpec(Strict):
     tunables: dict[str, int | float | bool | str] = {}
     knobs: dict[str, str] = {}
     shim: ShimSpec | None = None
+    environment: EnvironmentSpec = EnvironmentSpec()
     # the sweep point this variant stands for (field -> value), written by a `[sweep]` section
     sweep: dict[str, int | float | bool | str] = {}
 

@@ -7,6 +7,7 @@ can read too.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -16,6 +17,7 @@ import numpy as np
 
 from benchlab.measure.host import noise_warnings
 from benchlab.stats.analysis import KEY_SHIFT, GeomeanRow, Row, Series, Settings, judge
+from benchlab.stats.environments import split_by_host, used_hosts
 from benchlab.stats.sweep import sweep_report
 from benchlab.store.db import ExperimentData, RunRecord
 from benchlab.suite.baseline import load_baseline
@@ -172,9 +174,14 @@ def _main_host(data: ExperimentData) -> int:
     return counts.most_common(1)[0][0] if counts else next(iter(data.hosts))
 
 
-def analyze(data: ExperimentData) -> Analysis:
+def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analysis:
+    """Judges every variant against the baseline; where runs come from several hosts,
+    every variant on every host against the baseline on `reference_host`."""
     spec = data.experiment.spec
     settings = settings_from_spec(spec)
+    if len(used_hosts(data)) > 1 or reference_host is not None:
+        data, baseline = split_by_host(data, settings.baseline, reference_host)
+        settings = dataclasses.replace(settings, baseline=baseline)
     variants = list(data.experiment.variant_ids)
     series, warnings = build_series(data)
     rows, geomean = judge(series, variants, settings)

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.errors import SpecError
-from benchlab.measure.process import Launch, environment
+from benchlab.measure.process import Launch, child_environment
 from benchlab.spec.models import VariantSpec
 from benchlab.variants.allocator import mapped_allocator, preload_for
 from benchlab.variants.cpus import affinity_for
+from benchlab.variants.environment import PreparedEnvironment
 from benchlab.variants.knobs import validate_knob_path
 from benchlab.variants.shim import shim_environment, shim_preload
 from benchlab.variants.tunables import tunable_environment
@@ -28,6 +29,7 @@ class PreparedVariant:
     cpus: frozenset[int] | None
     knobs: dict[str, str]
     preload: tuple[str, ...] = ()  # libraries it preloads: the shim, the allocator
+    environment: PreparedEnvironment | None = None  # None: local
     options: dict[str, str] = field(default_factory=dict)  # environment that carries allocator and shim settings
 
     @classmethod
@@ -44,8 +46,9 @@ class PreparedVariant:
         return cls(
             spec=spec,
             preload=tuple(preload),
+            environment=PreparedEnvironment.prepare(spec.environment, preload, f"{where}.environment"),
             options=written,
-            env=environment(os.environ, {**spec.env, **written}, preload),
+            env=child_environment(os.environ, {**spec.env, **written}, preload),
             wrapper=wrapper_argv(spec.wrapper, f"{where}.wrapper"),
             cpus=cpus,
             knobs={validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()},
@@ -77,7 +80,9 @@ class PreparedVariant:
         perf_counters: bool = False,
         memory_interval: float | None = None,
     ) -> Launch:
+        full = (*self.wrapper, *argv)
         return Launch(
-            argv=(*self.wrapper, *argv), env=self.env, cwd=cwd, cpus=self.cpus, timeout=timeout,
-            perf_counters=perf_counters, memory_interval=memory_interval,
+            argv=full, env=self.env, cwd=cwd, cpus=self.cpus, timeout=timeout, perf_counters=perf_counters,
+            memory_interval=memory_interval,
+            container=self.environment.container(full, cwd) if self.environment else None,
         )  # fmt: skip

@@ -1,0 +1,102 @@
+"""The `environment` field: where a variant's runs happen.
+
+- `local`: this system, as it is.
+- `container`: the launcher enters new mount, PID, network and UTS namespaces and
+  chroots into a Debian root filesystem (`benchlab container build` makes one with
+  mmdebstrap), optionally under cgroup CPU and memory limits. The workload uses the
+  container's own libraries (its allocators included); benchlab's probe, its shim and
+  the workload's folder are bound in read-only at the same paths.
+- `ssh`: another host (see `measure/remote.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlab.errors import EnvironmentProblem, SpecError
+from benchlab.locate import shim_path
+from benchlab.measure.cgroup import run_cgroup_parent
+from benchlab.measure.process import ContainerLaunch
+from benchlab.spec.models import EnvironmentSpec
+from benchlab.variants.knobs import state_dir
+
+# what `benchlab container build` installs beyond Debian's minimal base: the allocators
+ROOTFS_PACKAGES = ("libjemalloc2", "libtcmalloc-minimal4", "libmimalloc2.0")
+BUILD_HINT = "benchlab container build"
+
+
+def default_rootfs() -> Path:
+    return state_dir() / "rootfs" / "bookworm"
+
+
+def _inside(rootfs: str, path: str) -> str:
+    return os.path.join(rootfs, path.lstrip("/"))
+
+
+@dataclass(frozen=True)
+class PreparedEnvironment:
+    spec: EnvironmentSpec
+    rootfs: str | None = None
+    shim: str | None = None
+
+    @classmethod
+    def prepare(cls, spec: EnvironmentSpec, preload: list[str], where: str) -> PreparedEnvironment:
+        if spec.kind != "container":
+            return cls(spec)
+        rootfs = os.path.abspath(os.path.expanduser(spec.rootfs)) if spec.rootfs else str(default_rootfs())
+        if not os.path.exists(_inside(rootfs, "bin/sh")):
+            raise EnvironmentProblem(f"{where}: no container root filesystem at {rootfs}", hint=BUILD_HINT)
+        if os.geteuid() != 0:
+            raise EnvironmentProblem(f"{where}: a container environment needs root (namespaces, chroot)")
+        if (spec.cpus or spec.memory) and run_cgroup_parent()[0] is None:
+            raise EnvironmentProblem(f"{where}: the container's limits need a cgroup: {run_cgroup_parent()[1]}")
+        shim = next((p for p in preload if os.path.samefile(p, shim_path())), None) if preload else None
+        for library in preload:
+            if library != shim and not os.path.exists(_inside(rootfs, os.path.realpath(library))):
+                raise SpecError(
+                    f"the container's root filesystem {rootfs} has no {library}", where=where,
+                    hint=f"{BUILD_HINT} installs {', '.join(ROOTFS_PACKAGES)}",
+                )  # fmt: skip
+        return cls(spec, rootfs, shim)
+
+    def container(self, argv: tuple[str, ...], cwd: str | None) -> ContainerLaunch | None:
+        """The container a run enters, binding in what it needs from the host: the program
+        when the root filesystem lacks it (the probe, a benchmark binary), the shim, the folder."""
+        if self.rootfs is None:
+            return None
+        wanted = [p for p in (argv[0], self.shim) if p and os.path.isabs(p)]
+        binds = {os.path.dirname(p) for p in wanted if not os.path.exists(_inside(self.rootfs, p))}
+        if cwd:
+            binds.add(os.path.abspath(cwd))
+        return ContainerLaunch(rootfs=self.rootfs, binds=tuple(sorted(binds)), memory_limit=self.spec.memory, cpus=self.spec.cpus)
+
+
+def build_rootfs(path: Path | None, *, suite: str, mirror: str, extra: list[str], say: Callable[[str], None]) -> Path:
+    """A minimal Debian (mmdebstrap's `minbase`) with the allocators, built beside and then
+    moved into place, so that a failed build never leaves a half root filesystem behind."""
+    mmdebstrap = shutil.which("mmdebstrap")
+    if mmdebstrap is None:
+        raise EnvironmentProblem("mmdebstrap is not installed", hint="apt-get install mmdebstrap")
+    target = (path or default_rootfs()).resolve()
+    if target.exists() and any(target.iterdir()):
+        raise SpecError(f"{target} exists and is not empty; remove it first or choose another --path")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(target.name + ".building")
+    shutil.rmtree(staging, ignore_errors=True)
+    packages = ",".join([*ROOTFS_PACKAGES, *extra])
+    say(f"building a Debian {suite} root filesystem with {packages} in {target} (mmdebstrap, about a minute)")
+    argv = [mmdebstrap, "--variant=minbase", f"--include={packages}", "--quiet", suite, str(staging), mirror]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise EnvironmentProblem(f"mmdebstrap failed: {tail}")
+    if target.exists():
+        target.rmdir()
+    staging.rename(target)
+    return target
