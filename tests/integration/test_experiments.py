@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
@@ -328,3 +329,30 @@ def test_interrupt_stops_cleanly_restores_knobs_and_resume_finishes(tmp_path: Pa
         assert len(data["runs"]) == 20
     finally:
         cli("restore")
+
+
+def test_results_from_another_host_merge_into_a_column_per_host_against_a_reference(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("another host is simulated with a UTS namespace, which needs root")
+    spec = write(
+        tmp_path / "hosts.toml",
+        'name = "hosts"\nblocks = 6\n[[workloads]]\nname = "nap"\ncommand = ["sleep", "0.02"]\n'
+        '[[variants]]\nname = "a"\n[[variants]]\nname = "b"\nwrapper = "nice -n 5"\n',
+    )
+    cli("run", str(spec), check=True)
+    far = str(tmp_path / "far.db")
+    subprocess.run(["unshare", "--uts", "sh", "-c", f"hostname far-lab && {BENCHLAB} run {spec} --db {far}"], check=True,
+                   capture_output=True)  # fmt: skip
+    cli("export", "hosts", "--db", far, "-o", str(tmp_path / "far.json"), check=True)
+    cli("import", str(tmp_path / "far.json"), check=True)
+    here = socket.gethostname()
+    data = json.loads(cli("report", "hosts", "--reference", "far-lab", "--format", "json", check=True).stdout)
+    assert data["baseline"] == "a@far-lab"
+    assert data["variants"] == ["a@far-lab", f"a@{here}", "b@far-lab", f"b@{here}"]
+    rows = {r["variant"]: r for r in data["rows"] if r["metric"] == "wall"}
+    assert rows[f"a@{here}"]["test"] == "mann-whitney"  # runs of two machines are never paired
+    assert rows["b@far-lab"]["test"] == "wilcoxon" and rows["b@far-lab"]["pairs"] == 6
+    table = cli("report", "hosts", "--reference", "far-lab", "--format", "md", check=True).stdout
+    assert f"a@{here} change [95% CI]" in table
+    wrong = cli("report", "hosts", "--reference", "nowhere")
+    assert wrong.returncode == 2 and "far-lab" in wrong.stderr
