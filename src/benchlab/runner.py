@@ -17,6 +17,7 @@ from typing import Protocol
 from benchlab.errors import Interrupted, SpecError, StoreError, WorkloadFailed
 from benchlab.measure.host import fingerprint
 from benchlab.measure.process import Executor, Finished, LocalExecutor
+from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import usage_metrics
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec
@@ -87,6 +88,9 @@ class Runner:
         self.progress = progress or SilentProgress()
         self.host = host
         self.noted: set[str] = set()
+        self.remotes: dict[str, RemoteExecutor] = {}
+        self.executors: dict[str, Executor] = {}
+        self.host_ids: dict[str, int] = {}
 
     def open_experiment(self, prepared: Prepared, *, resume: bool) -> ExperimentRecord:
         spec = prepared.spec
@@ -119,11 +123,26 @@ class Runner:
             )
         return existing
 
+    def _place(self, variant: PreparedVariant) -> tuple[Executor, dict[str, object]]:
+        """Where a variant runs: this machine through the injected executor, or a remote host
+        (one executor per host, made ready on first use) with that host's fingerprint."""
+        env = variant.spec.environment
+        if env.kind != "ssh":
+            return self.executor, self.host if self.host is not None else self._local_fingerprint()
+        remote = self.remotes.setdefault(env.label, RemoteExecutor(env))
+        return remote, remote.prepare()
+
+    @functools.cache  # noqa: B019 - one runner, one machine
+    def _local_fingerprint(self) -> dict[str, object]:
+        return fingerprint()
+
     def run(self, prepared: Prepared, *, resume: bool = False) -> ExperimentRecord:
         self.journal.ensure_clean()
         spec = prepared.spec
         exp = self.open_experiment(prepared, resume=resume)
-        host_id = self.store.host_id(self.host if self.host is not None else fingerprint())
+        places = {name: self._place(v) for name, v in prepared.variants.items()}
+        self.executors = {name: executor for name, (executor, _) in places.items()}
+        self.host_ids = {name: self.store.host_id(fp) for name, (_, fp) in places.items()}
         plan = make_plan(
             [w.name for w in spec.workloads],
             [v.name for v in spec.variants],
@@ -131,13 +150,13 @@ class Runner:
             warmup=spec.warmup,
             seed=spec.seed,
         )
-        stored = self.store.stored_keys(exp, host_id)
-        todo = [p for p in plan if p.key not in stored]
+        stored = {host: self.store.stored_keys(exp, host) for host in set(self.host_ids.values())}
+        todo = [p for p in plan if p.key not in stored[self.host_ids[p.variant]]]
         self.progress.start(len(plan), len(plan) - len(todo))
         done = 0
         try:
             for planned in todo:
-                status = self._run_one(prepared, exp, host_id, planned)
+                status = self._run_one(prepared, exp, self.host_ids[planned.variant], planned)
                 self.progress.advance(planned, status)
                 done += 1
         except KeyboardInterrupt:
@@ -169,7 +188,7 @@ class Runner:
         try:
             try:
                 self.journal.apply(variant.knobs)
-                finished = self.executor.run(launch)
+                finished = self.executors[planned.variant].run(launch)
             finally:
                 self.journal.restore()
             for note in (finished.usage.counters_note, *finished.usage.notes):

@@ -27,14 +27,16 @@ class BarProgress:
         self.failed = 0
 
     def __enter__(self) -> BarProgress:
-        self.bar.start()
         return self
 
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self.bar.stop()
+        if self.bar.live.is_started:
+            self.bar.stop()
 
     def start(self, total: int, done: int) -> None:
+        """Shown only once the runs begin: an error before them stays one line on its own."""
         self.bar.update(self.task, total=total, completed=done)
+        self.bar.start()
 
     def advance(self, run: PlannedRun, status: str) -> None:
         if status != "ok":

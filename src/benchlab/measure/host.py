@@ -88,6 +88,36 @@ def fingerprint() -> dict[str, Any]:
     }
 
 
+# The same facts read by a POSIX shell on a host reached over ssh, which may have no Python
+REMOTE_FINGERPRINT = r"""
+r() { cat "$1" 2>/dev/null | head -n 1; }
+echo "hostname=$(hostname)"
+echo "machine_id=$(r /etc/machine-id)"
+echo "arch=$(uname -m)"
+echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "cpus_online=$(getconf _NPROCESSORS_ONLN)"
+echo "governor=$(r /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor)"
+echo "kernel=$(uname -r)"
+echo "kernel_cmdline=$(r /proc/cmdline)"
+echo "memory_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"
+echo "swap_kib=$(awk '/^SwapTotal:/ {print $2}' /proc/meminfo)"
+echo "virtualization=$(systemd-detect-virt 2>/dev/null)"
+echo "thp=$(r /sys/kernel/mm/transparent_hugepage/enabled)"
+"""
+_REMOTE_NUMBERS = ("cpus_online", "memory_kib", "swap_kib")
+
+
+def parse_remote_fingerprint(text: str) -> dict[str, Any]:
+    """REMOTE_FINGERPRINT's output as a fingerprint with the local one's keys (empty = unknown)."""
+    fp: dict[str, Any] = {"remote": True}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            fp[key] = (int(value) if value.isdigit() else None) if key in _REMOTE_NUMBERS else (value or None)
+    fp["thp"] = _selected(fp.get("thp"))
+    return fp
+
+
 def noise_warnings(fp: dict[str, Any], *, live: bool = True) -> list[tuple[str, str]]:
     """(warning, fix) pairs for things that make timings on this machine noisier;
     `live` adds readings of this moment (load), which a stored fingerprint lacks."""

@@ -114,6 +114,35 @@ class Executor(Protocol):
     def run(self, launch: Launch) -> Finished: ...
 
 
+def finished_from_account(
+    account: dict[str, Any] | None, launch: Launch, timed_out: bool, stdout: bytes, stderr: bytes, note: str | None
+) -> Finished:
+    """The launcher's JSON account of a run (None when it reported nothing) as a Finished."""
+    if account is None:
+        if not timed_out:
+            raise WorkloadFailed(
+                "the launcher reported nothing", stderr_tail=stderr[-STDERR_TAIL_BYTES:].decode(errors="replace")
+            )
+        account = {"wall_ns": int(launch.timeout * 1e9)}
+    usage = Usage(
+        wall_s=account.get("wall_ns", 0) / 1e9,
+        user_s=account.get("user_ns", 0) / 1e9,
+        sys_s=account.get("sys_ns", 0) / 1e9,
+        max_rss_kib=account.get("max_rss_kib", 0),
+        minor_faults=account.get("minor_faults", 0),
+        major_faults=account.get("major_faults", 0),
+        voluntary_switches=account.get("voluntary_switches", 0),
+        involuntary_switches=account.get("involuntary_switches", 0),
+        counters=account.get("counters") or {},
+        counters_note=account.get("counters_note"),
+        mapped=tuple(account["mapped"]) if account.get("mapped") is not None else None,
+        tree_peak_kib=account.get("tree_peak_kib"),
+        memory=account.get("memory") or {},
+        notes=tuple(filter(None, [account.get("mapped_note"), account.get("tree_peak_note"), note])),
+    )
+    return Finished(account.get("exit_code"), account.get("signal"), timed_out, usage, stdout, stderr)
+
+
 def _read_all(f: IO[bytes]) -> bytes:
     f.seek(0)
     return f.read()
@@ -134,35 +163,7 @@ class LocalExecutor:
     def run(self, launch: Launch) -> Finished:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             account, timed_out = self._spawn_and_wait([launcher_path()], launch, out, err)
-            if account is None:
-                if not timed_out:
-                    tail = _read_all(err)[-STDERR_TAIL_BYTES:].decode(errors="replace")
-                    raise WorkloadFailed("the launcher reported nothing", stderr_tail=tail)
-                account = {"wall_ns": int(launch.timeout * 1e9)}
-            usage = Usage(
-                wall_s=account.get("wall_ns", 0) / 1e9,
-                user_s=account.get("user_ns", 0) / 1e9,
-                sys_s=account.get("sys_ns", 0) / 1e9,
-                max_rss_kib=account.get("max_rss_kib", 0),
-                minor_faults=account.get("minor_faults", 0),
-                major_faults=account.get("major_faults", 0),
-                voluntary_switches=account.get("voluntary_switches", 0),
-                involuntary_switches=account.get("involuntary_switches", 0),
-                counters=account.get("counters") or {},
-                counters_note=account.get("counters_note"),
-                mapped=tuple(account["mapped"]) if account.get("mapped") is not None else None,
-                tree_peak_kib=account.get("tree_peak_kib"),
-                memory=account.get("memory") or {},
-                notes=tuple(filter(None, [account.get("mapped_note"), account.get("tree_peak_note"), tree_peak_unavailable()])),
-            )
-            return Finished(
-                exit_code=account.get("exit_code"),
-                signal=account.get("signal"),
-                timed_out=timed_out,
-                usage=usage,
-                stdout=_read_all(out),
-                stderr=_read_all(err),
-            )
+            return finished_from_account(account, launch, timed_out, _read_all(out), _read_all(err), tree_peak_unavailable())
 
     @staticmethod
     def _spawn_and_wait(

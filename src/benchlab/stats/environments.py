@@ -24,18 +24,18 @@ def host_labels(hosts: dict[int, dict[str, Any]]) -> dict[int, str]:
     return {host_id: f"{n}#{host_id}" if n in shared else n for host_id, n in names.items()}
 
 
-def used_hosts(data: ExperimentData) -> list[int]:
-    """Hosts that ran something, the one that ran most first."""
-    return [host for host, _ in Counter(r.host_id for r in data.runs).most_common()]
+def used_hosts(data: ExperimentData, variant: str | None = None) -> list[int]:
+    """Hosts that ran something (of `variant`), the one that ran most first."""
+    return [host for host, _ in Counter(r.host_id for r in data.runs if variant in (None, r.variant)).most_common()]
 
 
 def split_by_host(data: ExperimentData, baseline: str, reference: str | None) -> tuple[ExperimentData, str]:
     """The data with every run's variant renamed `variant@host`, and the label of the
-    reference column: `baseline@reference` (default: the host that ran most)."""
+    reference column: `baseline@reference` (default: the host that ran the baseline most)."""
     labels = host_labels(data.hosts)
     hosts = used_hosts(data)
     if reference is None:
-        reference = labels[hosts[0]]
+        reference = labels[(used_hosts(data, baseline) or hosts)[0]]
     elif reference not in {labels[h] for h in hosts}:
         known = ", ".join(labels[h] for h in hosts)
         raise SpecError(f"no host named '{reference}' ran this experiment (hosts: {known})", where="--reference")

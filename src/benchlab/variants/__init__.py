@@ -30,6 +30,7 @@ class PreparedVariant:
     knobs: dict[str, str]
     preload: tuple[str, ...] = ()  # libraries it preloads: the shim, the allocator
     environment: PreparedEnvironment | None = None  # None: local
+    overrides: dict[str, str] = field(default_factory=dict)  # the variant's own environment, all a remote host gets
     options: dict[str, str] = field(default_factory=dict)  # environment that carries allocator and shim settings
 
     @classmethod
@@ -40,6 +41,8 @@ class PreparedVariant:
         usable = len(cpus if cpus is not None else os.sched_getaffinity(0))
         tuned = tunable_environment(spec.allocator, spec.tunables, f"{where}.tunables", cpus=usable)
         written = {**tuned, **shim_environment(spec.shim)}
+        if spec.environment.kind == "ssh" and spec.knobs:
+            raise SpecError("knobs are written on this machine; they cannot apply to a remote host", where=f"{where}.knobs")
         clash = sorted(set(written) & set(spec.env))
         if clash:
             raise SpecError(f"env sets {', '.join(clash)}, which tunables or the shim write", where=f"{where}.env")
@@ -48,6 +51,7 @@ class PreparedVariant:
             preload=tuple(preload),
             environment=PreparedEnvironment.prepare(spec.environment, preload, f"{where}.environment"),
             options=written,
+            overrides=child_environment({}, {**spec.env, **written}, preload),
             env=child_environment(os.environ, {**spec.env, **written}, preload),
             wrapper=wrapper_argv(spec.wrapper, f"{where}.wrapper"),
             cpus=cpus,
@@ -63,8 +67,10 @@ class PreparedVariant:
             return details, None
         allocator, library = mapped_allocator(mapped)
         details.update(allocator=allocator, allocator_library=library)
-        real = {os.path.realpath(p) for p in mapped}
-        missing = [p for p in self.preload if os.path.realpath(p) not in real]
+        # on another host the same libraries lie elsewhere (benchlab's copies): match by file name there
+        key = os.path.basename if self.spec.environment.kind == "ssh" else (lambda p: p)
+        real = {key(os.path.realpath(p)) for p in mapped}
+        missing = [p for p in self.preload if key(os.path.realpath(p)) not in real]
         if missing:
             return details, f"the process never mapped {', '.join(missing)} (it ran {allocator}'s malloc)"
         if self.spec.allocator == "glibc" and allocator != "glibc":
@@ -81,8 +87,9 @@ class PreparedVariant:
         memory_interval: float | None = None,
     ) -> Launch:
         full = (*self.wrapper, *argv)
+        remote = self.spec.environment.kind == "ssh"
         return Launch(
-            argv=full, env=self.env, cwd=cwd, cpus=self.cpus, timeout=timeout, perf_counters=perf_counters,
-            memory_interval=memory_interval,
+            argv=full, env=self.overrides if remote else self.env, cwd=cwd, cpus=self.cpus, timeout=timeout,
+            perf_counters=perf_counters, memory_interval=memory_interval,
             container=self.environment.container(full, cwd) if self.environment else None,
         )  # fmt: skip
