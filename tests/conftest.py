@@ -34,3 +34,16 @@ def need(tool: str) -> str:
     if path is None:
         pytest.skip(f"{tool} is not installed (the README's test command installs it)")
     return path
+
+
+@pytest.fixture(scope="session")
+def rootfs(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A container root filesystem, built once per test session by `benchlab container build`."""
+    if os.geteuid() != 0:
+        pytest.skip("containers need root")
+    if shutil.which("mmdebstrap") is None:
+        pytest.skip("mmdebstrap is not installed (the README's test command installs it)")
+    path = tmp_path_factory.mktemp("container") / "rootfs"
+    proc = subprocess.run([BENCHLAB, "container", "build", "--path", str(path)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return str(path)

@@ -75,13 +75,17 @@ def test_list_and_show_describe_stored_experiments() -> None:
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in (Path(__file__).parents[2] / "examples").glob("*.toml")))
-def test_examples_are_valid_specs(example: str) -> None:
+def test_examples_are_valid_specs(example: str, request: pytest.FixtureRequest, private_state: Path) -> None:
     from benchlab.runner import Prepared
     from benchlab.spec import load_spec
 
     spec = load_spec(Path(__file__).parents[2] / "examples" / example)
     assert spec.name and spec.workloads and spec.variants
-    Prepared.from_spec(spec)  # every library, tunable and binary it names exists here
+    if any(v.environment.kind == "container" for v in spec.variants):  # the default root filesystem, built once
+        default = private_state / "state" / "rootfs" / "bookworm"
+        default.parent.mkdir(parents=True)
+        default.symlink_to(request.getfixturevalue("rootfs"))
+    Prepared.from_spec(spec)  # every library, tunable, binary and root filesystem it names exists here
 
 
 def test_score_runs_the_suite_and_its_scores_recompute_from_the_raw_runs() -> None:

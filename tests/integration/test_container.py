@@ -5,8 +5,6 @@ uses the container's own libraries, and its cgroup limits are really in force.""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,17 +15,6 @@ from benchlab.measure.process import LocalExecutor
 from benchlab.runner import Prepared
 from benchlab.spec import spec_from_dict
 from tests.conftest import cli
-
-
-@pytest.fixture(scope="session")
-def rootfs(tmp_path_factory: pytest.TempPathFactory) -> str:
-    if os.geteuid() != 0:
-        pytest.skip("containers need root")
-    if shutil.which("mmdebstrap") is None:
-        pytest.skip("mmdebstrap is not installed (the README's test command installs it)")
-    path = tmp_path_factory.mktemp("container") / "rootfs"
-    cli("container", "build", "--path", str(path), check=True, timeout=900)
-    return str(path)
 
 
 def prepared(rootfs: str, **environment: object) -> Prepared:
