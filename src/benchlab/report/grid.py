@@ -1,6 +1,5 @@
-"""Tables as grids of text cells, for the reports that are not one row per metric (CPU
-scores, sweeps): each builder returns grids and a footer, and the terminal and Markdown
-renderers draw any grid the same way."""
+"""Tables as grids of text cells: each builder (plain metrics, CPU scores, sweeps) returns
+grids and a footer, and the terminal and Markdown renderers draw any grid the same way."""
 
 from __future__ import annotations
 
@@ -22,13 +21,21 @@ class Grid:
         self.emphasis.append(emphasis)
 
 
-def special_grids(report: dict[str, Any]) -> tuple[list[Grid], str] | None:
-    """The grids and footer of a score or sweep report; None for the plain metric table."""
-    from benchlab.report import score_grid, sweep_grid
+def report_grids(report: dict[str, Any]) -> tuple[list[Grid], str]:
+    """The grids and footer of a report: score tables for suite workloads (with the rest
+    of the experiment's workloads after them), sweep tables, or the plain delta table."""
+    from benchlab.report import metric_grid, score_grid, sweep_grid
 
     if report.get("scores"):
-        fits = sweep_grid.fit_grid(report["sweep"], only="Overall") if report.get("sweep") else []
-        return [*score_grid.grids(report["scores"], report.get("sweep")), *fits], score_grid.footer(report)
+        fits = sweep_grid.fit_grid(report["sweep"], {"Overall"}) if report.get("sweep") else []
+        scored = set(report["scores"].get("workloads", []))
+        others = {r["workload"] for r in report["rows"]} - scored
+        rest: list[Grid] = []
+        if others and report.get("sweep"):
+            rest = sweep_grid.grids(report, others)
+        elif others:
+            rest = [metric_grid.grid(report, others)]
+        return [*score_grid.grids(report["scores"], report.get("sweep")), *fits, *rest], score_grid.footer(report)
     if report.get("sweep"):
         return sweep_grid.grids(report), sweep_grid.footer(report)
-    return None
+    return [metric_grid.grid(report)], metric_grid.footer(report)

@@ -17,13 +17,14 @@ def _point(sweep: dict[str, Any], variant: str) -> list[str]:
             for f in sweep["parameters"]]  # fmt: skip
 
 
-def grids(report: dict[str, Any]) -> list[Grid]:
+def grids(report: dict[str, Any], workloads: set[str] | None = None) -> list[Grid]:
+    """Sweep tables of every workload, or only of `workloads`, with their fitted lines."""
     sweep = report["sweep"]
     ref = sweep["reference"]
     by_workload: dict[str, Grid] = {}
     for (workload, metric), by_variant in cells.grouped_rows(report):
         first = next(iter(by_variant.values()))
-        if first["direction"] == "none":
+        if first["direction"] == "none" or (workloads is not None and workload not in workloads):
             continue
         grid = by_workload.get(workload)
         if grid is None:
@@ -38,13 +39,13 @@ def grids(report: dict[str, Any]) -> list[Grid]:
                 continue
             grid.add([metric, *_point(sweep, variant), cells.quantity(row["median"], row["unit"]),
                       cells.change(row["change"], row["change_ci"]), cells.verdict(row)])  # fmt: skip
-    return [*by_workload.values(), *fit_grid(sweep)]
+    return [*by_workload.values(), *fit_grid(sweep, workloads)]
 
 
-def fit_grid(sweep: dict[str, Any], only: str | None = None) -> list[Grid]:
-    """The fitted lines, one row per metric, or only those of one workload ("Overall": the
+def fit_grid(sweep: dict[str, Any], workloads: set[str] | None = None) -> list[Grid]:
+    """The fitted lines, one row per metric, or only those of `workloads` ("Overall": the
     overall scores of a suite sweep; every metric's line is in the JSON report)."""
-    fits = [f for f in sweep["fits"] if only is None or f["workload"] == only]
+    fits = [f for f in sweep["fits"] if workloads is None or f["workload"] in workloads]
     out = []
     if fits:
         fit = Grid(

@@ -131,6 +131,7 @@ def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Se
         "reference": settings.baseline,
         "variants": variants,
         "modes": present,
+        "workloads": sorted(members),
         "rows": out_rows,
     }
     overall = [s for s in score_series if levels[(s.workload, s.metric)].level == "overall"]

@@ -1,0 +1,51 @@
+"""The plain delta table as a grid: per workload and judged or described metric, the
+baseline's median, then each variant's median, change against the baseline with its 95%
+interval, and verdict; then the geometric-mean rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlab.report import cells
+from benchlab.report.grid import Grid
+
+
+def grid(report: dict[str, Any], workloads: set[str] | None = None) -> Grid:
+    """Every workload's rows, or only those of `workloads` (the ones a score table leaves
+    out); the geometric means cover the whole experiment, so they come with the whole table."""
+    baseline = report["baseline"]
+    others = cells.compared_variants(report)
+    title = f"{report['experiment']['name']}: {', '.join(others) or 'no variant'} vs {baseline}"
+    header = ["workload", "metric", f"{baseline} (median)"]
+    for v in others:
+        header += [f"{v} (median)", f"{v} change [95% CI]", f"{v} verdict"]
+    out = Grid(title=title, header=header, verdict_columns=[5 + 3 * i for i in range(len(others))])
+    for (workload, metric), by_variant in cells.grouped_rows(report):
+        if workloads is not None and workload not in workloads:
+            continue
+        first = next(iter(by_variant.values()))
+        cols = [workload, metric, cells.quantity(first["baseline_median"], first["unit"])]
+        for v in others:
+            row = by_variant.get(v)
+            cols += (
+                [cells.quantity(row["median"], row["unit"]), cells.change(row["change"], row["change_ci"]), cells.verdict(row)]
+                if row
+                else ["", "", ""]
+            )
+        out.add(cols)
+    if workloads is None:
+        for direction, by_variant in cells.geomean_by_direction(report):
+            cols = ["", cells.geomean_label(direction), ""]
+            for v in others:
+                g = by_variant.get(v)
+                cols += ["", cells.change(g["change"], g["change_ci"]), g["verdict"]] if g else ["", "", ""]
+            out.add(cols, emphasis=True)
+    return out
+
+
+def footer(report: dict[str, Any]) -> str:
+    judged = [r for r in report["rows"] if r["verdict"] != "-"]
+    return (
+        f"{len(judged)} comparisons; {report['correction']} correction at alpha={report['alpha']}; "
+        f"same = 90% CI within ±{report['margin']:.1%}"
+    )
