@@ -51,6 +51,22 @@ BAD = {
         "workloads[0].cwd",
     ),
     "empty workloads": ('name = "x"\nworkloads = []\n[[variants]]\nname="a"\n', "workloads"),
+    "unknown environment": (GOOD + '[[variants]]\nname = "b"\nenvironment = "vm"\n', "variants[1].environment"),
+    "limits outside a container": (
+        GOOD + '[[variants]]\nname = "b"\nenvironment = { kind = "local", cpus = 1 }\n',
+        "apply to a container environment",
+    ),
+    "ssh without a host": (GOOD + '[[variants]]\nname = "b"\nenvironment = "ssh://"\n', "needs a host"),
+    "bad memory size": (
+        GOOD + '[[variants]]\nname = "b"\nenvironment = { kind = "container", memory = "lots" }\n',
+        "not a size",
+    ),
+    "knobs on a remote host": (
+        GOOD + '[[variants]]\nname = "b"\nenvironment = "ssh://lab"\nknobs = { "/proc/sys/vm/swappiness" = "10" }\n',
+        "cannot apply to a remote host",
+    ),
+    "negative shim sampling": (GOOD + '[[variants]]\nname = "b"\nshim = { sampling = -1 }\n', "variants[1].shim.sampling"),
+    "misspelt shim setting": (GOOD + '[[variants]]\nname = "b"\nshim = { sample = 10 }\n', "variants[1].shim.sample"),
 }
 
 
@@ -87,3 +103,13 @@ def test_missing_allocator_names_the_debian_package(tmp_path: Path, monkeypatch:
 def test_unreachable_database_is_one_line() -> None:
     proc = cli("list", "--db", "postgresql://nobody@127.0.0.1:1/none")
     assert proc.returncode == 4 and len(proc.stderr.strip().splitlines()) == 1 and "cannot open" in proc.stderr
+
+
+def test_environments_from_their_short_forms() -> None:
+    from benchlab.spec.models import EnvironmentSpec
+
+    assert EnvironmentSpec.model_validate("container").kind == "container"
+    remote = EnvironmentSpec.model_validate("ssh://root@10.0.0.2:2222")
+    assert (remote.kind, remote.host, remote.port, remote.label) == ("ssh", "root@10.0.0.2", 2222, "ssh://root@10.0.0.2")
+    assert EnvironmentSpec.model_validate({"kind": "container", "memory": "1.5G"}).memory == 3 << 29
+    assert EnvironmentSpec.model_validate({"kind": "container", "memory": "64MiB"}).memory == 64 << 20
