@@ -11,7 +11,9 @@ from typing import Any
 
 from benchlab.errors import BenchlabError
 from benchlab.measure.host import fingerprint, noise_warnings
+from benchlab.measure.cgroup import run_cgroup_parent
 from benchlab.variants.allocator import LIBRARIES, find_library
+from benchlab.variants.environment import default_rootfs
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,13 @@ def findings() -> tuple[dict[str, Any], list[Finding]]:
     fifo = _can_fifo()
     out.append(Finding("SCHED_FIFO", fifo, "real-time scheduling allowed" if fifo else "not allowed",
                        "run as root or grant CAP_SYS_NICE / raise RLIMIT_RTPRIO"))  # fmt: skip
-    v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
-    v1 = os.path.isdir("/sys/fs/cgroup/memory")
-    kind = "cgroup v2" if v2 else "cgroup v1 controllers" if v1 else "no cgroup hierarchy"
-    out.append(Finding("cgroups", v1 or v2, kind, "mount cgroup2 on /sys/fs/cgroup"))
+    parent, why = run_cgroup_parent()
+    out.append(Finding("cgroups", parent is not None, f"a cgroup per run under {parent} (tree peak memory, container limits)"
+                       if parent else why or "", "run as root with cgroup v1 memory or cgroup v2 mounted"))  # fmt: skip
+    rootfs = default_rootfs()
+    built = (rootfs / "bin" / "sh").exists()
+    out.append(Finding("container", built, f"root filesystem at {rootfs}" if built else "no root filesystem built",
+                       "benchlab container build (needs mmdebstrap)"))  # fmt: skip
     tracefs = os.path.exists("/sys/kernel/tracing/trace_marker") or os.path.exists("/sys/kernel/debug/tracing/trace_marker")
     out.append(Finding("tracefs", tracefs, "mounted" if tracefs else "not mounted", "mount -t tracefs nodev /sys/kernel/tracing"))
     perf_ok, perf_detail = _perf_counters()
