@@ -128,7 +128,8 @@ def comparison(scores: dict[str, Any]) -> list[Grid]:
 def along_sweep(scores: dict[str, Any], sweep: dict[str, Any]) -> Grid:
     """The overall scores and the suite's peak memory at every sweep point, the reference first."""
     ref = scores["reference"]
-    modes = [m for m in ("single-core", "multi-core") if m in scores["modes"]]
+    overall = {r["mode"] for r in scores["rows"] if r["level"] == "overall"}  # none where a section did not run
+    modes = [m for m in ("single-core", "multi-core") if m in scores["modes"] and m in overall]
     grid = Grid(title=f"overall scores along the sweep of {', '.join(sweep['parameters'])}", header=list(sweep["parameters"]))
     for title in [*(MODE_TITLES[m] for m in modes), "suite peak memory"]:
         grid.verdict_columns.append(len(grid.header) + 2)
