@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.errors import BenchlabError
-from benchlab.measure.host import fingerprint, noise_warnings
 from benchlab.measure.cgroup import run_cgroup_parent
+from benchlab.measure.host import fingerprint, noise_warnings
 from benchlab.variants.allocator import LIBRARIES, find_library
 from benchlab.variants.environment import default_rootfs
 

@@ -108,3 +108,12 @@ def test_selection_of_pairwise_order_statistics_is_exact(n: int) -> None:
     diffs = np.sort(np.subtract.outer(x, y).ravel())
     ranks = [1, len(diffs) // 7, len(diffs) // 2, len(diffs)]
     assert difference_order_statistics(x, y, ranks) == [diffs[r - 1] for r in ranks]
+
+
+def test_tied_signed_rank_p_is_the_exact_permutation_p_scipy_gives() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        d = rng.integers(-3, 4, size=int(rng.integers(2, 13))).astype(float)  # ties and zeros, as counts give
+        if np.any(d != 0):
+            assert signed_rank_p(d) == pytest.approx(float(stats.wilcoxon(d, zero_method="wilcox").pvalue), abs=1e-12)
+    assert signed_rank_p(np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])) == pytest.approx(2 / 64)
