@@ -58,6 +58,14 @@ impl Container {
     /// In the child (PID 1 of the new namespace), before it waits to be released.
     pub fn enter(&self, cwd: &Path) -> Result<(), String> {
         let inside = |p: &Path| self.rootfs.join(p.strip_prefix("/").unwrap_or(p));
+        for dir in ["proc", "sys", "dev", "tmp"] {
+            fs::create_dir_all(inside(Path::new(dir))).map_err(|e| format!("create {dir} in the root filesystem: {e}"))?;
+        }
+        mount("proc", &inside(Path::new("proc")), Some("proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC)?;
+        mount("/sys", &inside(Path::new("sys")), None, libc::MS_BIND | libc::MS_REC)?;
+        mount("/dev", &inside(Path::new("dev")), None, libc::MS_BIND | libc::MS_REC)?;
+        mount("tmpfs", &inside(Path::new("tmp")), Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV)?;
+        // after /tmp's tmpfs, so that a bound path under /tmp (a checkout there) stays visible
         for bind in &self.binds {
             let target = inside(bind);
             if bind.is_dir() {
@@ -72,13 +80,6 @@ impl Container {
             mount(&source, &target, None, libc::MS_BIND | libc::MS_REC)?;
             mount(&source, &target, None, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY)?;
         }
-        for dir in ["proc", "sys", "dev", "tmp"] {
-            fs::create_dir_all(inside(Path::new(dir))).map_err(|e| format!("create {dir} in the root filesystem: {e}"))?;
-        }
-        mount("proc", &inside(Path::new("proc")), Some("proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC)?;
-        mount("/sys", &inside(Path::new("sys")), None, libc::MS_BIND | libc::MS_REC)?;
-        mount("/dev", &inside(Path::new("dev")), None, libc::MS_BIND | libc::MS_REC)?;
-        mount("tmpfs", &inside(Path::new("tmp")), Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV)?;
         let name = b"benchlab-container";
         // SAFETY: a byte string and its length.
         check("sethostname", unsafe { libc::sethostname(name.as_ptr() as *const libc::c_char, name.len()) })?;

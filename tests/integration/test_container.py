@@ -5,6 +5,7 @@ uses the container's own libraries, and its cgroup limits are really in force.""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,10 @@ def test_the_run_is_pid_1_of_its_own_namespaces_in_the_chroot(rootfs: str) -> No
     assert [line.split(":")[0].strip() for line in net[2:]] == ["lo"]  # no network but loopback
 
 
-def test_limits_are_in_force_cpu_quota_seen_by_the_workload_and_memory_enforced(rootfs: str) -> None:
-    probe = [probe_path(), "cpu.aes_xts", "--threads", "0", "--iterations", "1", "--format", "json"]
+def test_limits_are_in_force_cpu_quota_seen_by_the_workload_and_memory_enforced(rootfs: str, tmp_path: Path) -> None:
+    copy = tmp_path / "benchlab-probe"  # under /tmp, which the container mounts afresh: the bind must still show
+    shutil.copy(probe_path(), copy)
+    probe = [str(copy), "cpu.aes_xts", "--threads", "0", "--iterations", "1", "--format", "json"]
     limited = run_inside(rootfs, probe, cpus=1)
     assert limited.ok, limited.stderr
     assert json.loads(limited.stdout)["benchmarks"][0]["threads"] == 1  # available_parallelism reads the quota
