@@ -25,13 +25,10 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def test_a_a_on_builtin_and_outside_command_is_never_better_or_worse(tmp_path: Path) -> None:
-    spec = write(
-        tmp_path / "aa.toml",
-        """
-name = "aa"
+AA_SPEC = """
+name = "aa{n}"
 blocks = 8
-seed = 3
+seed = {n}
 [[workloads]]
 name = "churn"
 builtin = "alloc.churn"
@@ -43,9 +40,19 @@ command = ["sh", "-c", "head -c 2000000 /dev/zero | gzip -c > /dev/null"]
 name = "a"
 [[variants]]
 name = "a-again"
-""",
-    )
-    proc = cli("run", str(spec), "--format", "json", check=True)
+"""
+
+
+def false_verdicts(data: dict) -> list[dict]:
+    return [r for r in data["rows"] if r["verdict"] in ("better", "worse")]
+
+
+def test_a_a_on_builtin_and_outside_command_is_never_better_or_worse(tmp_path: Path) -> None:
+    """The design bounds the chance of any false verdict in an A/A table by alpha (5%), and
+    a shared host's bursts do produce one now and then: an A/A with a false verdict is
+    followed by a second, independent one (another seed), which must be clean. Both fail by
+    chance at most 0.25% of the time; a real bias between identical variants fails both."""
+    proc = cli("run", str(write(tmp_path / "aa.toml", AA_SPEC.format(n=3))), "--format", "json", check=True)
     data = json.loads(proc.stdout)
     assert data["schema"] == "benchlab.report/1" and data["baseline"] == "a" and data["correction"] == "bh"
     assert {"id", "name", "spec", "host"} <= set(data["experiment"]) and data["experiment"]["host"]["kernel"]
@@ -54,7 +61,11 @@ name = "a-again"
     assert all(row_keys <= set(r) for r in data["rows"])
     assert {"geomean", "failed_runs", "runs"} <= set(data)
     assert all({"workload", "variant", "block", "status", "warmup", "metrics"} <= set(r) for r in data["runs"])
-    assert not [r for r in data["rows"] if r["verdict"] in ("better", "worse")]
+    if false_verdicts(data):
+        again = cli("run", str(write(tmp_path / "aa4.toml", AA_SPEC.format(n=4))), "--format", "json", check=True)
+        assert not false_verdicts(json.loads(again.stdout)), (
+            f"two A/A experiments in a row had false verdicts: {false_verdicts(data)}"
+        )
     runs = [r for r in data["runs"] if not r["warmup"]]
     assert len(runs) == 2 * 2 * 8 and all(r["status"] == "ok" for r in runs)
     metrics = {r["metric"] for r in data["rows"] if r["workload"] == "churn"}
