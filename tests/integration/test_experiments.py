@@ -52,7 +52,7 @@ def test_a_a_on_builtin_and_outside_command_is_never_better_or_worse(tmp_path: P
     a shared host's bursts do produce one now and then: an A/A with a false verdict is
     followed by a second, independent one (another seed), which must be clean. Both fail by
     chance at most 0.25% of the time; a real bias between identical variants fails both."""
-    proc = cli("run", str(write(tmp_path / "aa.toml", AA_SPEC.format(n=3))), "--format", "json", check=True)
+    proc = cli("run", str(write(tmp_path / "aa.toml", AA_SPEC.replace("{n}", "3"))), "--format", "json", check=True)
     data = json.loads(proc.stdout)
     assert data["schema"] == "benchlab.report/1" and data["baseline"] == "a" and data["correction"] == "bh"
     assert {"id", "name", "spec", "host"} <= set(data["experiment"]) and data["experiment"]["host"]["kernel"]
@@ -62,7 +62,7 @@ def test_a_a_on_builtin_and_outside_command_is_never_better_or_worse(tmp_path: P
     assert {"geomean", "failed_runs", "runs"} <= set(data)
     assert all({"workload", "variant", "block", "status", "warmup", "metrics"} <= set(r) for r in data["runs"])
     if false_verdicts(data):
-        again = cli("run", str(write(tmp_path / "aa4.toml", AA_SPEC.format(n=4))), "--format", "json", check=True)
+        again = cli("run", str(write(tmp_path / "aa4.toml", AA_SPEC.replace("{n}", "4"))), "--format", "json", check=True)
         assert not false_verdicts(json.loads(again.stdout)), (
             f"two A/A experiments in a row had false verdicts: {false_verdicts(data)}"
         )
