@@ -12,6 +12,7 @@ import pytest
 from benchlab.locate import launcher_path, probe_path
 from benchlab.measure.cgroup import run_cgroup_parent
 from benchlab.variants.allocator import find_library, mapped_allocator
+from tests.conftest import cli
 
 
 def probe(*args: str, env: dict[str, str] | None = None) -> dict:
@@ -204,3 +205,28 @@ def test_the_tree_peak_counts_processes_together_and_samples_follow_the_footprin
     assert memory["samples"] >= 5 and memory["pss_mean_kib"] <= memory["pss_peak_kib"]
     assert memory["rss_peak_kib"] > 180 << 10  # both processes summed in one sample
     assert set(os.listdir(cgroup)) == before  # the run's cgroup is gone
+
+
+MECHANISMS = ("pipe", "unix", "seqpacket", "eventfd", "futex")
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_ipc_throughput_sweeps_payloads_from_4_bytes_to_64_kib(mechanism: str) -> None:
+    doc = probe(f"ipc.{mechanism}.throughput", "--iterations", "60", "--warmup", "5")
+    entries = doc["benchmarks"]
+    assert [e["name"] for e in entries] == [f"ipc.{mechanism}.throughput/{1 << k}" for k in range(2, 17)]
+    for e in entries:
+        size = int(e["name"].rsplit("/", 1)[1])
+        assert e["iterations"] == 60 and e["time_unit"] == "ns" and e["real_time"] > 0 and e["cpu_time"] > 0
+        assert e["bytes_per_second"] == pytest.approx(size * e["items_per_second"], rel=1e-9)
+    again = probe(f"ipc.{mechanism}.throughput", "--iterations", "60", "--warmup", "5")["benchmarks"]
+    assert [e["checksum"] for e in again] == [e["checksum"] for e in entries]  # the replies' bytes, not their timing
+    other = probe(f"ipc.{mechanism}.throughput", "--iterations", "60", "--warmup", "5", "--seed", "2")["benchmarks"]
+    assert other[0]["checksum"] != entries[0]["checksum"]
+
+
+def test_ipc_throughput_per_payload_metrics_through_benchlab() -> None:
+    proc = cli("compare", "-w", "ipc.futex.throughput iterations=100 max-payload=64", "-v", "a", "-v", "b", "-n", "2",
+               "--format", "json", check=True)  # fmt: skip
+    metrics = {r["metric"] for r in json.loads(proc.stdout)["rows"]}
+    assert {f"ipc.futex.throughput/{n}:bytes_per_second" for n in (4, 8, 16, 32, 64)} <= metrics

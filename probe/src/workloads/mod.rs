@@ -2,12 +2,14 @@
 
 mod alloc_churn;
 pub mod cpu;
+mod ipc;
 mod ipc_pipe;
 
 use crate::workload::Workload;
 
 pub fn all() -> Vec<&'static dyn Workload> {
     let mut all: Vec<&'static dyn Workload> = vec![&alloc_churn::AllocChurn, &ipc_pipe::PipePingPong];
+    all.extend(ipc::all());
     all.extend(cpu::all());
     all
 }
