@@ -230,3 +230,14 @@ def test_ipc_throughput_per_payload_metrics_through_benchlab() -> None:
                "--format", "json", check=True)  # fmt: skip
     metrics = {r["metric"] for r in json.loads(proc.stdout)["rows"]}
     assert {f"ipc.futex.throughput/{n}:bytes_per_second" for n in (4, 8, 16, 32, 64)} <= metrics
+
+
+def test_ipc_placement_pins_both_processes_and_counts_migrations() -> None:
+    for placement in ("same", "different"):
+        entries = probe("ipc.eventfd.throughput", "--iterations", "200", "--max-payload", "64", "--placement", placement)[
+            "benchmarks"
+        ]
+        assert all(e["migrations"] == 0 for e in entries)  # pinned processes never move
+    one_cpu = subprocess.run(["taskset", "-c", "0", probe_path(), "ipc.pipe.throughput", "--placement", "different"],
+                             capture_output=True, text=True)  # fmt: skip
+    assert one_cpu.returncode != 0 and "needs 2 CPUs" in one_cpu.stderr

@@ -7,10 +7,15 @@
 //! Google Benchmark entry per payload: time per transaction, the client's CPU
 //! time per transaction (as Google Benchmark counts the calling thread), and
 //! bytes per second (payload x transactions / time).
+//!
+//! CPU placement is an axis (`--placement`): both processes on one CPU, on two
+//! different CPUs, or where the scheduler puts them; the migrations of both
+//! per transaction are counted (from /proc/PID/sched), because on a VM the
+//! round trip differs several-fold between these.
 
 mod channel;
 
-use crate::report::Entry;
+use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
 use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
 use channel::{Channel, Mechanism, MECHANISMS};
@@ -37,14 +42,56 @@ static OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "iterations", default: "5000", help: "timed transactions per payload" },
     OptionSpec { name: "warmup", default: "200", help: "untimed transactions per payload first" },
     OptionSpec { name: "seed", default: "1", help: "seed of the payload bytes" },
+    OptionSpec { name: "placement", default: "unpinned", help: "unpinned, same (one CPU for both) or different (a CPU each)" },
 ];
+
+const PLACEMENTS: &[&str] = &["unpinned", "same", "different"];
 
 static METRICS: &[MetricSpec] = &[
     MetricSpec { name: "<workload>/<payload>:real_time", unit: "ns", direction: "lower", help: "wall time per transaction (request and reply)" },
     MetricSpec { name: "<workload>/<payload>:cpu_time", unit: "ns", direction: "lower", help: "the client's CPU time per transaction" },
     MetricSpec { name: "<workload>/<payload>:items_per_second", unit: "1/s", direction: "higher", help: "transactions per second" },
     MetricSpec { name: "<workload>/<payload>:bytes_per_second", unit: "B/s", direction: "higher", help: "payload bytes sent per second" },
+    MetricSpec { name: "<workload>/<payload>:migrations", unit: "count", direction: "none", help: "CPU migrations of both processes per transaction" },
 ];
+
+/// (client CPU, server CPU) for a placement, from the CPUs this run may use.
+fn placement_cpus(placement: &str) -> Result<Option<(usize, usize)>, String> {
+    if placement == "unpinned" {
+        return Ok(None);
+    }
+    // SAFETY: reading our own affinity into a zeroed set.
+    let allowed: Vec<usize> = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(format!("sched_getaffinity: {}", std::io::Error::last_os_error()));
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    };
+    match (placement, allowed.as_slice()) {
+        ("same", [first, ..]) => Ok(Some((*first, *first))),
+        ("different", [first, second, ..]) => Ok(Some((*first, *second))),
+        _ => Err(format!("--placement {placement} needs {} CPUs this run may use", if placement == "same" { 1 } else { 2 })),
+    }
+}
+
+fn pin(cpu: usize) -> Result<(), String> {
+    // SAFETY: setting our own affinity from a zeroed set with one CPU.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(format!("sched_setaffinity to CPU {cpu}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+/// A process's migrations so far, where the kernel keeps scheduler statistics.
+fn migrations(pid: libc::pid_t) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/sched")).ok()?;
+    text.lines().find(|l| l.starts_with("se.nr_migrations"))?.rsplit(':').next()?.trim().parse().ok()
+}
 
 /// The payloads of a run: min, 2 min, 4 min, ... up to max.
 fn payloads(min: usize, max: usize) -> Vec<usize> {
@@ -88,6 +135,7 @@ impl Workload for Throughput {
         let warmup = opts.bounded("warmup", 0, 1 << 32)?;
         let mut rng = Pcg64::seed_from_u64(opts.u64("seed")?);
         let sizes = payloads(min, max);
+        let cpus = placement_cpus(opts.choice("placement", PLACEMENTS)?)?;
         let (mut client, mut server) = (self.mechanism.make)(max)?;
         // SAFETY: the probe is single-threaded here; the child serves and leaves with _exit.
         let child = unsafe { libc::fork() };
@@ -96,7 +144,8 @@ impl Workload for Throughput {
         }
         if child == 0 {
             drop(client);
-            let code = match serve(server.as_mut(), &sizes, warmup + iterations) {
+            let served = cpus.map_or(Ok(()), |(_, cpu)| pin(cpu)).and_then(|_| serve(server.as_mut(), &sizes, warmup + iterations));
+            let code = match served {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("{} server: {e}", self.name);
@@ -107,7 +156,9 @@ impl Workload for Throughput {
             unsafe { libc::_exit(code) }
         }
         drop(server);
-        let result = self.measure(client.as_mut(), &sizes, warmup, iterations, &mut rng);
+        let result = cpus
+            .map_or(Ok(()), |(cpu, _)| pin(cpu))
+            .and_then(|_| self.measure(client.as_mut(), child, &sizes, warmup, iterations, &mut rng));
         drop(client); // the server sees the end of its requests
         let mut status = 0;
         // SAFETY: waiting for our own child.
@@ -122,8 +173,11 @@ impl Workload for Throughput {
 
 impl Throughput {
     fn measure(
-        &self, client: &mut dyn Channel, sizes: &[usize], warmup: u64, iterations: u64, rng: &mut Pcg64,
+        &self, client: &mut dyn Channel, server: libc::pid_t, sizes: &[usize], warmup: u64, iterations: u64, rng: &mut Pcg64,
     ) -> Result<Vec<Entry>, String> {
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        let moved = || Some(migrations(me)? + migrations(server)?);
         let largest = sizes.iter().copied().max().unwrap_or(0);
         let (mut out, mut back) = (vec![0u8; largest], vec![0u8; largest]);
         rng.fill_bytes(&mut out);
@@ -132,9 +186,11 @@ impl Throughput {
             let (request, reply) = (&mut out[..size], &mut back[..size]);
             let mut digest = Digest::new();
             let mut watch = Stopwatch::start(false);
+            let mut moved_before = moved();
             for i in 0..warmup + iterations {
                 if i == warmup {
                     watch = Stopwatch::start(false);
+                    moved_before = moved();
                 }
                 request[i as usize % size] ^= (i as u8) | 1; // every request differs from the last
                 client.send(request)?;
@@ -144,6 +200,7 @@ impl Throughput {
                 }
             }
             let (wall, cpu) = watch.elapsed();
+            let per_transaction = moved().zip(moved_before).map(|(after, before)| (after - before) as f64 / iterations as f64);
             digest.word(reply.iter().fold(size as u64, |acc, &b| acc.wrapping_mul(31).wrapping_add(b as u64)));
             let n = iterations as f64;
             entries.push(Entry {
@@ -154,7 +211,10 @@ impl Throughput {
                 cpu_time_ns: cpu / n,
                 items_per_second: Some(n / (wall / 1e9)),
                 bytes_per_second: Some(size as f64 * n / (wall / 1e9)),
-                counters: vec![],
+                counters: per_transaction
+                    .map(|m| Counter::new("migrations", m, "count", Direction::None))
+                    .into_iter()
+                    .collect(),
                 checksum: digest.hex(),
             });
         }
