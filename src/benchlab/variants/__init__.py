@@ -36,7 +36,8 @@ class PreparedVariant:
     @classmethod
     def prepare(cls, spec: VariantSpec, where: str) -> PreparedVariant:
         # the shim goes first, so that the allocator it passes calls on to is the variant's
-        preload = [*shim_preload(spec.shim), *preload_for(spec.allocator, f"{where}.allocator")]
+        shim, allocator = shim_preload(spec.shim), preload_for(spec.allocator, f"{where}.allocator")
+        preload = [*shim, *allocator]
         cpus = affinity_for(spec.cpus, f"{where}.cpus")
         usable = len(cpus if cpus is not None else os.sched_getaffinity(0))
         tuned = tunable_environment(spec.allocator, spec.tunables, f"{where}.tunables", cpus=usable)
@@ -49,7 +50,7 @@ class PreparedVariant:
         return cls(
             spec=spec,
             preload=tuple(preload),
-            environment=PreparedEnvironment.prepare(spec.environment, preload, f"{where}.environment"),
+            environment=PreparedEnvironment.prepare(spec.environment, next(iter(shim), None), allocator, f"{where}.environment"),
             options=written,
             overrides=child_environment({}, {**spec.env, **written}, preload),
             env=child_environment(os.environ, {**spec.env, **written}, preload),

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.errors import EnvironmentProblem, SpecError
-from benchlab.locate import shim_path
 from benchlab.measure.cgroup import run_cgroup_parent
 from benchlab.measure.process import ContainerLaunch
 from benchlab.spec.models import EnvironmentSpec
@@ -45,7 +44,8 @@ class PreparedEnvironment:
     shim: str | None = None
 
     @classmethod
-    def prepare(cls, spec: EnvironmentSpec, preload: list[str], where: str) -> PreparedEnvironment:
+    def prepare(cls, spec: EnvironmentSpec, shim: str | None, allocator: list[str], where: str) -> PreparedEnvironment:
+        """`shim` is bound in from here; the `allocator` libraries must be the container's own."""
         if spec.kind != "container":
             return cls(spec)
         rootfs = os.path.abspath(os.path.expanduser(spec.rootfs)) if spec.rootfs else str(default_rootfs())
@@ -55,9 +55,8 @@ class PreparedEnvironment:
             raise EnvironmentProblem(f"{where}: a container environment needs root (namespaces, chroot)")
         if (spec.cpus or spec.memory) and run_cgroup_parent()[0] is None:
             raise EnvironmentProblem(f"{where}: the container's limits need a cgroup: {run_cgroup_parent()[1]}")
-        shim = next((p for p in preload if os.path.samefile(p, shim_path())), None) if preload else None
-        for library in preload:
-            if library != shim and not os.path.exists(_inside(rootfs, os.path.realpath(library))):
+        for library in allocator:
+            if not os.path.exists(_inside(rootfs, os.path.realpath(library))):
                 raise SpecError(
                     f"the container's root filesystem {rootfs} has no {library}", where=where,
                     hint=f"{BUILD_HINT} installs {', '.join(ROOTFS_PACKAGES)}",
