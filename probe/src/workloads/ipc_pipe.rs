@@ -6,11 +6,15 @@
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
 use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use crate::workloads::ipc::channel::{Channel, Mechanism, MECHANISMS};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
 use std::time::Instant;
 
 pub struct PipePingPong;
+
+/// The pipe pair of the IPC family's channels.
+static PIPE: &Mechanism = &MECHANISMS[0];
 
 static OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "roundtrips", default: "20000", help: "timed round trips" },
@@ -28,50 +32,15 @@ static METRICS: &[MetricSpec] = &[
     MetricSpec { name: "latency_p99", unit: "ns", direction: "lower", help: "99th percentile round trip" },
 ];
 
-fn pipe() -> Result<(i32, i32), String> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two-element array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
-    }
-    Ok((fds[0], fds[1]))
-}
-
-/// Reads or writes exactly buf.len() bytes; false on EOF or error.
-fn full(fd: i32, buf: *mut u8, len: usize, write: bool) -> bool {
-    let mut done = 0;
-    while done < len {
-        // SAFETY: buf points to at least len bytes owned by the caller.
-        let n = unsafe {
-            if write {
-                libc::write(fd, buf.add(done) as *const libc::c_void, len - done)
-            } else {
-                libc::read(fd, buf.add(done) as *mut libc::c_void, len - done)
-            }
-        };
-        if n <= 0 {
-            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return false;
-        }
-        done += n as usize;
-    }
-    true
-}
-
-fn echo_child(rx: i32, tx: i32, payload: usize) -> ! {
+/// The echo: every byte of every message plus one, until the parent hangs up.
+fn echo(channel: &mut dyn Channel, payload: usize) {
     let mut buf = vec![0u8; payload];
-    while full(rx, buf.as_mut_ptr(), payload, false) {
-        for b in buf.iter_mut() {
-            *b = b.wrapping_add(1);
-        }
-        if !full(tx, buf.as_mut_ptr(), payload, true) {
+    while channel.recv(&mut buf).is_ok() {
+        buf.iter_mut().for_each(|b| *b = b.wrapping_add(1));
+        if channel.send(&buf).is_err() {
             break;
         }
     }
-    // SAFETY: leaving the forked child without running the parent's destructors.
-    unsafe { libc::_exit(0) }
 }
 
 impl Workload for PipePingPong {
@@ -95,24 +64,19 @@ impl Workload for PipePingPong {
         let warmup = opts.bounded("warmup", 0, 1 << 32)?;
         let payload = opts.bounded("payload", 1, 1 << 24)? as usize;
         let mut rng = Pcg64::seed_from_u64(opts.u64("seed")?);
-        let (down_rx, down_tx) = pipe()?;
-        let (up_rx, up_tx) = pipe()?;
-        // SAFETY: the probe is single-threaded here; the child only uses async-signal-safe calls.
+        let (mut client, mut server) = (PIPE.make)(payload)?;
+        // SAFETY: the probe is single-threaded here; the child echoes and leaves with _exit.
         let child = unsafe { libc::fork() };
         if child < 0 {
             return Err(format!("fork: {}", std::io::Error::last_os_error()));
         }
         if child == 0 {
-            unsafe {
-                libc::close(down_tx);
-                libc::close(up_rx);
-            }
-            echo_child(down_rx, up_tx, payload);
+            drop(client);
+            echo(server.as_mut(), payload);
+            // SAFETY: leaving the forked child without running the parent's destructors.
+            unsafe { libc::_exit(0) }
         }
-        unsafe {
-            libc::close(down_rx);
-            libc::close(up_tx);
-        }
+        drop(server);
         let mut out = vec![0u8; payload];
         let mut back = vec![0u8; payload];
         let mut samples = Vec::with_capacity(roundtrips as usize);
@@ -125,7 +89,7 @@ impl Workload for PipePingPong {
             }
             rng.fill_bytes(&mut out);
             let t0 = Instant::now();
-            if !full(down_tx, out.as_mut_ptr(), payload, true) || !full(up_rx, back.as_mut_ptr(), payload, false) {
+            if client.send(&out).and_then(|_| client.recv(&mut back)).is_err() {
                 failure = Some("the echoing process went away".to_string());
                 break;
             }
@@ -139,11 +103,10 @@ impl Workload for PipePingPong {
                 digest.word(back.iter().fold(0u64, |acc, &b| acc.wrapping_mul(31).wrapping_add(b as u64)));
             }
         }
-        unsafe { libc::close(down_tx) };
+        drop(client); // the echo sees the end of its input
         let mut status = 0;
         // SAFETY: waiting for our own child.
         unsafe { libc::waitpid(child, &mut status, 0) };
-        unsafe { libc::close(up_rx) };
         let (wall, cpu) = watch.elapsed();
         if let Some(msg) = failure {
             return Err(msg);

@@ -207,9 +207,10 @@ class LocalExecutor:
             _kill_group(proc.pid)
         proc.wait()
         _kill_group(proc.pid)
-        remove_run_cgroup(proc.pid)  # when the launcher was killed before it removed it
         with os.fdopen(read_end, "rb") as result:
             text = result.read()
+        if not text.strip():  # the launcher was killed before it could remove its cgroup
+            remove_run_cgroup(proc.pid)
         return (json.loads(text) if text.strip() and not timed_out else None), timed_out
 
 

@@ -38,6 +38,7 @@ REMOTE_CGROUP = (
 )
 
 
+@functools.cache
 def _natives() -> dict[str, str]:
     """Name on the host -> path here. The shim keeps its file name, so that the check of what a
     run mapped can match preloads by name."""

@@ -13,7 +13,7 @@
 //! per transaction are counted (from /proc/PID/sched), because on a VM the
 //! round trip differs several-fold between these.
 
-mod channel;
+pub mod channel;
 
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
@@ -27,13 +27,16 @@ pub struct Throughput {
     name: &'static str,
 }
 
-const THROUGHPUT_NAMES: [&str; 5] =
-    ["ipc.pipe.throughput", "ipc.unix.throughput", "ipc.seqpacket.throughput", "ipc.eventfd.throughput", "ipc.futex.throughput"];
+static THROUGHPUT: [Throughput; 5] = [
+    Throughput { mechanism: &MECHANISMS[0], name: "ipc.pipe.throughput" },
+    Throughput { mechanism: &MECHANISMS[1], name: "ipc.unix.throughput" },
+    Throughput { mechanism: &MECHANISMS[2], name: "ipc.seqpacket.throughput" },
+    Throughput { mechanism: &MECHANISMS[3], name: "ipc.eventfd.throughput" },
+    Throughput { mechanism: &MECHANISMS[4], name: "ipc.futex.throughput" },
+];
 
 pub fn all() -> Vec<&'static dyn Workload> {
-    let workloads: Vec<Throughput> =
-        MECHANISMS.iter().zip(THROUGHPUT_NAMES).map(|(mechanism, name)| Throughput { mechanism, name }).collect();
-    workloads.into_iter().map(|w| &*Box::leak(Box::new(w)) as &'static dyn Workload).collect()
+    THROUGHPUT.iter().map(|w| w as &'static dyn Workload).collect()
 }
 
 static OPTIONS: &[OptionSpec] = &[
