@@ -14,9 +14,9 @@ use workload::{Options, Workload};
 fn format_arg() -> Arg {
     Arg::new("format")
         .long("format")
-        .value_parser(["json", "console"])
+        .value_parser(["json", "console", "android"])
         .default_value("console")
-        .help("json: Google Benchmark JSON; console: Google Benchmark's table")
+        .help("json: Google Benchmark JSON; console: Google Benchmark's table; android: the Android latency test's JSON (ipc.*.latency)")
 }
 
 fn command(catalogue: &[&'static dyn Workload]) -> Command {
@@ -79,7 +79,16 @@ fn main() {
         .iter()
         .filter_map(|o| sub.get_one::<String>(o.name).map(|v| (o.name.to_string(), v.clone())))
         .collect();
-    match w.run(&Options { values }) {
+    let opts = Options { values };
+    if format == "android" {
+        match w.run_android(&opts) {
+            Some(Ok(doc)) => println!("{}", serde_json::to_string_pretty(&doc).unwrap()),
+            Some(Err(msg)) => fail(name, &msg),
+            None => fail(name, "--format android is only for the latency workloads (ipc.*.latency)"),
+        }
+        return;
+    }
+    match w.run(&opts) {
         Ok(entries) => {
             let ctx = report::Context { workload: w.name().into(), workload_version: w.version() };
             if format == "json" {
@@ -88,9 +97,11 @@ fn main() {
                 print!("{}", report::to_console(&entries));
             }
         }
-        Err(msg) => {
-            eprintln!("benchlab-probe {name}: {msg}");
-            std::process::exit(1);
-        }
+        Err(msg) => fail(name, &msg),
     }
+}
+
+fn fail(name: &str, msg: &str) -> ! {
+    eprintln!("benchlab-probe {name}: {msg}");
+    std::process::exit(1);
 }

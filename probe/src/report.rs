@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 #[derive(Clone, Copy, Debug)]
 pub enum Direction {
     Lower,
+    Higher,
     /// A description of the run (how many threads it used), never judged better or worse.
     None,
 }
@@ -16,6 +17,7 @@ impl Direction {
     fn as_str(self) -> &'static str {
         match self {
             Direction::Lower => "lower",
+            Direction::Higher => "higher",
             Direction::None => "none",
         }
     }

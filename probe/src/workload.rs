@@ -41,6 +41,11 @@ pub trait Workload: Sync {
         &[]
     }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String>;
+    /// The run reported in the Android latency test's JSON shape, for the
+    /// workloads that reproduce it; None for the others.
+    fn run_android(&self, _opts: &Options) -> Option<Result<serde_json::Value, String>> {
+        None
+    }
 }
 
 /// Parsed option values of one invocation, with typed accessors that turn a

@@ -27,6 +27,7 @@ from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.knobs import KnobJournal
 from benchlab.variants.shim import shim_findings
 from benchlab.workloads import Workload, resolve_workload
+from benchlab.workloads.probe import probe_notes
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ class Runner:
                 finished = self.executors[planned.variant].run(launch)
             finally:
                 self.journal.restore()
-            for note in (finished.usage.counters_note, *finished.usage.notes):
+            for note in (finished.usage.counters_note, *finished.usage.notes, *probe_notes(finished.stderr)):
                 self._note_once(note)
             if not finished.ok:
                 raise finished.failure()

@@ -7,6 +7,7 @@ use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
 use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
 use crate::workloads::ipc::channel::{Channel, Mechanism, MECHANISMS};
+use crate::workloads::ipc::{fork_with, reap};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
 use std::time::Instant;
@@ -64,19 +65,11 @@ impl Workload for PipePingPong {
         let warmup = opts.bounded("warmup", 0, 1 << 32)?;
         let payload = opts.bounded("payload", 1, 1 << 24)? as usize;
         let mut rng = Pcg64::seed_from_u64(opts.u64("seed")?);
-        let (mut client, mut server) = (PIPE.make)(payload)?;
-        // SAFETY: the probe is single-threaded here; the child echoes and leaves with _exit.
-        let child = unsafe { libc::fork() };
-        if child < 0 {
-            return Err(format!("fork: {}", std::io::Error::last_os_error()));
-        }
-        if child == 0 {
-            drop(client);
+        let (client, server) = (PIPE.make)(payload)?;
+        let (child, mut client) = fork_with("ipc.pipe.pingpong echo", server, client, |mut server| {
             echo(server.as_mut(), payload);
-            // SAFETY: leaving the forked child without running the parent's destructors.
-            unsafe { libc::_exit(0) }
-        }
-        drop(server);
+            Ok(())
+        })?;
         let mut out = vec![0u8; payload];
         let mut back = vec![0u8; payload];
         let mut samples = Vec::with_capacity(roundtrips as usize);
@@ -104,16 +97,12 @@ impl Workload for PipePingPong {
             }
         }
         drop(client); // the echo sees the end of its input
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(child, &mut status, 0) };
+        let echoed = reap(child, "echoing process");
         let (wall, cpu) = watch.elapsed();
         if let Some(msg) = failure {
             return Err(msg);
         }
-        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-            return Err(format!("the echoing process ended badly (wait status {status})"));
-        }
+        echoed?;
         samples.sort_unstable();
         let n = roundtrips as f64;
         Ok(vec![Entry {

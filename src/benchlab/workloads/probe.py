@@ -28,6 +28,15 @@ def catalogue() -> dict[str, dict[str, Any]]:
         raise EnvironmentProblem(f"{path} did not list its workloads: {exc}") from None
 
 
+NOTE_PREFIX = "benchlab-probe: note: "
+
+
+def probe_notes(stderr: bytes) -> list[str]:
+    """What a built-in workload could not do and said so (a skipped real-time half, no tracefs)."""
+    lines = stderr.decode(errors="replace").splitlines()
+    return [line.removeprefix(NOTE_PREFIX) for line in lines if line.startswith(NOTE_PREFIX)]
+
+
 def probe_version(name: str, version: int) -> str:
     """How a built-in workload's version is stored: runs of other versions are never compared."""
     return f"probe:{name}:{version}"

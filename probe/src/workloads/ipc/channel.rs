@@ -3,7 +3,7 @@
 //! payloads, warm-up and timer: pipes, Unix stream and seqpacket sockets,
 //! eventfd signalling over shared memory, and a shared-memory slot per
 //! direction with futex wait/wake (the payload is never copied through the
-//! kernel). All waits block; nothing spins.
+//! kernel). All waits block; spinning is the explicit `Spinning` wrapper.
 //!
 //! Both ends are made before the fork; each process keeps its own end and
 //! drops the other (which closes that end's descriptors in that process only).
@@ -16,6 +16,49 @@ pub trait Channel: Send {
     fn send(&mut self, data: &[u8]) -> Result<(), String>;
     /// Receives exactly `data.len()` bytes (the protocol fixes every message's size).
     fn recv(&mut self, data: &mut [u8]) -> Result<(), String>;
+    /// Whether a message is waiting, without blocking (what a spinning receiver polls).
+    fn ready(&self) -> bool;
+}
+
+/// The explicit spinning variant of any channel: each receive polls for up to
+/// `limit` before it blocks. Bounded, so a spinner sharing a CPU with the other
+/// end (or a SCHED_FIFO spinner) cannot starve it for long.
+pub struct Spinning {
+    pub inner: Box<dyn Channel>,
+    pub limit: std::time::Duration,
+}
+
+impl Channel for Spinning {
+    fn send(&mut self, data: &[u8]) -> Result<(), String> {
+        self.inner.send(data)
+    }
+
+    fn recv(&mut self, data: &mut [u8]) -> Result<(), String> {
+        let start = std::time::Instant::now();
+        while !self.inner.ready() && start.elapsed() < self.limit {
+            std::hint::spin_loop();
+        }
+        self.inner.recv(data)
+    }
+
+    fn ready(&self) -> bool {
+        self.inner.ready()
+    }
+}
+
+/// `channel`, spinning for up to `spin_us` microseconds before each blocking receive (0: never spins).
+pub fn with_spin(channel: Box<dyn Channel>, spin_us: u64) -> Box<dyn Channel> {
+    if spin_us == 0 {
+        return channel;
+    }
+    Box::new(Spinning { inner: channel, limit: std::time::Duration::from_micros(spin_us) })
+}
+
+/// Whether `fd` has something to read now.
+fn readable(fd: i32) -> bool {
+    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd we own, zero timeout.
+    unsafe { libc::poll(&mut poll, 1, 0) > 0 }
 }
 
 pub type Pair = (Box<dyn Channel>, Box<dyn Channel>);
@@ -104,6 +147,10 @@ impl Channel for Fds {
         }
         Ok(())
     }
+
+    fn ready(&self) -> bool {
+        readable(self.rx)
+    }
 }
 
 fn pipe() -> Result<(i32, i32), String> {
@@ -147,7 +194,7 @@ fn socket_pair(kind: i32) -> Result<Pair, String> {
 // ---------------------------------------------------------------- shared memory
 
 /// Anonymous memory shared with the child-to-be, left mapped for the process's life.
-fn shared(len: usize) -> Result<*mut u8, String> {
+pub fn shared(len: usize) -> Result<*mut u8, String> {
     // SAFETY: a fresh anonymous shared mapping.
     let p = unsafe {
         libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1, 0)
@@ -212,6 +259,10 @@ impl Channel for EventShm {
         unsafe { std::ptr::copy_nonoverlapping(self.inbox, data.as_mut_ptr(), data.len()) };
         Ok(())
     }
+
+    fn ready(&self) -> bool {
+        readable(self.wait)
+    }
 }
 
 fn eventfd() -> Result<i32, String> {
@@ -260,7 +311,7 @@ fn sequence(slot: *mut u8) -> &'static AtomicU32 {
     unsafe { &*(slot as *const AtomicU32) }
 }
 
-fn futex(word: &AtomicU32, op: i32, value: u32) -> i64 {
+pub fn futex(word: &AtomicU32, op: i32, value: u32) -> i64 {
     // SAFETY: a futex call on a word in shared memory (not private: two processes use it).
     unsafe {
         libc::syscall(libc::SYS_futex, word.as_ptr(), op, value, std::ptr::null::<libc::timespec>(), std::ptr::null::<u32>(), 0)
@@ -296,6 +347,10 @@ impl Channel for FutexSlots {
         // SAFETY: the data area holds at least data.len() bytes, written before the sequence moved.
         unsafe { std::ptr::copy_nonoverlapping(self.inbox.add(SLOT_HEADER), data.as_mut_ptr(), data.len()) };
         Ok(())
+    }
+
+    fn ready(&self) -> bool {
+        sequence(self.inbox).load(Ordering::Acquire) != self.seen
     }
 }
 

@@ -1,0 +1,163 @@
+"""The IPC latency workloads (Android's binder latency test on Linux mechanisms) and `benchlab ipc`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchlab.locate import probe_path
+from tests.conftest import cli
+
+MECHANISMS = ("pipe", "unix", "seqpacket", "eventfd", "futex")
+TIMES = {"avg", "wst", "bst", "miss", "meetR", "p50", "p90", "p99", "p99.9"}
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs SCHED_FIFO (root)")
+
+
+def latency(mechanism: str, *args: str, fmt: str = "android", prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    argv = [*prefix, probe_path(), f"ipc.{mechanism}.latency", "--warmup", "10", *args, "--format", fmt]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def android(mechanism: str, *args: str) -> dict:
+    proc = latency(mechanism, *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@root_only
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_latency_prints_the_android_tests_json(mechanism: str) -> None:
+    doc = android(mechanism, "--iterations", "150", "--pair", "2", "--force", "1")
+    assert list(doc) == ["cfg", "P0", "P1", "ALL", "inheritance"]
+    assert doc["cfg"]["pair"] == 2 and doc["cfg"]["iterations"] == 150 and doc["cfg"]["deadline_us"] == 2500
+    for group in ("P0", "P1", "ALL"):
+        g = doc[group]
+        assert set(g) == {"SYNC", "S", "I", "R", "other_ms", "fifo_ms"}
+        assert g["I"] == (600 if group == "ALL" else 300)  # every transaction of both halves is checked
+        assert 0 <= g["S"] <= g["I"] and g["R"] == pytest.approx(g["S"] / g["I"])
+        assert g["SYNC"] == ("GOOD" if g["S"] == g["I"] else "POOR")
+        for half in ("other_ms", "fifo_ms"):
+            t = g[half]
+            assert set(t) == TIMES
+            assert 0 < t["bst"] <= t["p50"] <= t["p90"] <= t["p99"] <= t["p99.9"] <= t["wst"]
+            assert t["bst"] <= t["avg"] <= t["wst"]
+            assert t["meetR"] == pytest.approx(1 - t["miss"] / (g["I"] / 2))
+    assert doc["inheritance"] == "PASS"
+
+
+@root_only
+def test_same_cpu_placement_serves_every_transaction_on_the_callers_cpu() -> None:
+    doc = android("futex", "--iterations", "200", "--placement", "same")
+    assert doc["ALL"]["SYNC"] == "GOOD" and doc["ALL"]["S"] == doc["ALL"]["I"] == 400
+    if len(os.sched_getaffinity(0)) >= 2:
+        apart = android("futex", "--iterations", "200", "--placement", "different")
+        assert apart["ALL"]["S"] == 0 and apart["ALL"]["SYNC"] == "POOR"
+
+
+def test_deadline_misses_count_the_injected_delays() -> None:
+    # every 10th iteration the server sleeps 6 ms before replying: 30 of 300 transactions per half miss 2.5 ms
+    doc = android("pipe", "--iterations", "300", "--inject-delay-us", "6000", "--inject-every", "10")
+    for half in ("other_ms", "fifo_ms"):
+        t = doc["ALL"][half]
+        if "skipped" in t:
+            continue
+        assert 30 <= t["miss"] <= 33  # the injected ones, plus at most a few the noisy host adds
+        assert t["wst"] >= 6.0 and t["p90"] < 6.0 <= t["p99"]
+    relaxed = android("pipe", "--iterations", "300", "--inject-delay-us", "6000", "--deadline-us", "1000000")
+    assert relaxed["ALL"]["other_ms"]["miss"] == 0 and relaxed["ALL"]["other_ms"]["meetR"] == 1
+
+
+@root_only
+def test_inheritance_passes_with_a_pi_futex_and_fails_with_a_plain_mutex() -> None:
+    proc = latency("eventfd", "--iterations", "50", "--inheritance", "pi")
+    assert json.loads(proc.stdout)["inheritance"] == "PASS"
+    assert "holder of a priority-inheritance mutex ran at real-time priority 1" in proc.stderr
+    proc = latency("eventfd", "--iterations", "50", "--inheritance", "plain")
+    assert json.loads(proc.stdout)["inheritance"] == "FAIL"
+    assert "(priority inversion)" in proc.stderr
+    assert json.loads(latency("eventfd", "--iterations", "50", "--inheritance", "off").stdout)["inheritance"] == "OFF"
+
+
+@root_only
+def test_without_real_time_privilege_the_normal_half_runs_and_the_skip_is_said() -> None:
+    no_rt = ("setpriv", "--bounding-set", "-sys_nice", "--inh-caps", "-sys_nice")  # root without CAP_SYS_NICE
+    proc = latency("unix", "--iterations", "100", prefix=no_rt)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert set(doc["ALL"]["other_ms"]) == TIMES and doc["ALL"]["I"] == 100
+    assert "the SCHED_FIFO half was skipped: no real-time privilege" in doc["ALL"]["fifo_ms"]["skipped"]
+    assert doc["inheritance"] == "SKIPPED"
+    assert "benchlab-probe: note: ipc.unix.latency: the SCHED_FIFO half was skipped" in proc.stderr
+    entries = json.loads(latency("unix", "--iterations", "100", fmt="json", prefix=no_rt).stdout)["benchmarks"]
+    assert [e["name"] for e in entries] == ["ipc.unix.latency/other"]
+
+
+def test_more_pairs_than_cpus_is_refused_unless_forced() -> None:
+    cpus = len(os.sched_getaffinity(0))
+    refused = latency("pipe", "--iterations", "20", "--pair", str(cpus + 1))
+    assert refused.returncode == 1 and "--force 1" in refused.stderr and refused.stdout == ""
+    forced = android("pipe", "--iterations", "20", "--pair", str(cpus + 1), "--force", "1")
+    assert f"P{cpus}" in forced
+
+
+@root_only
+def test_trace_marks_the_first_miss_and_stops_tracing() -> None:
+    tracing = Path("/sys/kernel/tracing")
+    if not (tracing / "trace_marker").exists():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(tracing)], check=False)
+    if not (tracing / "trace_marker").exists():
+        pytest.skip("tracefs cannot be mounted here")
+    was_on = (tracing / "tracing_on").read_text().strip()
+    (tracing / "trace").write_text("")
+    try:
+        doc = android("pipe", "--iterations", "40", "--inject-delay-us", "5000", "--inject-every", "20", "--trace", "1")
+        assert doc["ALL"]["other_ms"]["miss"] >= 2
+        assert (tracing / "tracing_on").read_text().strip() == "0"  # stopped at the first miss
+        marks = [line for line in (tracing / "trace").read_text().splitlines() if "benchlab:" in line]
+        assert len(marks) == 1, marks
+        assert "ipc.pipe.latency deadline miss: pair P0 iteration 19 SCHED_OTHER" in marks[0]
+        assert "client CPU" in marks[0] and "server CPU" in marks[0]
+    finally:
+        (tracing / "tracing_on").write_text(was_on)
+
+
+def test_latency_halves_are_metrics_in_experiments() -> None:
+    proc = cli(
+        "compare", "-w", "ipc.futex.latency iterations=200", "-v", "a", "-v", "b", "-n", "2", "--format", "json", check=True
+    )
+    metrics = {r["metric"] for r in json.loads(proc.stdout)["rows"]}
+    assert {"ipc.futex.latency/other:p99", "ipc.futex.latency/other:misses", "ipc.futex.latency/other:meet_ratio"} <= metrics
+    if os.geteuid() == 0:
+        assert {"ipc.futex.latency/fifo:p99_9", "ipc.futex.latency/fifo:priority_inheritance"} <= metrics
+
+
+def test_spinning_shows_in_the_cpu_time_per_transaction() -> None:
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("spinning ends need two CPUs")
+    args = ["--iterations", "5000", "--max-payload", "4", "--placement", "different"]
+    out = subprocess.run([probe_path(), "ipc.futex.throughput", *args, "--spin-us", "2000", "--format", "json"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    entry = json.loads(out)["benchmarks"][0]
+    # both ends burn a CPU for the whole round trip instead of sleeping through the other's half
+    assert entry["cpu_per_transaction"] > 1.2 * entry["real_time"]
+
+
+def test_ipc_commands_give_a_quick_look() -> None:
+    proc = cli("ipc", "throughput", "-m", "pipe", "-m", "futex", "--max-payload", "64", "-i", "100", check=True)
+    assert "IPC throughput" in proc.stdout and "pipe" in proc.stdout and "futex" in proc.stdout
+    assert [line.split("│")[1].strip() for line in proc.stdout.splitlines() if line.startswith("│ ") and "µs" in line][:5] == [
+        "4", "8", "16", "32", "64"
+    ]  # fmt: skip
+    proc = cli("ipc", "latency", "-m", "seqpacket", "-i", "100", "--format", "android", check=True)
+    assert json.loads(proc.stdout)["cfg"]["mechanism"] == "seqpacket"
+    proc = cli("ipc", "latency", "-i", "50", check=True)
+    assert all(m in proc.stdout for m in MECHANISMS) and "priority inheritance" in proc.stdout
+    assert "binder skipped" in proc.stderr
+    bad = cli("ipc", "latency", "-m", "carrier-pigeon")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no IPC mechanism 'carrier-pigeon'" in bad.stderr
+    refused = cli("ipc", "latency", "-m", "pipe", "--pair", str(len(os.sched_getaffinity(0)) + 1))
+    assert refused.returncode == 1 and "--force" in refused.stderr and refused.stderr.count("\n") == 1
