@@ -20,9 +20,14 @@ Placement = Annotated[str, typer.Option("--placement", help="unpinned, same (one
 SpinUs = Annotated[int, typer.Option("--spin-us", help="spin this long before each blocking receive (0: block)")]
 
 
+FINDING = ": priority inheritance "
+
+
 def _say(messages: list[str]) -> None:
+    """The probe's notes and verbose lines; the inheritance finding is summed up once after the table."""
     for line in messages:
-        err.print(line, markup=False, highlight=False, soft_wrap=True)
+        if FINDING not in line:
+            err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
@@ -76,8 +81,8 @@ def throughput(
 def _half_row(mech: str, half: str, group: dict[str, Any]) -> list[str]:
     times = group[f"{half}_ms"]
     if "skipped" in times:
-        return [mech, half, times["skipped"], "", "", "", "", "", "", ""]
-    micros = [f"{times[key] * 1000:.1f}" for key in ("avg", "p50", "p99", "p99.9", "wst")]
+        return [mech, half, times["skipped"], *[""] * 8]
+    micros = [f"{times[key] * 1000:.1f}" for key in ("bst", "avg", "p50", "p99", "p99.9", "wst")]
     same_cpu = f"{group['S']}/{group['I']}" if half == "other" else ""  # Android counts both halves together
     return [mech, half, *micros, str(times["miss"]), f"{times['meetR']:.3f}", same_cpu]
 
@@ -106,10 +111,12 @@ def latency(
         "trace": trace, "force": force,
     }  # fmt: skip
     docs: dict[str, Any] = {}
+    findings: list[str] = []
     for m in chosen:
         result = run_probe(f"ipc.{m}.latency", options, "json" if fmt == "json" else "android")
         _say(result.messages)
         docs[m] = result.document
+        findings += [line.split(FINDING, 1)[1] for line in result.messages if FINDING in line]
     if not mechanism or {"all", "binder"} & set(mechanism):
         err.print(binder_status(), markup=False, soft_wrap=True)
     if fmt != "table":
@@ -117,7 +124,7 @@ def latency(
         return
     title = f"IPC latency in µs ({pair} pair(s), {placement}, deadline {deadline_us} µs)"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    header = ("mechanism", "caller", "avg", "p50", "p99", "p99.9", "worst", "miss", "meetR", "S/I")
+    header = ("mechanism", "caller", "best", "avg", "p50", "p99", "p99.9", "worst", "miss", "meetR", "S/I")
     rows = [_half_row(m, half, doc["ALL"]) for m, doc in docs.items() for half in ("other", "fifo")]
     for i, col in enumerate(header):
         width = max(len(col), *(len(row[i]) for row in rows))  # never squeezed into an ellipsis
@@ -125,8 +132,10 @@ def latency(
     for row in rows:
         table.add_row(*row)
     out.print(table)
-    verdicts = {doc["inheritance"] for doc in docs.values()}
-    out.print(f"priority inheritance ({inheritance} lock): {', '.join(sorted(verdicts))}")
+    verdicts = ", ".join(sorted({doc["inheritance"] for doc in docs.values()}))
+    out.print(
+        f"priority inheritance ({inheritance} lock): {verdicts}" + (f" ({findings[0].split(': ', 1)[1]})" if findings else "")
+    )
 
 
 def register(app: typer.Typer) -> None:

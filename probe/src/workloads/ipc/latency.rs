@@ -277,13 +277,11 @@ struct Client<'a> {
     tracer: Option<&'a Tracer>,
     request: Vec<u8>,
     reply: Vec<u8>,
-    cpu_ns: u64,
 }
 
 impl Client<'_> {
     /// One timed transaction: (latency ns, served on the client's CPU).
     fn transact(&mut self, channel: &mut dyn Channel, seq: u64, timed: bool) -> Result<(u64, bool), String> {
-        let cpu_start = thread_cpu_ns(); // the client's CPU per transaction, not its policy switches in between
         self.request[..8].copy_from_slice(&seq.to_le_bytes());
         for (j, b) in self.request[HEADER..].iter_mut().enumerate() {
             *b = (seq as u8).wrapping_mul(31).wrapping_add(j as u8);
@@ -303,9 +301,7 @@ impl Client<'_> {
         if timed && ns > self.config.deadline_ns {
             self.missed(seq, ns, cpu, server_cpu);
         }
-        if timed {
-            self.cpu_ns += thread_cpu_ns() - cpu_start;
-        }
+
         Ok((ns, server_cpu == cpu))
     }
 
@@ -315,7 +311,7 @@ impl Client<'_> {
             return;
         }
         if let Some(tracer) = self.tracer {
-            let half = if seq % 2 == 0 { "SCHED_OTHER" } else { "SCHED_FIFO" };
+            let half = if seq.is_multiple_of(2) { "SCHED_OTHER" } else { "SCHED_FIFO" };
             tracer.miss(&format!(
                 "{} deadline miss: pair P{} iteration {} {half} {} us > {} us, client CPU {cpu} server CPU {server_cpu}",
                 self.name,
@@ -332,10 +328,10 @@ impl Client<'_> {
         let pids = [unsafe { libc::getpid() }, server];
         let config = self.config;
         let mut result = PairResult::default();
-        let mut moved_before = migrations_of(&pids);
+        let (mut moved_before, mut cpu_before) = (migrations_of(&pids), thread_cpu_ns());
         for i in 0..config.warmup + config.iterations {
             if i == config.warmup {
-                moved_before = migrations_of(&pids);
+                (moved_before, cpu_before) = (migrations_of(&pids), thread_cpu_ns());
             }
             let timed = i >= config.warmup;
             let (ns, same) = self.transact(channel, 2 * i, timed)?;
@@ -357,7 +353,7 @@ impl Client<'_> {
             }
         }
         result.migrations = migrations_of(&pids).zip(moved_before).map(|(a, b)| a.saturating_sub(b));
-        result.cpu_ns = self.cpu_ns + ledger.get(self.pair);
+        result.cpu_ns = thread_cpu_ns() - cpu_before + ledger.get(self.pair);
         Ok(result)
     }
 }
@@ -509,7 +505,6 @@ impl Latency {
                 tracer: tracer.as_ref(),
                 request: vec![0u8; config.payload],
                 reply: vec![0u8; config.payload],
-                cpu_ns: 0,
             };
             let (client_pid, results) = fork_with(&format!("{} P{pair} client", self.name), (client, to_parent), results, |(mut channel, mut to_parent)| {
                 cpus.map_or(Ok(()), |(cpu, _)| pin(cpu))?;
