@@ -24,6 +24,7 @@ from benchlab.spec.models import ExperimentSpec
 from benchlab.store.db import ExperimentRecord, Store, spec_digest
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
+from benchlab.variants.background import background_load
 from benchlab.variants.knobs import KnobJournal
 from benchlab.variants.shim import shim_findings
 from benchlab.workloads import Workload, resolve_workload
@@ -189,7 +190,8 @@ class Runner:
         try:
             try:
                 self.journal.apply(variant.knobs)
-                finished = self.executors[planned.variant].run(launch)
+                with background_load(variant.background):
+                    finished = self.executors[planned.variant].run(launch)
             finally:
                 self.journal.restore()
             for note in (finished.usage.counters_note, *finished.usage.notes, *probe_notes(finished.stderr)):

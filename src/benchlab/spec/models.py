@@ -172,6 +172,8 @@ class VariantSpec(Strict):
     name: Name
     env: dict[str, str] = {}
     wrapper: list[str] = []
+    # a load started beside every run and killed after it (a command; a string is split like a shell)
+    background: list[str] = []
     cpus: list[int] | None = None
     allocator: Allocator | None = None
     # the allocator's options (glibc when no allocator is named): dirty_decay_ms, narenas, arena_max...
@@ -182,7 +184,7 @@ class VariantSpec(Strict):
     # the sweep point this variant stands for (field -> value), written by a `[sweep]` section
     sweep: dict[str, int | float | bool | str] = {}
 
-    _split = field_validator("wrapper", mode="before")(_split_command)
+    _split = field_validator("wrapper", "background", mode="before")(_split_command)
 
     @field_validator("cpus", mode="before")
     @classmethod

@@ -1,7 +1,7 @@
 """The spec-free quick form: `benchlab compare -w alloc.churn --variant 'je: allocator=jemalloc'`.
 
 A variant is `NAME` or `NAME: key=value key=value ...` (shell quoting allowed
-inside), with keys `allocator`, `cpus`, `wrapper`, `env.VAR`, `tunables.NAME` and
+inside), with keys `allocator`, `cpus`, `wrapper`, `background`, `env.VAR`, `tunables.NAME` and
 `knobs./proc/sys/...`; a workload is `BUILTIN key=value ...`.
 """
 

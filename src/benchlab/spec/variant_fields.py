@@ -1,5 +1,5 @@
 """Variant fields addressed by name, as the quick form and sweeps write them:
-`allocator`, `cpus`, `wrapper`, `environment`, and `env.VAR`, `tunables.NAME`, `knobs.PATH`,
+`allocator`, `cpus`, `wrapper`, `background`, `environment`, and `env.VAR`, `tunables.NAME`, `knobs.PATH`,
 `shim.SETTING`."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 
 from benchlab.errors import SpecError
 
-PLAIN = ("allocator", "cpus", "wrapper", "environment")
+PLAIN = ("allocator", "cpus", "wrapper", "background", "environment")
 MAPPED = ("env", "tunables", "knobs", "shim")
-KEYS_HELP = "allocator, cpus, wrapper, environment, env.VAR, tunables.NAME, knobs.PATH, shim.sampling, shim.scope"
+KEYS_HELP = "allocator, cpus, wrapper, background, environment, env.VAR, tunables.NAME, knobs.PATH, shim.sampling, shim.scope"
 
 
 def set_field(variant: dict[str, Any], key: str, value: Any, where: str) -> None:

@@ -11,6 +11,7 @@ from benchlab.errors import SpecError
 from benchlab.measure.process import Launch, child_environment
 from benchlab.spec.models import VariantSpec
 from benchlab.variants.allocator import mapped_allocator, preload_for
+from benchlab.variants.background import background_argv
 from benchlab.variants.cpus import affinity_for
 from benchlab.variants.environment import PreparedEnvironment
 from benchlab.variants.knobs import validate_knob_path
@@ -26,6 +27,7 @@ class PreparedVariant:
     spec: VariantSpec
     env: dict[str, str]
     wrapper: list[str]
+    background: list[str]  # the load started beside each run; empty: none
     cpus: frozenset[int] | None
     knobs: dict[str, str]
     preload: tuple[str, ...] = ()  # libraries it preloads: the shim, the allocator
@@ -44,6 +46,8 @@ class PreparedVariant:
         written = {**tuned, **shim_environment(spec.shim)}
         if spec.environment.kind == "ssh" and spec.knobs:
             raise SpecError("knobs are written on this machine; they cannot apply to a remote host", where=f"{where}.knobs")
+        if spec.environment.kind == "ssh" and spec.background:
+            raise SpecError("a background load runs on this machine; it cannot load a remote host", where=f"{where}.background")
         clash = sorted(set(written) & set(spec.env))
         if clash:
             raise SpecError(f"env sets {', '.join(clash)}, which tunables or the shim write", where=f"{where}.env")
@@ -55,6 +59,7 @@ class PreparedVariant:
             overrides=child_environment({}, {**spec.env, **written}, preload),
             env=child_environment(os.environ, {**spec.env, **written}, preload),
             wrapper=wrapper_argv(spec.wrapper, f"{where}.wrapper"),
+            background=background_argv(spec.background, f"{where}.background"),
             cpus=cpus,
             knobs={validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()},
         )

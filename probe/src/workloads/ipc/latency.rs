@@ -25,18 +25,7 @@ use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-pub struct Latency {
-    mechanism: &'static Mechanism,
-    name: &'static str,
-}
-
-pub static ALL: [Latency; 5] = [
-    Latency { mechanism: &MECHANISMS[0], name: "ipc.pipe.latency" },
-    Latency { mechanism: &MECHANISMS[1], name: "ipc.unix.latency" },
-    Latency { mechanism: &MECHANISMS[2], name: "ipc.seqpacket.latency" },
-    Latency { mechanism: &MECHANISMS[3], name: "ipc.eventfd.latency" },
-    Latency { mechanism: &MECHANISMS[4], name: "ipc.futex.latency" },
-];
+per_mechanism!(Latency, "latency");
 
 static OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "iterations", default: "2000", help: "iterations per pair (Android's -i); each makes a SCHED_OTHER and a SCHED_FIFO transaction" },

@@ -8,6 +8,25 @@
 //! timed loop, because on a VM the round trip differs several-fold between
 //! placements and a spinning end must show what it burns.
 
+/// A workload type with one instance per mechanism, named
+/// `ipc.<mechanism>.<kind>`, in the order of `channel::MECHANISMS`.
+macro_rules! per_mechanism {
+    ($kind:ident, $suffix:literal) => {
+        pub struct $kind {
+            pub(super) mechanism: &'static Mechanism,
+            pub(super) name: &'static str,
+        }
+
+        pub static ALL: [$kind; 5] = [
+            $kind { mechanism: &MECHANISMS[0], name: concat!("ipc.pipe.", $suffix) },
+            $kind { mechanism: &MECHANISMS[1], name: concat!("ipc.unix.", $suffix) },
+            $kind { mechanism: &MECHANISMS[2], name: concat!("ipc.seqpacket.", $suffix) },
+            $kind { mechanism: &MECHANISMS[3], name: concat!("ipc.eventfd.", $suffix) },
+            $kind { mechanism: &MECHANISMS[4], name: concat!("ipc.futex.", $suffix) },
+        ];
+    };
+}
+
 pub mod channel;
 mod inheritance;
 mod latency;
@@ -175,6 +194,14 @@ mod tests {
         assert_eq!(payloads(4, 64), vec![4, 8, 16, 32, 64]);
         assert_eq!(payloads(4, 65536).len(), 15);
         assert_eq!(payloads(3, 20), vec![3, 6, 12]);
+    }
+
+    #[test]
+    fn every_workload_is_named_after_its_mechanism() {
+        for w in throughput::ALL.iter().map(|w| (w.name, w.mechanism)).chain(latency::ALL.iter().map(|w| (w.name, w.mechanism))) {
+            assert_eq!(w.0.split('.').nth(1), Some(w.1.name));
+        }
+        assert_eq!(channel::MECHANISMS.len(), throughput::ALL.len());
     }
 
     #[test]

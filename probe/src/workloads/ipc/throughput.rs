@@ -15,18 +15,7 @@ use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
 
-pub struct Throughput {
-    mechanism: &'static Mechanism,
-    name: &'static str,
-}
-
-pub static ALL: [Throughput; 5] = [
-    Throughput { mechanism: &MECHANISMS[0], name: "ipc.pipe.throughput" },
-    Throughput { mechanism: &MECHANISMS[1], name: "ipc.unix.throughput" },
-    Throughput { mechanism: &MECHANISMS[2], name: "ipc.seqpacket.throughput" },
-    Throughput { mechanism: &MECHANISMS[3], name: "ipc.eventfd.throughput" },
-    Throughput { mechanism: &MECHANISMS[4], name: "ipc.futex.throughput" },
-];
+per_mechanism!(Throughput, "throughput");
 
 static OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "min-payload", default: "4", help: "smallest payload in bytes" },
