@@ -18,7 +18,11 @@ STYLE = {"better": "bold green", "worse": "bold red", "same": "dim", "unclear": 
 def _grid_table(grid: Grid) -> Table:
     table = Table(title=grid.title, title_justify="left")
     for i, name in enumerate(grid.header):
-        table.add_column(name, justify="left" if i < 2 or i in grid.verdict_columns else "right")
+        # the names (workload, metric) are never cut: the numbers wrap instead
+        is_name = i < 2
+        widest = max([len(name), *(len(row[i]) for row in grid.rows)]) if is_name else None
+        left = is_name or i in grid.verdict_columns
+        table.add_column(name, justify="left" if left else "right", min_width=widest, no_wrap=is_name)
     for cols, emphasis in zip(grid.rows, grid.emphasis, strict=True):
         styled = [Text(c, style=STYLE.get(c, "")) if i in grid.verdict_columns else Text(c) for i, c in enumerate(cols)]
         table.add_row(*styled, style="bold" if emphasis else "")
