@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.errors import BenchlabError
+from benchlab.ipc import binder_status
 from benchlab.measure.cgroup import run_cgroup_parent
 from benchlab.measure.host import fingerprint, noise_warnings
 from benchlab.variants.allocator import LIBRARIES, find_library
@@ -56,8 +57,10 @@ def findings() -> tuple[dict[str, Any], list[Finding]]:
             Finding(f"allocator {name}", path is not None, path or "not installed", f"apt-get install {lib.debian_package}")
         )
     fifo = _can_fifo()
-    out.append(Finding("SCHED_FIFO", fifo, "real-time scheduling allowed" if fifo else "not allowed",
+    out.append(Finding("SCHED_FIFO", fifo, "real-time scheduling allowed" if fifo else
+                       "not allowed: ipc.*.latency runs its SCHED_OTHER half only",
                        "run as root or grant CAP_SYS_NICE / raise RLIMIT_RTPRIO"))  # fmt: skip
+    out.append(Finding("binder", False, binder_status(), "IPC is measured over pipes, sockets, eventfd and futexes"))
     parent, why = run_cgroup_parent()
     out.append(Finding("cgroups", parent is not None, f"a cgroup per run under {parent} (tree peak memory, container limits)"
                        if parent else why or "", "run as root with cgroup v1 memory or cgroup v2 mounted"))  # fmt: skip
@@ -66,7 +69,8 @@ def findings() -> tuple[dict[str, Any], list[Finding]]:
     out.append(Finding("container", built, f"root filesystem at {rootfs}" if built else "no root filesystem built",
                        "benchlab container build (needs mmdebstrap)"))  # fmt: skip
     tracefs = os.path.exists("/sys/kernel/tracing/trace_marker") or os.path.exists("/sys/kernel/debug/tracing/trace_marker")
-    out.append(Finding("tracefs", tracefs, "mounted" if tracefs else "not mounted", "mount -t tracefs nodev /sys/kernel/tracing"))
+    traced = "mounted (ipc.*.latency --trace)" if tracefs else "not mounted (ipc.*.latency --trace needs it)"
+    out.append(Finding("tracefs", tracefs, traced, "mount -t tracefs nodev /sys/kernel/tracing"))
     perf_ok, perf_detail = _perf_counters()
     no_counters = "none on this (virtual) CPU: hardware characteristics are skipped; software counters still work"
     out.append(Finding("perf counters", perf_ok, perf_detail, no_counters))

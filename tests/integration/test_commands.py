@@ -22,7 +22,7 @@ def test_workloads_lists_every_builtin_with_metrics() -> None:
 
 def test_doctor_prints_fingerprint_checks_and_fixes() -> None:
     out = cli("doctor", check=True).stdout
-    for word in ("cpu_model", "kernel", "allocator jemalloc", "SCHED_FIFO", "tracefs", "perf counters"):
+    for word in ("cpu_model", "kernel", "allocator jemalloc", "SCHED_FIFO", "binder", "tracefs", "perf counters"):
         assert word in out
 
 
