@@ -60,7 +60,9 @@ def findings() -> tuple[dict[str, Any], list[Finding]]:
     out.append(Finding("SCHED_FIFO", fifo, "real-time scheduling allowed" if fifo else
                        "not allowed: ipc.*.latency runs its SCHED_OTHER half only",
                        "run as root or grant CAP_SYS_NICE / raise RLIMIT_RTPRIO"))  # fmt: skip
-    out.append(Finding("binder", False, binder_status(), "IPC is measured over pipes, sockets, eventfd and futexes"))
+    binder_missing = binder_status()
+    out.append(Finding("binder", binder_missing is None, binder_missing or "a binder device (ipc.binder.*)",
+                       "without it IPC is measured over pipes, sockets, eventfd and futexes"))  # fmt: skip
     parent, why = run_cgroup_parent()
     out.append(Finding("cgroups", parent is not None, f"a cgroup per run under {parent} (tree peak memory, container limits)"
                        if parent else why or "", "run as root with cgroup v1 memory or cgroup v2 mounted"))  # fmt: skip

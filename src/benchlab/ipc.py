@@ -15,36 +15,42 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.errors import SpecError, WorkloadFailed
+from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import probe_path
 
-MECHANISMS = ("pipe", "unix", "seqpacket", "eventfd", "futex")
+MECHANISMS = ("pipe", "unix", "seqpacket", "eventfd", "futex", "binder")
+BINDER_DEVICES = ("binderfs/binder", "binder")  # under /dev, in the order the probe looks
 
 
-def mechanisms(chosen: list[str]) -> list[str]:
-    """The mechanisms asked for, in the catalogue's order; `all` or nothing means every one."""
-    if not chosen or "all" in chosen:
-        return list(MECHANISMS)
-    unknown = [m for m in chosen if m not in MECHANISMS and m != "binder"]
-    if unknown:
-        raise SpecError(f"no IPC mechanism '{unknown[0]}' (there are: {', '.join(MECHANISMS)}, binder, all)")
-    return [m for m in MECHANISMS if m in chosen]
-
-
-def binder_status(dev: Path = Path("/dev"), filesystems: Path = Path("/proc/filesystems")) -> str:
-    """Why binder is not among the mechanisms measured here."""
-    devices = [str(p) for p in (dev / "binder", dev / "hwbinder", dev / "binderfs" / "binder") if p.exists()]
+def binder_status(dev: Path = Path("/dev"), filesystems: Path = Path("/proc/filesystems")) -> str | None:
+    """None where a binder device is there to measure; otherwise why binder is skipped."""
+    if any((dev / name).exists() for name in BINDER_DEVICES):
+        return None
     try:
         binderfs = any(line.split()[-1] == "binder" for line in filesystems.read_text().splitlines() if line.strip())
     except OSError:
         binderfs = False
-    if not devices and not binderfs:
+    if binderfs:
         return (
-            "binder skipped: this kernel offers no binder device (/dev/binder, /dev/binderfs/binder) "
-            "and no binderfs in /proc/filesystems (it was built without CONFIG_ANDROID_BINDER_IPC)"
+            f"binder skipped: the kernel has binderfs but no device is mounted; as root: "
+            f"mkdir -p {dev}/binderfs && mount -t binder binder {dev}/binderfs"
         )
-    where = ", ".join(devices) or "binderfs in /proc/filesystems"
-    return f"binder skipped: the kernel offers binder ({where}), but benchlab has no binder transport yet"
+    return (
+        f"binder skipped: this kernel offers no binder device ({dev}/binder, {dev}/binderfs/binder) and no binderfs "
+        "(load binder_linux where the kernel was built with CONFIG_ANDROID_BINDER_IPC)"
+    )
+
+
+def mechanisms(chosen: list[str], binder_missing: str | None) -> list[str]:
+    """The mechanisms asked for, in the catalogue's order (`all` or nothing: every one this kernel has)."""
+    unknown = [m for m in chosen if m not in (*MECHANISMS, "all")]
+    if unknown:
+        raise SpecError(f"no IPC mechanism '{unknown[0]}' (there are: {', '.join(MECHANISMS)}, all)")
+    wanted = [m for m in MECHANISMS if not chosen or "all" in chosen or m in chosen]
+    runnable = [m for m in wanted if not (m == "binder" and binder_missing)]
+    if not runnable:
+        raise EnvironmentProblem(binder_missing or "no IPC mechanism to run")
+    return runnable
 
 
 @dataclass

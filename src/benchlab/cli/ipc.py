@@ -11,7 +11,7 @@ from rich.table import Table
 
 from benchlab.cli.console import err, out
 from benchlab.errors import SpecError
-from benchlab.ipc import binder_status, mechanisms, run_probe
+from benchlab.ipc import ProbeOutput, binder_status, mechanisms, run_probe
 
 Mechanism = Annotated[
     list[str], typer.Option("--mechanism", "-m", help="pipe, unix, seqpacket, eventfd, futex, binder or all (repeatable)")
@@ -30,6 +30,18 @@ def _say(messages: list[str]) -> None:
             err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str) -> dict[str, ProbeOutput]:
+    """`ipc.<mechanism>.<kind>` for each mechanism asked for (binder only where the kernel has it)."""
+    binder_missing = binder_status()
+    results = {}
+    for m in mechanisms(asked, binder_missing):
+        results[m] = run_probe(f"ipc.{m}.{kind}", options, fmt)
+        _say(results[m].messages)
+    if binder_missing and (not asked or {"all", "binder"} & set(asked)):
+        err.print(binder_missing, markup=False, soft_wrap=True)
+    return results
+
+
 def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
     if fmt not in allowed:
         raise SpecError(f"--format {fmt}: use one of {', '.join(allowed)}")
@@ -46,7 +58,6 @@ def throughput(
 ) -> None:
     """Synchronous request/reply at payloads 4 B..64 KiB over each mechanism (Android's binder throughput test)."""
     _check_format(fmt, ("table", "json"))
-    chosen = mechanisms(mechanism)
     options = {
         "placement": placement,
         "iterations": iterations,
@@ -54,13 +65,7 @@ def throughput(
         "max-payload": max_payload,
         "spin-us": spin_us,
     }
-    docs: dict[str, Any] = {}
-    for m in chosen:
-        result = run_probe(f"ipc.{m}.throughput", options, "json")
-        _say(result.messages)
-        docs[m] = result.document
-    if not mechanism or {"all", "binder"} & set(mechanism):
-        err.print(binder_status(), markup=False, soft_wrap=True)
+    docs = {m: result.document for m, result in _run_each("throughput", mechanism, options, "json").items()}
     if fmt == "json":
         out.file.write(json.dumps(docs, indent=2) + "\n")
         return
@@ -104,23 +109,16 @@ def latency(
 ) -> None:
     """Client/server pairs, one SCHED_OTHER and one SCHED_FIFO call per iteration, against a deadline (binder latency test)."""
     _check_format(fmt, ("table", "android", "json"))
-    chosen = mechanisms(mechanism)
     options = {
         "iterations": iterations, "pair": pair, "deadline-us": deadline_us, "placement": placement, "spin-us": spin_us,
         "payload": payload, "fifo-priority": fifo_priority, "inheritance": inheritance, "verbose": verbose,
         "trace": trace, "force": force,
     }  # fmt: skip
-    docs: dict[str, Any] = {}
-    findings: list[str] = []
-    for m in chosen:
-        result = run_probe(f"ipc.{m}.latency", options, "json" if fmt == "json" else "android")
-        _say(result.messages)
-        docs[m] = result.document
-        findings += [line.split(FINDING, 1)[1] for line in result.messages if FINDING in line]
-    if not mechanism or {"all", "binder"} & set(mechanism):
-        err.print(binder_status(), markup=False, soft_wrap=True)
+    results = _run_each("latency", mechanism, options, "json" if fmt == "json" else "android")
+    docs = {m: result.document for m, result in results.items()}
+    findings = [line.split(FINDING, 1)[1] for r in results.values() for line in r.messages if FINDING in line]
     if fmt != "table":
-        out.file.write(json.dumps(docs[chosen[0]] if len(docs) == 1 else docs, indent=2) + "\n")
+        out.file.write(json.dumps(next(iter(docs.values())) if len(docs) == 1 else docs, indent=2) + "\n")
         return
     title = f"IPC latency in µs ({pair} pair(s), {placement}, deadline {deadline_us} µs)"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)

@@ -67,14 +67,17 @@ pub struct Mechanism {
     pub name: &'static str,
     /// (client end, server end) for messages of up to `max` bytes.
     pub make: fn(max: usize) -> Result<Pair, String>,
+    /// How many pairs may run at once (binder: one context manager per device).
+    pub max_pairs: usize,
 }
 
 pub static MECHANISMS: &[Mechanism] = &[
-    Mechanism { name: "pipe", make: pipes },
-    Mechanism { name: "unix", make: |_| socket_pair(libc::SOCK_STREAM) },
-    Mechanism { name: "seqpacket", make: |_| socket_pair(libc::SOCK_SEQPACKET) },
-    Mechanism { name: "eventfd", make: eventfd_shm },
-    Mechanism { name: "futex", make: futex_slots },
+    Mechanism { name: "pipe", make: pipes, max_pairs: usize::MAX },
+    Mechanism { name: "unix", make: |_| socket_pair(libc::SOCK_STREAM), max_pairs: usize::MAX },
+    Mechanism { name: "seqpacket", make: |_| socket_pair(libc::SOCK_SEQPACKET), max_pairs: usize::MAX },
+    Mechanism { name: "eventfd", make: eventfd_shm, max_pairs: usize::MAX },
+    Mechanism { name: "futex", make: futex_slots, max_pairs: usize::MAX },
+    Mechanism { name: "binder", make: super::binder::binder_pair, max_pairs: 1 },
 ];
 
 fn os_error(what: &str) -> String {

@@ -454,6 +454,10 @@ struct Outcome {
 impl Latency {
     fn measure(&self, opts: &Options) -> Result<(Config, Outcome), String> {
         let config = Config::parse(opts)?;
+        if config.pairs > self.mechanism.max_pairs {
+            return Err(format!("{} runs at most {} pair(s) at once", self.mechanism.name, self.mechanism.max_pairs)
+                + if self.mechanism.name == "binder" { ": a binder device has one context manager" } else { "" });
+        }
         let mut notes = Vec::new();
         let fifo_skipped = fifo_permitted(config.fifo_priority)
             .err()

@@ -17,16 +17,18 @@ macro_rules! per_mechanism {
             pub(super) name: &'static str,
         }
 
-        pub static ALL: [$kind; 5] = [
+        pub static ALL: [$kind; 6] = [
             $kind { mechanism: &MECHANISMS[0], name: concat!("ipc.pipe.", $suffix) },
             $kind { mechanism: &MECHANISMS[1], name: concat!("ipc.unix.", $suffix) },
             $kind { mechanism: &MECHANISMS[2], name: concat!("ipc.seqpacket.", $suffix) },
             $kind { mechanism: &MECHANISMS[3], name: concat!("ipc.eventfd.", $suffix) },
             $kind { mechanism: &MECHANISMS[4], name: concat!("ipc.futex.", $suffix) },
+            $kind { mechanism: &MECHANISMS[5], name: concat!("ipc.binder.", $suffix) },
         ];
     };
 }
 
+pub mod binder;
 pub mod channel;
 mod inheritance;
 mod latency;

@@ -169,6 +169,9 @@ mod tests {
     fn every_mechanism_carries_every_payload_both_ways_blocking_and_spinning() {
         for spin_us in [0, 50] {
             for mechanism in MECHANISMS {
+                if mechanism.name == "binder" {
+                    continue; // binder refuses calls within one process: its own test forks
+                }
                 let (client, server) = (mechanism.make)(1 << 16).unwrap();
                 let (mut client, mut server) = (with_spin(client, spin_us), with_spin(server, spin_us));
                 let sizes = payloads(4, 1 << 16);
