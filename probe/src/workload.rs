@@ -61,6 +61,7 @@ impl Options {
         let (digits, scale) = match cleaned.chars().last() {
             Some('k') | Some('K') => (&cleaned[..cleaned.len() - 1], 1024),
             Some('m') | Some('M') => (&cleaned[..cleaned.len() - 1], 1024 * 1024),
+            Some('g') | Some('G') => (&cleaned[..cleaned.len() - 1], 1024 * 1024 * 1024),
             _ => (cleaned.as_str(), 1),
         };
         digits
@@ -120,10 +121,11 @@ mod tests {
 
     #[test]
     fn integers_accept_suffixes_and_underscores() {
-        let o = opts(&[("a", "256k"), ("b", "1_000"), ("c", "2M")]);
+        let o = opts(&[("a", "256k"), ("b", "1_000"), ("c", "2M"), ("d", "3g")]);
         assert_eq!(o.u64("a").unwrap(), 256 * 1024);
         assert_eq!(o.u64("b").unwrap(), 1000);
         assert_eq!(o.u64("c").unwrap(), 2 * 1024 * 1024);
+        assert_eq!(o.u64("d").unwrap(), 3 << 30);
     }
 
     #[test]
