@@ -20,7 +20,7 @@ from benchlab.measure.process import Executor, Finished, LocalExecutor
 from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import usage_metrics
 from benchlab.plan import PlannedRun, make_plan
-from benchlab.spec.models import ExperimentSpec
+from benchlab.spec.models import ExperimentSpec, WorkloadSpec
 from benchlab.store.db import ExperimentRecord, Store, spec_digest
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
@@ -29,6 +29,7 @@ from benchlab.variants.knobs import KnobJournal
 from benchlab.variants.shim import shim_findings
 from benchlab.workloads import Workload, resolve_workload
 from benchlab.workloads.probe import probe_notes
+from benchlab.workloads.steps import run_step
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,13 @@ class Prepared:
 
     @classmethod
     def from_spec(cls, spec: ExperimentSpec) -> Prepared:
+        stepped = [w.name for w in spec.workloads if w.setup or w.clean]
+        remote = [v.name for v in spec.variants if v.environment.kind == "ssh"]
+        if stepped and remote:
+            raise SpecError(
+                f"workload {stepped[0]} has setup/clean steps, which run on this machine, "
+                f"and variant {remote[0]} runs on another host"
+            )
         return cls(
             spec=spec,
             workloads={w.name: resolve_workload(w, f"workloads[{i}]") for i, w in enumerate(spec.workloads)},
@@ -90,6 +98,7 @@ class Runner:
         self.progress = progress or SilentProgress()
         self.host = host
         self.noted: set[str] = set()
+        self.set_up: set[tuple[str, str]] = set()  # (workload, variant) whose setup step has run
         self.remotes: dict[str, RemoteExecutor] = {}
         self.executors: dict[str, Executor] = {}
         self.host_ids: dict[str, int] = {}
@@ -173,6 +182,14 @@ class Runner:
             self.noted.add(text)
             self.progress.note(text)
 
+    def _untimed_steps(self, planned: PlannedRun, spec: WorkloadSpec, variant: PreparedVariant, timeout: float) -> None:
+        """The workload's `setup` (once per variant in this invocation) and `clean` (every run)."""
+        if spec.setup is not None and (planned.workload, planned.variant) not in self.set_up:
+            run_step("setup", spec.setup, cwd=spec.cwd, env=variant.env, timeout=timeout)
+            self.set_up.add((planned.workload, planned.variant))
+        if spec.clean is not None:
+            run_step("clean", spec.clean, cwd=spec.cwd, env=variant.env, timeout=timeout)
+
     def _run_one(self, prepared: Prepared, exp: ExperimentRecord, host_id: int, planned: PlannedRun) -> str:
         workload = prepared.workloads[planned.workload]
         variant = prepared.variants[planned.variant]
@@ -188,6 +205,7 @@ class Runner:
         )  # fmt: skip
         finished: Finished | None = None
         try:
+            self._untimed_steps(planned, workload.spec, variant, timeout)
             try:
                 self.journal.apply(variant.knobs)
                 with background_load(variant.background):

@@ -58,10 +58,14 @@ class WorkloadSpec(Strict):
     # whose footprint over time matters (an allocator's decay); off by default: each sample
     # briefly takes the process's memory-map lock
     memory_interval: Annotated[float, Field(ge=0.001, le=3600)] | None = None
+    # untimed steps in the workload's folder with the variant's environment: `setup` once per
+    # variant before its first run (./configure), `clean` before every run (make clean)
+    setup: list[str] | None = None
+    clean: list[str] | None = None
 
-    _split = field_validator("command", mode="before")(_split_command)
+    _split = field_validator("command", "setup", "clean", mode="before")(_split_command)
 
-    @field_validator("command")
+    @field_validator("command", "setup", "clean")
     @classmethod
     def _non_empty(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and not value:

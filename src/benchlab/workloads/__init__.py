@@ -7,7 +7,7 @@ import os
 from benchlab.errors import SpecError
 from benchlab.spec.models import WorkloadSpec
 from benchlab.workloads.base import Workload
-from benchlab.workloads.command import CommandWorkload
+from benchlab.workloads.command import CommandWorkload, find_executable
 from benchlab.workloads.gbench import GbenchWorkload
 from benchlab.workloads.probe import ProbeWorkload
 
@@ -16,6 +16,10 @@ def resolve_workload(spec: WorkloadSpec, where: str) -> Workload:
     """Checks a workload against the machine (binary present, options known) before anything runs."""
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
         raise SpecError(f"no directory {spec.cwd}", where=f"{where}.cwd")
+    for step in ("setup", "clean"):
+        argv = getattr(spec, step)
+        if argv is not None:
+            find_executable(argv[0], f"{where}.{step}", spec.cwd)
     if spec.builtin is not None:
         return ProbeWorkload.resolve(spec, where)
     if spec.gbench is not None:
