@@ -1,9 +1,13 @@
-"""System-level workloads: process spawn under a large address space."""
+"""System-level workloads: process spawn under a large address space, a real parallel build."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from benchlab.locate import probe_path
 from tests.conftest import cli
@@ -49,3 +53,49 @@ def test_spawn_metrics_in_an_experiment() -> None:
     )
     metrics = {r["metric"] for r in json.loads(proc.stdout)["rows"]}
     assert {f"sys.spawn/{m}:p99" for m in ("fork", "vfork", "posix_spawn")} <= metrics
+
+
+def build(*args: str) -> dict:
+    out = subprocess.run(
+        [probe_path(), "sys.build", *args, "--format", "json"], capture_output=True, text=True, check=True
+    ).stdout
+    (entry,) = json.loads(out)["benchmarks"]
+    return entry
+
+
+def test_the_build_is_checked_by_its_programs_and_counts_its_tasks(tmp_path: Path) -> None:
+    one = build("--units", "16", "--programs", "3", "--jobs", "1", "--dir", str(tmp_path / "p"))
+    two = build("--units", "16", "--programs", "3", "--jobs", "2", "--dir", str(tmp_path / "p"))
+    assert one["checksum"] == two["checksum"] and one["jobs"] == 1 and two["jobs"] == 2
+    assert one["real_time"] > 0 and one["cpu_time"] == pytest.approx(one["user"] + one["sys"])
+    if os.geteuid() == 0:  # in a PID namespace: cc, its cc1 and as per unit, the links, ar, make itself
+        assert 16 * 2 < one["tasks"] < 16 * 10, one["tasks"]
+    other = build("--units", "16", "--programs", "3", "--seed", "2", "--dir", str(tmp_path / "q"))
+    assert other["checksum"] != one["checksum"]
+    # a source that no longer computes what the generator planned: the programs give it away
+    source = tmp_path / "p" / "src" / "u5.c"
+    source.write_text(source.read_text().replace("r.a ^ r.b", "r.a + r.b", 1))
+    broken = subprocess.run([probe_path(), "sys.build", "--units", "16", "--programs", "3", "--dir", str(tmp_path / "p")],
+                            capture_output=True, text=True)  # fmt: skip
+    assert broken.returncode == 1 and "a wrong build" in broken.stderr
+
+
+def test_without_a_compiler_the_build_says_so() -> None:
+    proc = subprocess.run([probe_path(), "sys.build", "--cc", "no-such-cc"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "skipped: no no-such-cc on PATH" in proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping the page cache needs root")
+def test_a_cold_cache_build_runs(tmp_path: Path) -> None:
+    entry = build("--units", "8", "--programs", "1", "--cache", "cold", "--dir", str(tmp_path / "p"))
+    assert entry["real_time"] > 0
+
+
+def test_a_variant_with_fewer_cpus_makes_the_build_slower(tmp_path: Path) -> None:
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs")
+    workload = f"sys.build units=24 programs=2 dir={tmp_path / 'p'}"
+    proc = cli("compare", "-w", workload, "-v", "all", "-v", "one: cpus=0", "-n", "3", "--format", "json", check=True)
+    (row,) = [r for r in json.loads(proc.stdout)["rows"] if r["metric"] == "real_time"]
+    # -j follows the CPUs the run may use: two compilers at once against one
+    assert row["change"] > 0.3, row

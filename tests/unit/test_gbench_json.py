@@ -52,3 +52,16 @@ def test_banner_before_json_is_tolerated_and_garbage_fails() -> None:
         parse_document(b"not json at all")
     with pytest.raises(WorkloadFailed, match="no results"):
         benchmark_metrics({"benchmarks": []})
+
+
+def test_a_counter_named_like_a_run_metric_keeps_its_benchmark_name() -> None:
+    from benchlab.measure.process import Usage
+    from benchlab.measure.rusage import RESERVED, usage_metrics
+
+    counts = {k: 1.0 for k in ("task_clock_ns", "page_faults", "context_switches", "cpu_migrations", "instructions",
+                               "cycles", "branches", "branch_misses", "cache_references", "cache_misses")}  # fmt: skip
+    full = Usage(1, 1, 1, 1, 1, 1, 1, 1, counters=counts, tree_peak_kib=1,
+                 memory={"rss_mean_kib": 1, "pss_mean_kib": 1, "pss_peak_kib": 1})  # fmt: skip
+    assert {m.name for m in usage_metrics(full)} == RESERVED  # the list is every name a run records
+    names = {m.name for m in benchmark_metrics({"benchmarks": [entry("sys.build", 5.0, user=3.0, tasks=7.0)]})}
+    assert names == {"real_time", "cpu_time", "sys.build:user", "tasks"}

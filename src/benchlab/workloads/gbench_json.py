@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchlab.errors import WorkloadFailed
+from benchlab.measure.rusage import RESERVED
 from benchlab.metrics import Direction, Metric
 
 _NOT_COUNTERS = {
@@ -59,7 +60,8 @@ def _standard_fields(entry: Mapping[str, Any]) -> list[tuple[str, float, str, Di
 
 
 def benchmark_metrics(doc: Mapping[str, Any], directions: Mapping[str, Direction] | None = None) -> list[Metric]:
-    """One metric per (benchmark, field); the benchmark prefix is dropped when there is only one."""
+    """One metric per (benchmark, field); the benchmark prefix is dropped when there is only one
+    benchmark and the field does not share a name with what benchlab measures of every run."""
     directions = directions or {}
     per_run: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for entry in doc["benchmarks"]:
@@ -84,7 +86,7 @@ def benchmark_metrics(doc: Mapping[str, Any], directions: Mapping[str, Direction
         except (KeyError, TypeError, ValueError) as exc:
             raise WorkloadFailed(f"benchmark {name} has a malformed entry ({exc})") from None
         for field, values in collected.items():
-            metric = field if len(per_run) == 1 else f"{name}:{field}"
+            metric = field if len(per_run) == 1 and field not in RESERVED else f"{name}:{field}"
             unit, direction = units[field]
             metrics.append(Metric(metric, statistics.median(values), unit, directions.get(metric, direction)))
     return metrics
