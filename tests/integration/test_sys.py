@@ -95,7 +95,12 @@ def test_a_variant_with_fewer_cpus_makes_the_build_slower(tmp_path: Path) -> Non
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs two CPUs")
     workload = f"sys.build units=24 programs=2 dir={tmp_path / 'p'}"
-    proc = cli("compare", "-w", workload, "-v", "all", "-v", "one: cpus=0", "-n", "3", "--format", "json", check=True)
+    proc = cli("compare", "-w", workload, "-v", "all", "-v", "one: cpus=0", "-n", "3", "--name", "cpus", "--format", "json",
+               check=True)  # fmt: skip
     (row,) = [r for r in json.loads(proc.stdout)["rows"] if r["metric"] == "real_time"]
     # -j follows the CPUs the run may use: two compilers at once against one
     assert row["change"] > 0.3, row
+    assert row["best"] <= row["median"] and row["baseline_best"] <= row["baseline_median"]
+    times = cli("report", "cpus", "--times", "--format", "md", check=True).stdout
+    (line,) = [line for line in times.splitlines() if "| real_time |" in line]
+    assert line.rstrip(" |").endswith("x slower") or "x slower [" in line

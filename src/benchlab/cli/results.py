@@ -47,6 +47,9 @@ def report(
         str | None,
         typer.Option("--reference", help="host whose baseline the others are judged against, where several ran it"),
     ] = None,
+    times: Annotated[
+        bool, typer.Option("--times", help="real/user/sys as best of N and median, with 'Nx faster' ratios")
+    ] = False,
 ) -> None:
     """Print an experiment's verdict table (table, md, json or csv); runs from several hosts
     (merged with `benchlab import`) get a column per variant and host."""
@@ -55,7 +58,10 @@ def report(
     check_format(fmt)
     store = open_store(db)
     analysis = analyze(store.load(store.require_experiment(name)), reference_host=reference)
-    print_report(analysis.as_dict(with_runs=fmt == "json"), fmt)
+    document = analysis.as_dict(with_runs=fmt == "json")
+    if times:
+        document["view"] = "times"
+    print_report(document, fmt)
 
 
 def list_(db: Db = None) -> None:

@@ -24,8 +24,10 @@ class Grid:
 def report_grids(report: dict[str, Any]) -> tuple[list[Grid], str]:
     """The grids and footer of a report: score tables for suite workloads (with the rest
     of the experiment's workloads after them), sweep tables, or the plain delta table."""
-    from benchlab.report import metric_grid, score_grid, sweep_grid
+    from benchlab.report import metric_grid, score_grid, sweep_grid, times_grid
 
+    if report.get("view") == "times":
+        return [times_grid.grid(report)], times_grid.footer(report)
     if report.get("scores"):
         fits = sweep_grid.fit_grid(report["sweep"], {"Overall"}) if report.get("sweep") else []
         scored = set(report["scores"].get("workloads", []))

@@ -91,6 +91,8 @@ class Row:
     verdict: str = NOT_JUDGED
     runs_needed: int | None = None
     log_scale: bool = True
+    best: float = NAN  # best of the variant's runs (the lowest, or the highest where higher is better)
+    baseline_best: float = NAN
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +102,7 @@ class Row:
             "change": json_number(self.change), "change_ci": json_pair(self.change_ci),
             "change_ci90": json_pair(self.change_ci90), "test": self.test, "p": json_number(self.p),
             "q": json_number(self.q), "verdict": self.verdict, "runs_needed": self.runs_needed,
+            "best": json_number(self.best), "baseline_best": json_number(self.baseline_best),
         }  # fmt: skip
 
 
@@ -135,6 +138,13 @@ def _to_fraction(x: float) -> float:
     return math.expm1(x) if not math.isnan(x) else NAN
 
 
+def _best(values: np.ndarray, direction: str) -> float:
+    """Best of N, as people quote whole-command timings ("best of 5 runs")."""
+    if not len(values):
+        return NAN
+    return float(values.max() if direction == "higher" else values.min())
+
+
 def _compare(series: Series, variant: str, settings: Settings) -> Row:
     _, b_all = series.of(settings.baseline)
     _, v_all = series.of(variant)
@@ -167,6 +177,7 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
         variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
         change=to_frac(est), change_ci=(to_frac(ci[0]), to_frac(ci[1])), change_ci90=(to_frac(ci90[0]), to_frac(ci90[1])),
         pairs=len(b) if paired else 0, test=test, p=p, log_scale=log_scale,
+        best=_best(v_all, series.direction), baseline_best=_best(b_all, series.direction),
     )  # fmt: skip
 
 
@@ -177,6 +188,7 @@ def _describe(series: Series, variant: str) -> Row:
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
         variant=variant, n=len(values), median=med, median_ci=(lo, hi), baseline_median=med,
         change=NAN, change_ci=(NAN, NAN), change_ci90=(NAN, NAN), pairs=0, test="none", p=NAN,
+        best=_best(values, series.direction), baseline_best=_best(values, series.direction),
     )  # fmt: skip
 
 
