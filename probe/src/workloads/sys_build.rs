@@ -171,15 +171,6 @@ fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
-fn cpus_allowed() -> usize {
-    // SAFETY: reading our own affinity into a zeroed set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-        libc::CPU_COUNT(&set) as usize
-    }
-}
-
 fn drop_page_cache() -> Result<(), String> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
@@ -322,7 +313,8 @@ impl Workload for Build {
         let units = opts.bounded("units", 1, 100_000)? as usize;
         let programs = opts.bounded("programs", 1, 1000)? as usize;
         let jobs = match opts.bounded("jobs", 0, 4096)? as usize {
-            0 => cpus_allowed().max(1),
+            // as the CPU suite's --threads 0: the CPUs this process may use (affinity, cgroup quota)
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
         let cold = opts.choice("cache", &["warm", "cold"])? == "cold";
