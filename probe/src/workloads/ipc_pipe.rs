@@ -7,7 +7,7 @@ use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
 use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
 use crate::workloads::ipc::channel::{Channel, Mechanism, MECHANISMS};
-use crate::workloads::ipc::{fork_with, reap};
+use crate::workloads::children::{fork_with, reap};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
 use std::time::Instant;

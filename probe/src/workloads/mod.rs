@@ -1,6 +1,7 @@
 //! The catalogue of built-in workloads.
 
 mod alloc_churn;
+mod children;
 pub mod cpu;
 mod ipc;
 mod ipc_pipe;

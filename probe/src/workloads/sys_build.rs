@@ -15,7 +15,9 @@ use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use std::fmt::Write as _;
+use crate::workloads::children::pipe;
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -196,11 +198,8 @@ fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
     let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let dir = std::ffi::CString::new(root.as_os_str().as_encoded_bytes()).map_err(|_| "a folder with a NUL byte".to_string())?;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
-    }
+    let (mut reader, writer) = pipe()?;
+    let (read_fd, write_fd) = (reader.as_raw_fd(), writer.as_raw_fd());
     let started = Instant::now();
     // SAFETY: the child only makes syscalls until it execs or _exits (no allocation after fork).
     let init = unsafe { libc::fork() };
@@ -210,7 +209,7 @@ fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
     if init == 0 {
         // SAFETY: async-signal-safe calls only, on memory prepared before the fork.
         unsafe {
-            libc::close(fds[0]);
+            libc::close(read_fd);
             // the caller stays where it is; its next child is PID 1 of a new namespace (when allowed)
             let counted = libc::unshare(libc::CLONE_NEWPID) == 0;
             let ns_init = libc::fork();
@@ -242,7 +241,7 @@ fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
                         len = libc::read(fd, last.as_mut_ptr() as *mut libc::c_void, last.len()).max(0) as usize;
                     }
                 }
-                libc::write(fds[1], last.as_ptr() as *const libc::c_void, len);
+                libc::write(write_fd, last.as_ptr() as *const libc::c_void, len);
                 libc::_exit(match (libc::WIFEXITED(make_status), libc::WEXITSTATUS(make_status)) {
                     (true, code) => code,
                     _ => 125,
@@ -253,11 +252,8 @@ fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
             libc::_exit(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 125 });
         }
     }
-    // SAFETY: closing our copy of the write end; reading the child's report.
-    unsafe { libc::close(fds[1]) };
+    drop(writer); // the child's copy is the only write end left: the read ends when it exits
     let mut report = String::new();
-    // SAFETY: we own the read end from here on.
-    let mut reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fds[0]) };
     let _ = reader.read_to_string(&mut report);
     let mut status = 0;
     // SAFETY: waiting for our own child with a zeroed rusage to fill.

@@ -11,6 +11,7 @@
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
 use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use crate::workloads::children::reap;
 use std::ffi::CString;
 use std::time::Instant;
 
@@ -94,26 +95,15 @@ fn spawn(method: &str, program: &Program, stack: &mut [u8]) -> Result<libc::pid_
     Ok(pid)
 }
 
-fn reap(pid: libc::pid_t, method: &str) -> Result<(), String> {
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
-        return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
-    }
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        return Err(format!("a child started with {method} did not exit 0 (wait status {status}; exit 127: exec failed)"));
-    }
-    Ok(())
-}
-
 /// One thread's share: `count` spawns, each latency in ns.
 fn spawn_many(method: &str, program: &Program, count: u64) -> Result<Vec<u64>, String> {
+    let child = format!("child started with {method}");
     let mut stack = vec![0u8; CHILD_STACK];
     let mut samples = Vec::with_capacity(count as usize);
     for _ in 0..count {
         let start = Instant::now();
         let pid = spawn(method, program, &mut stack)?;
-        reap(pid, method)?;
+        reap(pid, &child)?;
         samples.push(start.elapsed().as_nanos() as u64);
     }
     Ok(samples)

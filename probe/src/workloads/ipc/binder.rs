@@ -11,8 +11,7 @@
 //! device: a device has one context manager, and the kernel refuses calls to
 //! it from the process that owns it, so the ends must be two processes.
 
-use super::channel::{futex, shared, Channel, Pair};
-use std::sync::atomic::{AtomicU32, Ordering};
+use super::channel::{Channel, Gate, Pair};
 
 /// Where a binder device may be, binderfs first.
 pub const DEVICES: &[&str] = &["/dev/binderfs/binder", "/dev/binder"];
@@ -207,7 +206,7 @@ struct End {
     path: &'static str,
     max: usize,
     server: bool,
-    ready: &'static AtomicU32, // 1 once the server holds the context manager
+    ready: Gate, // opened once the server holds the context manager
     device: Option<Device>,
 }
 
@@ -218,16 +217,13 @@ impl End {
     fn device(&mut self) -> Result<&mut Device, String> {
         if self.device.is_none() {
             if !self.server {
-                while self.ready.load(Ordering::Acquire) == 0 {
-                    futex(self.ready, libc::FUTEX_WAIT, 0);
-                }
+                self.ready.wait();
             }
             let mut device = Device::open(self.path, self.max)?;
             if self.server {
                 become_manager(&device, self.path)?;
                 device.talk(&BC_ENTER_LOOPER.to_ne_bytes(), None)?;
-                self.ready.store(1, Ordering::Release);
-                futex(self.ready, libc::FUTEX_WAKE, 1);
+                self.ready.open();
             }
             self.device = Some(device);
         }
@@ -274,8 +270,7 @@ impl Channel for End {
 
 pub fn binder_pair(max: usize) -> Result<Pair, String> {
     let path = device()?;
-    // SAFETY: a zeroed word at the start of a fresh shared page that lives as long as the process.
-    let ready = unsafe { &*(shared(4096)? as *const AtomicU32) };
+    let ready = Gate::new()?;
     let end = |server| Box::new(End { path, max, server, ready, device: None });
     Ok((end(false), end(true)))
 }

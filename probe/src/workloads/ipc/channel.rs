@@ -9,6 +9,7 @@
 //! drops the other (which closes that end's descriptors in that process only).
 //! Shared memory stays mapped until the process exits.
 
+use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub trait Channel: Send {
@@ -67,17 +68,17 @@ pub struct Mechanism {
     pub name: &'static str,
     /// (client end, server end) for messages of up to `max` bytes.
     pub make: fn(max: usize) -> Result<Pair, String>,
-    /// How many pairs may run at once (binder: one context manager per device).
-    pub max_pairs: usize,
+    /// Why only one pair may run at once, for a mechanism with that limit (binder).
+    pub one_pair: Option<&'static str>,
 }
 
 pub static MECHANISMS: &[Mechanism] = &[
-    Mechanism { name: "pipe", make: pipes, max_pairs: usize::MAX },
-    Mechanism { name: "unix", make: |_| socket_pair(libc::SOCK_STREAM), max_pairs: usize::MAX },
-    Mechanism { name: "seqpacket", make: |_| socket_pair(libc::SOCK_SEQPACKET), max_pairs: usize::MAX },
-    Mechanism { name: "eventfd", make: eventfd_shm, max_pairs: usize::MAX },
-    Mechanism { name: "futex", make: futex_slots, max_pairs: usize::MAX },
-    Mechanism { name: "binder", make: super::binder::binder_pair, max_pairs: 1 },
+    Mechanism { name: "pipe", make: pipes, one_pair: None },
+    Mechanism { name: "unix", make: |_| socket_pair(libc::SOCK_STREAM), one_pair: None },
+    Mechanism { name: "seqpacket", make: |_| socket_pair(libc::SOCK_SEQPACKET), one_pair: None },
+    Mechanism { name: "eventfd", make: eventfd_shm, one_pair: None },
+    Mechanism { name: "futex", make: futex_slots, one_pair: None },
+    Mechanism { name: "binder", make: super::binder::binder_pair, one_pair: Some("a binder device has one context manager") },
 ];
 
 fn os_error(what: &str) -> String {
@@ -157,12 +158,8 @@ impl Channel for Fds {
 }
 
 fn pipe() -> Result<(i32, i32), String> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two-element array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(os_error("pipe2"));
-    }
-    Ok((fds[0], fds[1]))
+    let (rx, tx) = crate::workloads::children::pipe()?;
+    Ok((rx.into_raw_fd(), tx.into_raw_fd())) // owned by `Fds` from here on
 }
 
 fn pipes(_max: usize) -> Result<Pair, String> {
@@ -206,6 +203,33 @@ pub fn shared(len: usize) -> Result<*mut u8, String> {
         return Err(os_error("mmap"));
     }
     Ok(p as *mut u8)
+}
+
+/// One word of fresh shared memory, zero, for this process and those it forks next.
+pub fn shared_word() -> Result<&'static AtomicU32, String> {
+    // SAFETY: the first, aligned word of a page mapped for the process's whole life.
+    Ok(unsafe { &*(shared(4096)? as *const AtomicU32) })
+}
+
+/// A one-way flag in shared memory: processes wait on it (a futex) until one opens it.
+#[derive(Clone, Copy)]
+pub struct Gate(&'static AtomicU32);
+
+impl Gate {
+    pub fn new() -> Result<Gate, String> {
+        Ok(Gate(shared_word()?))
+    }
+
+    pub fn wait(&self) {
+        while self.0.load(Ordering::Acquire) == 0 {
+            futex(self.0, libc::FUTEX_WAIT, 0);
+        }
+    }
+
+    pub fn open(&self) {
+        self.0.store(1, Ordering::Release);
+        futex(self.0, libc::FUTEX_WAKE, i32::MAX as u32);
+    }
 }
 
 /// eventfd signalling: the payload goes through shared memory, the eventfd only says "ready".

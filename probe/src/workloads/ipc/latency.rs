@@ -12,16 +12,16 @@
 //! pairs. `--format android` prints the Android test's JSON: `cfg`, `P<i>`
 //! per pair, `ALL`, `inheritance`.
 
-use super::channel::{futex, shared, with_spin, Channel, Mechanism, MECHANISMS};
+use super::channel::{shared_word, with_spin, Channel, Gate, Mechanism, MECHANISMS};
 use super::inheritance::{self, set_policy, LOCKS};
 use super::tracing::Tracer;
-use super::{current_cpu, fork_with, migrations_of, pin, placement_cpus, reap, thread_cpu_ns, Ledger, PLACEMENTS};
+use super::{current_cpu, migrations_of, pin, placement_cpus, thread_cpu_ns, Ledger, PLACEMENTS};
+use crate::workloads::children::{fork_with, pipe, reap};
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::percentile;
 use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
 use serde_json::{json, Map, Value};
 use std::io::{Read, Write};
-use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -161,31 +161,6 @@ impl PairResult {
     }
 }
 
-/// The shared page: a start gate every client waits on, and the first-miss flag.
-struct Shared {
-    gate: &'static AtomicU32,
-    missed: &'static AtomicU32,
-}
-
-impl Shared {
-    fn new() -> Result<Shared, String> {
-        let page = shared(4096)?;
-        // SAFETY: two aligned words at the start of a shared page that lives as long as the process.
-        unsafe { Ok(Shared { gate: &*(page as *const AtomicU32), missed: &*(page.add(64) as *const AtomicU32) }) }
-    }
-
-    fn wait_for_start(&self) {
-        while self.gate.load(Ordering::Acquire) == 0 {
-            futex(self.gate, libc::FUTEX_WAIT, 0);
-        }
-    }
-
-    fn start(&self) {
-        self.gate.store(1, Ordering::Release);
-        futex(self.gate, libc::FUTEX_WAKE, i32::MAX as u32);
-    }
-}
-
 fn policy_name() -> String {
     // SAFETY: reading the calling thread's own policy and parameters.
     let (policy, priority) = unsafe {
@@ -262,7 +237,7 @@ struct Client<'a> {
     mechanism: &'static str,
     config: &'a Config,
     pair: usize,
-    shared: &'a Shared,
+    missed: &'static AtomicU32, // set by the run's first deadline miss, whichever pair makes it
     tracer: Option<&'a Tracer>,
     request: Vec<u8>,
     reply: Vec<u8>,
@@ -296,7 +271,7 @@ impl Client<'_> {
 
     /// The run's first miss, whichever pair makes it, marks the trace and stops tracing.
     fn missed(&self, seq: u64, ns: u64, cpu: u32, server_cpu: u32) {
-        if self.shared.missed.swap(1, Ordering::AcqRel) != 0 {
+        if self.missed.swap(1, Ordering::AcqRel) != 0 {
             return;
         }
         if let Some(tracer) = self.tracer {
@@ -454,9 +429,8 @@ struct Outcome {
 impl Latency {
     fn measure(&self, opts: &Options) -> Result<(Config, Outcome), String> {
         let config = Config::parse(opts)?;
-        if config.pairs > self.mechanism.max_pairs {
-            return Err(format!("{} runs at most {} pair(s) at once", self.mechanism.name, self.mechanism.max_pairs)
-                + if self.mechanism.name == "binder" { ": a binder device has one context manager" } else { "" });
+        if let (Some(why), 2..) = (self.mechanism.one_pair, config.pairs) {
+            return Err(format!("{} runs at most 1 pair(s) at once: {why}", self.mechanism.name));
         }
         let mut notes = Vec::new();
         let fifo_skipped = fifo_permitted(config.fifo_priority)
@@ -472,7 +446,7 @@ impl Latency {
             None => None,
         };
         let placement = placement_cpus(config.placement, config.pairs)?;
-        let shared = Shared::new()?;
+        let (start, missed) = (Gate::new()?, shared_word()?);
         let ledger = Ledger::new()?;
         let halves = if fifo_skipped.is_none() { 2 } else { 1 };
         let mut children = Vec::new(); // (client, server, results pipe)
@@ -494,7 +468,7 @@ impl Latency {
                 mechanism: self.mechanism.name,
                 config,
                 pair,
-                shared: &shared,
+                missed,
                 tracer: tracer.as_ref(),
                 request: vec![0u8; config.payload],
                 reply: vec![0u8; config.payload],
@@ -504,14 +478,14 @@ impl Latency {
                 if config.verbose {
                     describe(self.name, pair, "client");
                 }
-                shared.wait_for_start();
+                start.wait();
                 let result = client_state.run(channel.as_mut(), server_pid, halves == 2, &ledger)?;
                 let bytes: Vec<u8> = result.to_words().iter().flat_map(|w| w.to_le_bytes()).collect();
                 to_parent.write_all(&bytes).map_err(|e| format!("sending the results: {e}"))
             })?;
             children.push((client_pid, server_pid, results));
         }
-        shared.start();
+        start.open();
         let mut pairs = Vec::new();
         let mut failure = None;
         for (client, server, mut results) in children {
@@ -542,17 +516,6 @@ impl Latency {
             notes.push(format!("priority-inheritance check: {why}"));
         }
         Ok((config, Outcome { pairs, fifo_skipped, inheritance, notes }))
-    }
-}
-
-fn pipe() -> Result<(std::fs::File, std::fs::File), String> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two-element array; each end is owned by one File from here on.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
-        }
-        Ok((std::fs::File::from_raw_fd(fds[0]), std::fs::File::from_raw_fd(fds[1])))
     }
 }
 

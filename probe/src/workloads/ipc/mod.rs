@@ -1,12 +1,13 @@
 //! The IPC family: Android's binder throughput and latency tests, run over the
 //! mechanisms Linux programs really use (`channel`), with one protocol and one
-//! way of placing, forking and accounting the processes (this module).
+//! way of placing and accounting the processes (this module; they are forked
+//! and reaped by `workloads::children`).
 //!
 //! CPU placement is an axis: both ends of a pair on one CPU, on two different
 //! CPUs, or where the scheduler puts them. Migrations (/proc/PID/sched) and
-//! CPU time (each end's own thread clock, see `Ledger`) of both ends are read from outside the
-//! timed loop, because on a VM the round trip differs several-fold between
-//! placements and a spinning end must show what it burns.
+//! CPU time (each end's own thread clock, see `Ledger`) of both ends are read
+//! from outside the timed loop, because on a VM the round trip differs
+//! several-fold between placements and a spinning end must show what it burns.
 
 /// A workload type with one instance per mechanism, named
 /// `ipc.<mechanism>.<kind>`, in the order of `channel::MECHANISMS`.
@@ -137,49 +138,6 @@ impl Ledger {
 /// The migrations of some processes so far, where the kernel keeps scheduler statistics.
 pub fn migrations_of(pids: &[libc::pid_t]) -> Option<u64> {
     pids.iter().map(|&p| migrations(p)).sum()
-}
-
-/// Forks a child that takes `mine` and runs `body` with it, while `theirs`
-/// (the parent's end) is closed in the child, so that neither process keeps
-/// the other's descriptors open. The child leaves with _exit: 0 when `body`
-/// succeeded, 1 after printing its error as `label: error`. The parent keeps
-/// `theirs` and drops `mine`.
-pub fn fork_with<M, T>(label: &str, mine: M, theirs: T, body: impl FnOnce(M) -> Result<(), String>) -> Result<(libc::pid_t, T), String> {
-    // SAFETY: the probe is single-threaded when it forks; the child leaves with _exit.
-    let child = unsafe { libc::fork() };
-    if child < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
-    }
-    if child == 0 {
-        drop(theirs);
-        let code = match body(mine) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("{label}: {e}");
-                1
-            }
-        };
-        // SAFETY: leaving the forked child without running the parent's destructors.
-        unsafe { libc::_exit(code) }
-    }
-    drop(mine);
-    Ok((child, theirs))
-}
-
-/// Waits for a child and says how it ended when that was not a clean exit.
-pub fn reap(pid: libc::pid_t, what: &str) -> Result<(), String> {
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    if unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        return Err(format!("waiting for the {what}: {}", std::io::Error::last_os_error()));
-    }
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        Ok(())
-    } else if libc::WIFSIGNALED(status) {
-        Err(format!("the {what} was killed by signal {}", libc::WTERMSIG(status)))
-    } else {
-        Err(format!("the {what} ended badly (exit status {})", libc::WEXITSTATUS(status)))
-    }
 }
 
 /// The payloads of a run: min, 2 min, 4 min, ... up to max.

@@ -8,7 +8,8 @@
 //! processes per transaction, which is what an explicit `--spin-us` costs.
 
 use super::channel::{with_spin, Channel, Mechanism, MECHANISMS};
-use super::{fork_with, migrations_of, payloads, pin, placement_cpus, reap, thread_cpu_ns, Ledger, PLACEMENTS};
+use super::{migrations_of, payloads, pin, placement_cpus, thread_cpu_ns, Ledger, PLACEMENTS};
+use crate::workloads::children::{fork_with, reap};
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
 use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};

@@ -1,0 +1,64 @@
+//! Child processes of a workload: forked with their end of a channel, reaped
+//! with a reason when they did not exit 0, and the pipes that connect them.
+//! Shared by the IPC family, the pipe ping-pong and process spawn.
+
+use std::fs::File;
+use std::os::fd::FromRawFd;
+
+/// Forks a child that takes `mine` and runs `body` with it, while `theirs`
+/// (the parent's end) is closed in the child, so that neither process keeps
+/// the other's descriptors open. The child leaves with _exit: 0 when `body`
+/// succeeded, 1 after printing its error as `label: error`. The parent keeps
+/// `theirs` and drops `mine`.
+pub fn fork_with<M, T>(label: &str, mine: M, theirs: T, body: impl FnOnce(M) -> Result<(), String>) -> Result<(libc::pid_t, T), String> {
+    // SAFETY: the probe is single-threaded when it forks; the child leaves with _exit.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if child == 0 {
+        drop(theirs);
+        let code = match body(mine) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("{label}: {e}");
+                1
+            }
+        };
+        // SAFETY: leaving the forked child without running the parent's destructors.
+        unsafe { libc::_exit(code) }
+    }
+    drop(mine);
+    Ok((child, theirs))
+}
+
+/// Waits for a child and says how it ended when that was not a clean exit.
+pub fn reap(pid: libc::pid_t, what: &str) -> Result<(), String> {
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+        return Err(format!("waiting for the {what}: {}", std::io::Error::last_os_error()));
+    }
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else if libc::WIFSIGNALED(status) {
+        Err(format!("the {what} was killed by signal {}", libc::WTERMSIG(status)))
+    } else {
+        let code = libc::WEXITSTATUS(status);
+        let exec = if code == 127 { ": it could not exec" } else { "" };
+        Err(format!("the {what} did not exit 0 (exit status {code}{exec})"))
+    }
+}
+
+/// A pipe as (read end, write end), both close-on-exec.
+pub fn pipe() -> Result<(File, File), String> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two-element array; each end is owned by one File from here on.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
+        }
+        Ok((File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])))
+    }
+}
+
