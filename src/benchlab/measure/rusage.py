@@ -17,6 +17,12 @@ RESERVED = frozenset({
     "cpu_migrations", "instructions", "ipc", "branch_miss_rate", "cache_miss_rate",
 })  # fmt: skip
 
+# the process's CPU time: what explains a change of its outcome (judged as a secondary family)
+PROCESS_TIMES = frozenset({"user", "sys"})
+# memory, faults, context switches and perf counts describe how the work ran: shown with their
+# change, judged only where a spec gives them a direction (see stats/families.py)
+CHARACTERISTICS = RESERVED - PROCESS_TIMES - {"wall"}
+
 
 def usage_metrics(u: Usage) -> list[Metric]:
     return [

@@ -28,9 +28,12 @@ class Strict(BaseModel):
 
 
 class MetricSettings(Strict):
-    """Per-metric overrides: a direction for counters that lack one, a tighter or looser margin."""
+    """Per-metric overrides: a direction for counters that lack one (memory, faults and
+    context switches are not judged without one), the family it is corrected in, a tighter
+    or looser margin."""
 
     direction: Direction | None = None
+    family: Literal["primary", "secondary"] | None = None
     margin: Annotated[float, Field(gt=0, lt=1)] | None = None
 
 
@@ -229,6 +232,21 @@ class VariantSpec(Strict):
         return value
 
 
+class UntilDecided(Strict):
+    """Sequential mode: blocks are added one at a time, from `min_blocks` on, until every judged
+    row is better, worse or same, or `max_blocks` have run (then unclear, never a silent same).
+    The thresholds are calibrated for exactly these looks (stats/sequential.py)."""
+
+    min_blocks: Annotated[int, Field(ge=3, le=1000)] = 3
+    max_blocks: Annotated[int, Field(ge=3, le=1000)] = 40
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UntilDecided:
+        if self.max_blocks < self.min_blocks:
+            raise ValueError(f"max_blocks ({self.max_blocks}) is below min_blocks ({self.min_blocks})")
+        return self
+
+
 class ExperimentSpec(Strict):
     """A whole experiment: what to run, under which variants, how to judge it."""
 
@@ -245,6 +263,15 @@ class ExperimentSpec(Strict):
     timeout: Annotated[float, Field(gt=0)] = 600.0
     # with a sweep: fit each metric's change against the swept value or its reciprocal
     fit: Literal["value", "reciprocal", "none"] = "none"
+    # sequential mode (`--until-decided`): `blocks` is then ignored; `true` takes the defaults
+    until_decided: UntilDecided | None = None
+
+    @field_validator("until_decided", mode="before")
+    @classmethod
+    def _flag(cls, value: object) -> object:
+        if value is True:
+            return {}
+        return None if value is False else value
 
     @model_validator(mode="after")
     def _consistent(self) -> ExperimentSpec:

@@ -126,12 +126,12 @@ def signed_rank_p(d: np.ndarray) -> float:
     """Two-sided Wilcoxon signed-rank p (zeros dropped, as Wilcoxon did); 1 when every
     difference is zero.
 
-    Tied magnitudes (counts, coarse timers) get the exact permutation p over sign patterns
-    of their midranks, enumerated here with numpy: scipy computes the same p through its
-    generic permutation_test for up to 13 pairs, ~0.3 s a call, which made a report of
-    2,300 rows take three minutes (and approximates it from 14). Without ties scipy's exact
-    distribution serves up to 50 pairs; beyond these, the normal approximation with tie
-    correction.
+    Without ties the exact distribution (`_signed_rank_cdf`, shared with the sequential
+    calibration so both read the same p) serves up to 200 pairs. Tied magnitudes (counts,
+    coarse timers) get the exact permutation p over sign patterns of their midranks,
+    enumerated here with numpy: scipy computes the same p through its generic
+    permutation_test for up to 13 pairs, ~0.3 s a call, which made a report of 2,300 rows
+    take three minutes. Beyond these, scipy's normal approximation with tie correction.
     """
     d = np.asarray(d, dtype=float)
     d = d[d != 0]
@@ -140,14 +140,54 @@ def signed_rank_p(d: np.ndarray) -> float:
         return 1.0
     ranks = stats.rankdata(np.abs(d))
     tied = len(np.unique(ranks)) < n
+    if not tied and n <= EXACT_SIGNED_RANK_MAX_N:
+        return float(signed_rank_p_exact(ranks[d > 0].sum(), n))
     if not tied or n > EXACT_TIED_MAX:
-        method = "exact" if not tied and n <= 50 else "approx"
-        return float(stats.wilcoxon(d, alternative="two-sided", method=method).pvalue)
+        return float(stats.wilcoxon(d, alternative="two-sided", method="approx").pvalue)
     patterns = (np.arange(1 << n)[:, None] >> np.arange(n)) & 1
     null = patterns @ ranks
     centre = ranks.sum() / 2
     observed = abs(ranks[d > 0].sum() - centre)
     return float(np.mean(np.abs(null - centre) >= observed - 1e-9))
+
+
+def signed_rank_p_exact(t_plus: np.ndarray | float, n: int) -> np.ndarray:
+    """Exact two-sided p of untied signed-rank sums T+ of n pairs (vectorised over T+)."""
+    cdf = _signed_rank_cdf(n)
+    t = np.rint(np.asarray(t_plus)).astype(np.int64)
+    below = cdf[t]
+    above = 1.0 - np.where(t > 0, cdf[np.maximum(t - 1, 0)], 0.0)
+    return np.minimum(1.0, 2.0 * np.minimum(below, above))
+
+
+def signed_rank_min_p(d: np.ndarray) -> float:
+    """The smallest p the signed-rank test can give these pairs: every non-zero difference
+    of one sign, 2^(1-n'); 1 when all are zero (Tarone's rule leaves such rows out)."""
+    nonzero = int(np.count_nonzero(np.asarray(d)))
+    return 1.0 if nonzero == 0 else min(1.0, 2.0 ** (1 - nonzero))
+
+
+def paired_t(d: np.ndarray, levels: tuple[float, ...] = (0.95,)) -> tuple[float, list[Interval], float]:
+    """Mean difference, its t intervals and the two-sided one-sample t-test p (scipy).
+
+    Used below SMALL_N pairs, where no signed-rank test can reject at 5% (its smallest
+    p is 2^(1-n)); on log ratios its level holds for the symmetric differences an A/A
+    comparison gives, heavy tails included (bench/verdict_calibration.py measures it).
+    """
+    d = np.asarray(d, dtype=float)
+    result = stats.ttest_1samp(d, 0.0)
+    intervals = []
+    for level in levels:
+        ci = result.confidence_interval(confidence_level=level)
+        intervals.append((float(ci.low), float(ci.high)))
+    return float(np.mean(d)), intervals, float(result.pvalue)
+
+
+def rank_sum_min_p(m: int, n: int) -> float:
+    """The smallest two-sided Mann-Whitney p with samples of m and n: complete separation."""
+    if m == 0 or n == 0:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(m + n, m))
 
 
 def rank_sum_p(x: np.ndarray, y: np.ndarray) -> float:

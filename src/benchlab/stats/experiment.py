@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 
 from benchlab.measure.host import noise_warnings
-from benchlab.stats.analysis import KEY_SHIFT, GeomeanRow, Row, Series, Settings, judge
+from benchlab.stats.analysis import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge
 from benchlab.stats.environments import split_by_host, used_hosts
+from benchlab.stats.families import classify
 from benchlab.stats.sweep import sweep_report
 from benchlab.store.db import ExperimentData, RunRecord
 from benchlab.suite.baseline import load_baseline
-from benchlab.suite.scores import score_report
+from benchlab.suite.scores import SCORES, score_report, suite_series
 
 REPORT_SCHEMA = "benchlab.report/1"
 NOISY_SPREAD = 0.03
@@ -92,6 +93,7 @@ def settings_from_spec(spec: dict[str, Any]) -> Settings:
         correction=spec.get("correction", "bh"),
         margin=spec.get("margin", 0.01),
         margins=margins,
+        sequential=Sequential(until["min_blocks"], until["max_blocks"]) if (until := spec.get("until_decided")) else None,
     )
 
 
@@ -108,6 +110,7 @@ def build_series(data: ExperimentData) -> tuple[list[Series], list[str]]:
     w_index = {w: i for i, w in enumerate(workloads)}
     v_index = {v: i for i, v in enumerate(variants)}
     runs, count = data.runs, len(data.runs)
+    specs = {w["name"]: w for w in exp.spec.get("workloads", [])}
 
     def column(field: str, dtype: type, lookup: dict[str, int] | None = None) -> np.ndarray:
         values = map(attrgetter(field), runs)
@@ -136,8 +139,9 @@ def build_series(data: ExperimentData) -> tuple[list[Series], list[str]]:
         w, code = divmod(rest, len(names))
         workload, metric = workloads[w], names[code]
         if (w, code) not in series:
-            unit, direction = data.metric_info.get((workload, metric), ("", "none"))
-            series[(w, code)] = Series(workload, metric, unit, direction, {})
+            unit, stored = data.metric_info.get((workload, metric), ("", "none"))
+            family, direction = classify(specs.get(workload), metric, stored)
+            series[(w, code)] = Series(workload, metric, unit, direction, {}, family)
         series[(w, code)].values[variants[v]] = (keys[start:end], values[start:end])
     ordered = [series[k] for k in sorted(series, key=lambda k: (k[0], names[k[1]]))]
     warnings = [f"{skipped_versions} run(s) of another workload version were left out"] if skipped_versions else []
@@ -184,10 +188,14 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
         settings = dataclasses.replace(settings, baseline=baseline)
     variants = list(data.experiment.variant_ids)
     series, warnings = build_series(data)
-    rows, geomean = judge(series, variants, settings)
-    scored = score_report(spec, data.experiment.workload_versions, series, variants, settings, load_baseline())
-    warnings += scored.warnings
-    sweep, sweep_warnings = sweep_report(spec, [*scored.overall, *series], settings)
+    baseline_scores = load_baseline()
+    suite = suite_series(spec, data.experiment.workload_versions, series, variants, baseline_scores)
+    rows, geomean = judge([*series, *suite.series], variants, settings)
+    score_rows = [r for r in rows if r.group == SCORES]
+    rows = [r for r in rows if r.group != SCORES]
+    scores = score_report(suite, score_rows, settings, baseline_scores)
+    warnings += suite.warnings
+    sweep, sweep_warnings = sweep_report(spec, [*suite.overall, *series], settings)
     warnings += sweep_warnings
     failed = [r for r in data.runs if r.status != "ok"]
     if failed:
@@ -205,4 +213,4 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
         "hosts": {str(k): v for k, v in data.hosts.items()},
         "workload_versions": data.experiment.workload_versions,
     }
-    return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scored.report, sweep)
+    return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scores, sweep)

@@ -14,9 +14,18 @@ from benchlab.stats.analysis import Series, pair_key
 
 
 def simulate(
-    rng: np.random.Generator, *, metrics: int, blocks: int, noise: float, shifts: list[float], drift: float
+    rng: np.random.Generator,
+    *,
+    metrics: int,
+    blocks: int,
+    noise: float,
+    shifts: list[float],
+    drift: float,
+    outliers: float = 0.0,
+    outlier_factor: float = 1.5,
 ) -> list[Series]:
-    """Two variants A and B of one workload; B's metric m is shifted by shifts[m] on the log scale."""
+    """Two variants A and B of one workload; B's metric m is shifted by shifts[m] on the log scale.
+    A share `outliers` of all runs is `outlier_factor` slower (a run that met a burst of the host)."""
     plan = make_plan(["w"], ["A", "B"], blocks=blocks, warmup=0, seed=int(rng.integers(1 << 30)))
     series = []
     for m in range(metrics):
@@ -24,6 +33,8 @@ def simulate(
         for run in plan:
             t = run.position / len(plan)
             log_value = 3.0 + drift * t + rng.normal(0, noise) + (shifts[m] if run.variant == "B" else 0.0)
+            if outliers and rng.random() < outliers:
+                log_value += np.log(outlier_factor)
             values[run.variant][0].append(pair_key(1, run.block))
             values[run.variant][1].append(float(np.exp(log_value)))
         arrays = {v: (np.array(k, dtype=np.int64), np.array(x)) for v, (k, x) in values.items()}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from scipy import stats
+
 BETTER, WORSE, SAME, UNCLEAR, NOT_JUDGED = "better", "worse", "same", "unclear", "-"
 MAX_RUNS_NEEDED = 100_000
 
@@ -24,29 +26,48 @@ def verdict(
     return UNCLEAR
 
 
-def min_pairs_to_decide(alpha: float, comparisons: int) -> int:
-    """Blocks below which even a perfectly consistent change cannot pass the signed-rank test:
-    the smallest two-sided p with n pairs is 2^(1-n), and the correction may demand alpha/m."""
-    return max(2, math.ceil(1 - math.log2(alpha / max(1, comparisons))))
+POWER = 0.8  # "would likely decide": the blocks at which the row decides four times in five
 
 
-def runs_needed(*, n: int, change: float, half_width: float, half_width90: float, margin: float, minimum: int) -> int | None:
-    """Blocks that would likely decide an unclear row, assuming the spread seen so far.
+def blocks_needed(
+    *, n: int, effect: float, spread: float, margin: float, level: float, same_level: float, paired: bool, small_n: int
+) -> int | None:
+    """Blocks that would decide an unclear row with 80% probability, if its effect and the
+    spread of its differences are what they seem so far (both on the scale it is tested on).
 
-    Interval widths shrink as 1/sqrt(n): the row turns better/worse once the
-    95% half-width drops below |change|, or same once |change| plus the 90%
-    half-width fits inside the margin; the smaller of the two is reported.
+    The test actually used at each n is accounted for: the paired t's critical value below
+    `small_n` pairs; from there the signed-rank test, which needs 2^(1-n) <= level before it
+    can reject at all, at its asymptotic efficiency of 3/pi against the t (normal noise).
+    `level` is the row's share of alpha within its family; 'same' needs the 90% (TOST)
+    interval inside the margin, one-sided at `same_level`. None when nothing in reach
+    (MAX_RUNS_NEEDED blocks) would decide it.
     """
-    if n < 2 or math.isnan(change):
+    if n < 2 or not all(map(math.isfinite, (effect, spread))) or spread <= 0:
         return None
-    if math.isnan(half_width):  # too few blocks for any interval yet
-        return minimum if minimum > n else None
-    options = []
-    if abs(change) > 0:
-        options.append(n * (half_width / abs(change)) ** 2)
-    if abs(change) < margin and not math.isnan(half_width90):
-        options.append(n * (half_width90 / (margin - abs(change))) ** 2)
-    if not options:
-        return None
-    needed = max(minimum, math.ceil(min(options)), n + 1)
-    return needed if needed <= MAX_RUNS_NEEDED else None
+    z = stats.norm.ppf(POWER)
+    efficiency = 1.0 if paired else 0.5  # two samples of N: the variance of a difference doubles
+
+    def decides(blocks: int) -> bool:
+        if blocks < small_n:
+            crit, crit_same, eff = stats.t.ppf(1 - level / 2, blocks - 1), stats.t.ppf(1 - same_level, blocks - 1), 1.0
+        else:
+            if 2.0 ** (1 - blocks) > level:
+                return False
+            crit, crit_same, eff = stats.norm.ppf(1 - level / 2), stats.norm.ppf(1 - same_level), 3 / math.pi
+        se = spread / math.sqrt(blocks * eff * efficiency)
+        if abs(effect) / se >= crit + z:
+            return True
+        return abs(effect) < margin and (margin - abs(effect)) / se >= crit_same + z
+
+    for blocks in range(n + 1, max(small_n, n + 1) + 1):
+        if decides(blocks):
+            return blocks
+    low, high = max(small_n, n + 1), max(small_n, n + 1)
+    while not decides(high):
+        low, high = high, high * 2
+        if high > MAX_RUNS_NEEDED:
+            return None
+    while high - low > 1:  # decides() is monotone from small_n on
+        mid = (low + high) // 2
+        low, high = (low, mid) if decides(mid) else (mid, high)
+    return high

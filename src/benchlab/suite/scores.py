@@ -25,13 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.stats.analysis import Row, Series, Settings, json_number, json_pair, judge
+from benchlab.stats.analysis import Row, Series, Settings, json_number, json_pair
 from benchlab.stats.estimators import median_ci
+from benchlab.stats.families import CHARACTERISTIC, JUDGED, PRIMARY, SCORED, SECONDARY
 from benchlab.suite.baseline import SECTION_TITLES, SECTIONS, Baseline
 from benchlab.suite.cpu import MODES, MULTI, SINGLE, SuiteWorkload, classify
 from benchlab.workloads.probe import probe_version
 
 SUITE_TIME, SUITE_MEMORY = "suite wall time", "suite peak memory"
+SCORES = "CPU scores"  # the group (family) every score row is corrected in
 
 
 @dataclass(frozen=True)
@@ -72,24 +74,27 @@ def _weighted_sum(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class _Suite:
-    """What the scoring needs from one experiment."""
+class Suite:
+    """The score series of an experiment's suite workloads, before judging: the analysis
+    judges them with the experiment's other series, as one family of their own (SCORES)."""
 
     members: dict[str, SuiteWorkload]  # spec workload name -> task and mode
     by_metric: dict[tuple[str, str], Series]
     variants: list[str]
-
-
-@dataclass
-class Scored:
-    report: dict[str, Any] | None  # the `scores` part of the JSON report; None without suite workloads
+    series: list[Series]
+    levels: dict[tuple[str, str], _Level]
     warnings: list[str]
-    overall: list[Series]  # per mode, the overall score per block (what a sweep fits a line through)
+
+    @property
+    def overall(self) -> list[Series]:
+        """Per mode, the overall score per block (what a sweep fits a line through)."""
+        return [s for s in self.series if self.levels[(s.workload, s.metric)].level == "overall"]
 
 
-def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Series], variants: list[str],
-                 settings: Settings, baseline: Baseline) -> Scored:  # fmt: skip
-    """Scores of the suite workloads an experiment ran, with warnings about what could not be scored."""
+def suite_series(spec: dict[str, Any], versions: dict[str, str], series: list[Series], variants: list[str],
+                 baseline: Baseline) -> Suite:  # fmt: skip
+    """Score series of the suite workloads an experiment ran, with warnings about what could
+    not be scored; the runs' own metrics of those workloads become SCORED (judged as scores)."""
     warnings: list[str] = []
     members = {}
     for w in spec["workloads"]:
@@ -101,56 +106,64 @@ def score_report(spec: dict[str, Any], versions: dict[str, str], series: list[Se
             warnings.append(f"{w['name']}: ran {versions.get(w['name'])}, the baseline is for {want}; not scored")
             continue
         members[w["name"]] = member
+    suite = Suite(members, {(s.workload, s.metric): s for s in series}, variants, [], {}, warnings)
     if not members:
-        return Scored(None, warnings, [])
-    suite = _Suite(members, {(s.workload, s.metric): s for s in series}, variants)
-    score_series, levels = _score_series(suite, baseline, warnings)
-    rows, _ = judge(score_series, variants, settings)
+        return suite
+    for s in series:
+        if s.workload in members and s.family in JUDGED:
+            s.family = SCORED
+    _score_series(suite, baseline)
+    tasks = {m.task for m in members.values()}
+    if len(tasks) < len(baseline.tasks):
+        warnings.append(f"{len(tasks)} of {len(baseline.tasks)} suite workloads ran: section and overall scores cover only those")
+    return suite
+
+
+def score_report(suite: Suite, rows: list[Row], settings: Settings, baseline: Baseline) -> dict[str, Any] | None:
+    """The `scores` part of the JSON report from the judged score rows; None without suite workloads."""
+    if not suite.members:
+        return None
     judged = {(r.workload, r.metric, r.variant): r for r in rows}
     out_rows = []
-    for s in score_series:
-        for v in variants:
+    for s in suite.series:
+        for v in suite.variants:
             _, values = s.of(v)
             if len(values) == 0:
                 continue
             med, lo, hi = median_ci(values)
             row = judged.get((s.workload, s.metric, v)) if v != settings.baseline else None
-            out_rows.append(_row_dict(s, levels[(s.workload, s.metric)], v, med, (lo, hi), len(values), row))
+            out_rows.append(_row_dict(s, suite.levels[(s.workload, s.metric)], v, med, (lo, hi), len(values), row))
     _point_scores(out_rows, baseline)
     _extras(out_rows, suite)
-    present = sorted({m.mode for m in members.values()}, key=MODES.index)
-    tasks = {m.task for m in members.values()}
-    if len(tasks) < len(baseline.tasks):
-        warnings.append(f"{len(tasks)} of {len(baseline.tasks)} suite workloads ran: section and overall scores cover only those")
-    report = {
+    return {
         "suite": "cpu",
         "suite_version": baseline.suite_version,
         "baseline_machine": baseline.machine,
         "baseline_measured": baseline.measured,
         "weights": baseline.weights,
         "reference": settings.baseline,
-        "variants": variants,
-        "modes": present,
-        "workloads": sorted(members),
+        "variants": suite.variants,
+        "modes": sorted({m.mode for m in suite.members.values()}, key=MODES.index),
+        "workloads": sorted(suite.members),
         "rows": out_rows,
     }
-    overall = [s for s in score_series if levels[(s.workload, s.metric)].level == "overall"]
-    return Scored(report, warnings, overall)
 
 
-def _score_series(suite: _Suite, baseline: Baseline, warnings: list[str]) -> tuple[list[Series], dict[tuple[str, str], _Level]]:
-    out: list[Series] = []
-    levels: dict[tuple[str, str], _Level] = {}
+def _score_series(suite: Suite, baseline: Baseline) -> None:
+    """Fills the suite's score series: workload, section and overall scores are its primary
+    family, the suite's wall time secondary, its peak memory a characteristic."""
 
     def add(series: Series, level: _Level) -> None:
-        out.append(series)
-        levels[(series.workload, series.metric)] = level
+        series.group = SCORES
+        series.family = {SUITE_TIME: SECONDARY, SUITE_MEMORY: CHARACTERISTIC}.get(series.metric, PRIMARY)
+        suite.series.append(series)
+        suite.levels[(series.workload, series.metric)] = level
 
     per_mode_section: dict[tuple[str, str], list[Series]] = defaultdict(list)
     for name, member in suite.members.items():
         ips = suite.by_metric.get((name, "items_per_second"))
         if ips is None:
-            warnings.append(f"{name}: no successful run to score")
+            suite.warnings.append(f"{name}: no successful run to score")
             continue
         base = baseline.tasks[member.task].items_per_second
         values = {v: (k, 1000.0 * x / base) for v, (k, x) in ips.values.items()}
@@ -180,7 +193,6 @@ def _score_series(suite: _Suite, baseline: Baseline, warnings: list[str]) -> tup
         parts = [suite.by_metric[(n, source)] for n in suite.members if (n, source) in suite.by_metric]
         if parts:
             add(_combine("suite", metric, unit, "lower", parts, suite.variants, reduce), _Level("suite"))
-    return out, levels
 
 
 def _row_dict(s: Series, level: _Level, variant: str, med: float, ci: tuple[float, float], n: int,
@@ -191,7 +203,8 @@ def _row_dict(s: Series, level: _Level, variant: str, med: float, ci: tuple[floa
         "change": json_number(judged.change) if judged else None,
         "change_ci": json_pair(judged.change_ci) if judged else [None, None],
         "p": json_number(judged.p) if judged else None, "q": json_number(judged.q) if judged else None,
-        "verdict": judged.verdict if judged else "-",
+        "verdict": judged.verdict if judged else "-", "runs_needed": judged.runs_needed if judged else None,
+        "family": judged.family if judged else s.family, "note": (judged.note or None) if judged else None,
     }  # fmt: skip
 
 
@@ -210,7 +223,7 @@ def _point_scores(rows: list[dict[str, Any]], baseline: Baseline) -> None:
             r["score"] = sum(baseline.weights[sec] * geo[sec] for sec in SECTIONS)
 
 
-def _extras(rows: list[dict[str, Any]], suite: _Suite) -> None:
+def _extras(rows: list[dict[str, Any]], suite: Suite) -> None:
     """Peak memory and threads (medians over runs) on workload rows, and on workload, section
     and overall rows the scaling efficiency of multi-core and shared runs: score / single-core
     score / threads (a section's threads: the median over its workloads)."""
