@@ -59,6 +59,23 @@ class Prepared:
         return self.spec.model_dump(mode="json")
 
 
+LENGTH = ("blocks", "until_decided")  # what a resumed experiment may change: how long it runs
+
+
+def _without_length(spec: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in spec.items() if k not in LENGTH}
+
+
+Decided = Callable[[ExperimentRecord], bool]
+
+
+def _is_look(plan: list[PlannedRun], i: int, min_blocks: int) -> bool:
+    """Whether run i ends a block (after warm-up) at which a sequential experiment looks."""
+    here = plan[i]
+    ends_block = i + 1 == len(plan) or plan[i + 1].block != here.block or plan[i + 1].warmup
+    return ends_block and not here.warmup and here.block + 1 >= min_blocks
+
+
 class Progress(Protocol):
     def start(self, total: int, done: int) -> None: ...
 
@@ -121,7 +138,7 @@ class Runner:
                 f"an experiment named '{spec.name}' already exists in {self.store.target}",
                 hint="continue it with --resume, or choose another name",
             )
-        if existing.spec_hash != spec_digest(spec_json):
+        if spec_digest(_without_length(existing.spec)) != spec_digest(_without_length(spec_json)):
             raise SpecError(
                 f"the spec of '{spec.name}' changed since it started; resuming would mix two experiments",
                 hint="restore the spec or start a new experiment under another name",
@@ -132,6 +149,8 @@ class Runner:
                 f"workload {', '.join(changed)} changed version since the experiment started (rebuilt binary?)",
                 hint="start a new experiment: results of different versions are never compared",
             )
+        if existing.spec_hash != spec_digest(spec_json):  # more blocks, or now until decided: runs are reused
+            existing = self.store.update_spec(existing, spec_json)
         return existing
 
     def _place(self, variant: PreparedVariant) -> tuple[Executor, dict[str, object]]:
@@ -147,29 +166,41 @@ class Runner:
     def _local_fingerprint(self) -> dict[str, object]:
         return fingerprint()
 
-    def run(self, prepared: Prepared, *, resume: bool = False) -> ExperimentRecord:
+    def run(self, prepared: Prepared, *, resume: bool = False, decided: Decided | None = None) -> ExperimentRecord:
+        """Runs what the plan has not stored yet. In sequential mode (the spec's `until_decided`)
+        the plan runs to `max_blocks`, and after each block from `min_blocks` on `decided` (which
+        the caller gives: the runner never judges) says whether to stop."""
         self.journal.ensure_clean()
         spec = prepared.spec
         exp = self.open_experiment(prepared, resume=resume)
         places = {name: self._place(v) for name, v in prepared.variants.items()}
         self.executors = {name: executor for name, (executor, _) in places.items()}
         self.host_ids = {name: self.store.host_id(fp) for name, (_, fp) in places.items()}
+        until = spec.until_decided
         plan = make_plan(
             [w.name for w in spec.workloads],
             [v.name for v in spec.variants],
-            blocks=spec.blocks,
+            blocks=until.max_blocks if until else spec.blocks,
             warmup=spec.warmup,
             seed=spec.seed,
-        )
+        )  # a longer plan starts with the same blocks in the same order, so stored runs stay in place
         stored = {host: self.store.stored_keys(exp, host) for host in set(self.host_ids.values())}
         todo = [p for p in plan if p.key not in stored[self.host_ids[p.variant]]]
         self.progress.start(len(plan), len(plan) - len(todo))
         done = 0
+        pending = {p.key for p in todo}
         try:
-            for planned in todo:
-                status = self._run_one(prepared, exp, self.host_ids[planned.variant], planned)
-                self.progress.advance(planned, status)
-                done += 1
+            for i, planned in enumerate(plan):
+                if planned.key in pending:
+                    status = self._run_one(prepared, exp, self.host_ids[planned.variant], planned)
+                    self.progress.advance(planned, status)
+                    done += 1
+                if until and decided and _is_look(plan, i, until.min_blocks) and decided(exp):
+                    self.progress.note(f"every judged row decided after {planned.block + 1} blocks: stopping")
+                    break
+            else:
+                if until:
+                    self.progress.note(f"the budget of {until.max_blocks} blocks ran out: undecided rows stay unclear")
         except KeyboardInterrupt:
             raise Interrupted(
                 f"interrupted after {len(plan) - len(todo) + done} of {len(plan)} runs, all of them stored; "

@@ -5,16 +5,37 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from pydantic import ValidationError
 
 from benchlab.cli.console import err, out
-from benchlab.cli.options import Db, Format
+from benchlab.cli.options import Db, Format, MaxBlocks, MinBlocks
+from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
+from benchlab.errors import SpecError
 from benchlab.report import check_format
 from benchlab.spec import ExperimentSpec, load_spec
+from benchlab.spec.models import UntilDecided
 from benchlab.spec.quick import quick_spec
+
+if TYPE_CHECKING:
+    from benchlab.store.db import ExperimentRecord
+
+
+def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None, max_blocks: int | None) -> ExperimentSpec:
+    """The spec with the command line's sequential settings (they win over the spec's)."""
+    if not until_decided:
+        if min_blocks is not None or max_blocks is not None:
+            raise SpecError("--min-blocks and --max-blocks apply with --until-decided", where="--max-blocks")
+        return spec
+    given = spec.until_decided.model_dump() if spec.until_decided else {}
+    given.update({k: v for k, v in (("min_blocks", min_blocks), ("max_blocks", max_blocks)) if v is not None})
+    try:
+        return spec.model_copy(update={"until_decided": UntilDecided.model_validate(given)})
+    except ValidationError as exc:
+        raise SpecError(exc.errors()[0]["msg"].removeprefix("Value error, "), where="--until-decided") from None
 
 
 def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str) -> None:
@@ -22,12 +43,19 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str) -> 
     from benchlab.cli.results import open_store, print_report
     from benchlab.runner import Prepared, Runner
     from benchlab.stats.experiment import analyze
+    from benchlab.stats.verdict import plan_warning
 
     check_format(fmt)
     prepared = Prepared.from_spec(spec)  # every check against the machine happens before the first run
     store = open_store(db)
+    if spec.until_decided is None and (warning := plan_warning(spec.blocks, spec.alpha, [w.builtin for w in spec.workloads])):
+        err.print(f"warning: {warning}", style="yellow", highlight=False)
+
+    def decided(exp: ExperimentRecord) -> bool:
+        return not analyze(store.load(exp)).undecided()
+
     with BarProgress() as progress:
-        exp = Runner(store, progress=progress).run(prepared, resume=resume)
+        exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
     analysis = analyze(store.load(exp))
     print_report(analysis.as_dict(with_runs=fmt == "json"), fmt)
     err.print(f"stored as '{exp.name}' in {store.target}", style="dim", highlight=False)
@@ -38,9 +66,12 @@ def run(
     db: Db = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue a stopped experiment; stored runs are skipped")] = False,
     fmt: Format = "table",
+    until_decided: UntilDecidedFlag = False,
+    min_blocks: MinBlocks = None,
+    max_blocks: MaxBlocks = None,
 ) -> None:
     """Run the experiment a spec describes and print its verdict table."""
-    execute(load_spec(spec), db=db, resume=resume, fmt=fmt)
+    execute(sequential(load_spec(spec), until_decided, min_blocks, max_blocks), db=db, resume=resume, fmt=fmt)
 
 
 def compare(
@@ -59,6 +90,9 @@ def compare(
     db: Db = None,
     resume: Annotated[bool, typer.Option("--resume")] = False,
     fmt: Format = "table",
+    until_decided: UntilDecidedFlag = False,
+    min_blocks: MinBlocks = None,
+    max_blocks: MaxBlocks = None,
 ) -> None:
     """Compare variants without a spec file."""
     spec = quick_spec(
@@ -66,7 +100,7 @@ def compare(
         builtins=workload, commands=cmd, gbench=gbench, variants=variant, blocks=blocks,
         warmup=warmup, seed=seed, baseline=baseline, timeout=timeout,
     )  # fmt: skip
-    execute(spec, db=db, resume=resume, fmt=fmt)
+    execute(sequential(spec, until_decided, min_blocks, max_blocks), db=db, resume=resume, fmt=fmt)
 
 
 DEMO_VARIANTS = [

@@ -11,3 +11,12 @@ Db = Annotated[
     typer.Option("--db", help="results database: a SQLite path or a postgresql:// URL [env: BENCHLAB_DB]"),
 ]
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, json or csv")]
+UntilDecided = Annotated[
+    bool,
+    typer.Option(
+        "--until-decided",
+        help="add blocks one at a time until every judged row is better, worse or same (thresholds calibrated for the looks)",
+    ),
+]
+MinBlocks = Annotated[int | None, typer.Option("--min-blocks", help="with --until-decided: the first look (default 3)")]
+MaxBlocks = Annotated[int | None, typer.Option("--max-blocks", help="with --until-decided: the budget (default 40)")]

@@ -31,9 +31,31 @@ def change(value: float | None, ci: list[float | None]) -> str:
 
 
 def verdict(row: dict[str, Any]) -> str:
+    """The verdict with what would decide it: the blocks likely needed, or that the row's
+    test cannot decide it (all differences zero, too few non-zero pairs)."""
     if row["verdict"] == "unclear" and row.get("runs_needed"):
         return f"unclear (~{row['runs_needed']} blocks)"
+    if row["verdict"] == "unclear" and (row.get("note") or "").startswith("not tested"):
+        return "unclear (untestable)"
     return str(row["verdict"])
+
+
+FAMILY_LABELS = {"primary": "", "secondary": "secondary", "characteristic": "not judged", "scored": "as score"}
+
+
+def metric_label(row: dict[str, Any]) -> str:
+    """The metric's name, marked with its family where it is not a primary (outcome) metric."""
+    label = FAMILY_LABELS.get(row.get("family") or "primary", "")
+    return f"{row['metric']} ({label})" if label else str(row["metric"])
+
+
+def family_note() -> str:
+    """How the rows were judged, for the table's footer."""
+    return (
+        "primary metrics (a command's wall time, a workload's own timings, rates and scores) and secondary ones "
+        "(CPU time) are corrected per workload and family, sharing alpha; 'not judged' rows (memory, faults, "
+        "switches) are characteristics, judged only where the spec gives a direction"
+    )
 
 
 def grouped_rows(report: dict[str, Any]) -> list[tuple[tuple[str, str], dict[str, dict[str, Any]]]]:
@@ -55,6 +77,10 @@ def failure_lines(report: dict[str, Any]) -> list[str]:
         detail = f": {tail[-1]}" if tail else ""
         lines.append(f"{run['workload']} / {run['variant']} block {run['block']}: {run['status']}, {run['message']}{detail}")
     return lines
+
+
+def geomean_notes(report: dict[str, Any]) -> list[str]:
+    return [f"geomean of {g['variant']} ({g['direction']} is better): {g['note']}" for g in report["geomean"] if g.get("note")]
 
 
 def geomean_label(direction: str) -> str:

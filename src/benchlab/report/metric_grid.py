@@ -20,11 +20,11 @@ def grid(report: dict[str, Any], workloads: set[str] | None = None) -> Grid:
     for v in others:
         header += [f"{v} (median)", f"{v} change [95% CI]", f"{v} verdict"]
     out = Grid(title=title, header=header, verdict_columns=[5 + 3 * i for i in range(len(others))])
-    for (workload, metric), by_variant in cells.grouped_rows(report):
+    for (workload, _), by_variant in cells.grouped_rows(report):
         if workloads is not None and workload not in workloads:
             continue
         first = next(iter(by_variant.values()))
-        cols = [workload, metric, cells.quantity(first["baseline_median"], first["unit"])]
+        cols = [workload, cells.metric_label(first), cells.quantity(first["baseline_median"], first["unit"])]
         for v in others:
             row = by_variant.get(v)
             cols += (
@@ -38,14 +38,21 @@ def grid(report: dict[str, Any], workloads: set[str] | None = None) -> Grid:
             cols = ["", cells.geomean_label(direction), ""]
             for v in others:
                 g = by_variant.get(v)
-                cols += ["", cells.change(g["change"], g["change_ci"]), g["verdict"]] if g else ["", "", ""]
+                cols += ["", cells.change(g["change"], g["change_ci"]), cells.verdict(g)] if g else ["", "", ""]
             out.add(cols, emphasis=True)
+        out.notes += cells.geomean_notes(report)
     return out
 
 
 def footer(report: dict[str, Any]) -> str:
     judged = [r for r in report["rows"] if r["verdict"] != "-"]
+    sequential = report["experiment"]["spec"].get("until_decided")
+    looks = (
+        f"; sequential: looks after blocks {sequential['min_blocks']}-{sequential['max_blocks']}, thresholds calibrated for them"
+        if sequential
+        else ""
+    )
     return (
         f"{len(judged)} comparisons; {report['correction']} correction at alpha={report['alpha']}; "
-        f"same = 90% CI within ±{report['margin']:.1%}"
+        f"same = 90% CI within ±{report['margin']:.1%}; below 6 blocks a paired t-test{looks}; " + cells.family_note()
     )

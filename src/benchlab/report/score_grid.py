@@ -101,7 +101,7 @@ def comparison(scores: dict[str, Any]) -> list[Grid]:
             for v in others:
                 row = by_mode.get((mode, v))
                 cols += (
-                    [_score(row, interval=False), cells.change(row["change"], row["change_ci"]), row["verdict"]]
+                    [_score(row, interval=False), cells.change(row["change"], row["change_ci"]), cells.verdict(row)]
                     if row
                     else ["", "", ""]
                 )
@@ -119,7 +119,7 @@ def comparison(scores: dict[str, Any]) -> list[Grid]:
         cols = [metric, _suite_value(rows[ref]) if ref in rows else ""]
         for v in others:
             r = rows.get(v)
-            cols += [_suite_value(r), cells.change(r["change"], r["change_ci"]), r["verdict"]] if r else ["", "", ""]
+            cols += [_suite_value(r), cells.change(r["change"], r["change_ci"]), cells.verdict(r)] if r else ["", "", ""]
         suite.add(cols)
     grids.append(suite)
     return grids
@@ -142,7 +142,7 @@ def along_sweep(scores: dict[str, Any], sweep: dict[str, Any]) -> Grid:
             row = rows.get((mode, variant))
             value = (_suite_value(row) if mode == "suite peak memory" else _score(row, interval=False)) if row else ""
             delta = cells.change(row["change"], row["change_ci"]) if row and variant != ref else ""
-            cols += [value, delta, row["verdict"] if row and variant != ref else ""]
+            cols += [value, delta, cells.verdict(row) if row and variant != ref else ""]
         grid.add(cols)
     return grid
 

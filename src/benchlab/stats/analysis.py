@@ -365,6 +365,7 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
     same_level = (1 - settings.levels()[1]) / 2
     for key, members in families.items():
         level = levels.get(key)
+        testable: list[Judged]
         if level is None:
             testable, row_level = [], settings.alpha
         elif settings.correction == "holm":

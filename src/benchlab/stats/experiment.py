@@ -18,8 +18,9 @@ import numpy as np
 from benchlab.measure.host import noise_warnings
 from benchlab.stats.analysis import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge
 from benchlab.stats.environments import split_by_host, used_hosts
-from benchlab.stats.families import classify
+from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.sweep import sweep_report
+from benchlab.stats.verdict import DECIDED
 from benchlab.store.db import ExperimentData, RunRecord
 from benchlab.suite.baseline import load_baseline
 from benchlab.suite.scores import SCORES, score_report, suite_series
@@ -40,6 +41,7 @@ class Analysis:
     warnings: list[str] = field(default_factory=list)
     scores: dict[str, Any] | None = None  # CPU-suite scores, where the experiment ran suite workloads
     sweep: dict[str, Any] | None = None  # sweep points and fitted lines, where variants come from a sweep
+    score_rows: list[Row] = field(default_factory=list)  # the judged score rows behind `scores`
 
     @property
     def runs(self) -> list[RunRecord]:
@@ -48,6 +50,13 @@ class Analysis:
     @property
     def failed_runs(self) -> list[RunRecord]:
         return [r for r in self.runs if r.status != "ok"]
+
+    def undecided(self) -> list[Row]:
+        """Primary rows (the outcomes, scores included) not yet better, worse or same: what a
+        sequential experiment waits for. Secondary rows explain an outcome and do not hold it
+        up: a command's user and sys time in clock ticks may never settle within a margin."""
+        rows = [*self.rows, *self.score_rows]
+        return [r for r in rows if r.family == PRIMARY and r.direction != "none" and r.verdict not in DECIDED]
 
     def as_dict(self, *, with_runs: bool = True) -> dict[str, Any]:
         """The JSON report; `with_runs` adds every run's raw values (left out where only the table is drawn)."""
@@ -143,7 +152,8 @@ def build_series(data: ExperimentData) -> tuple[list[Series], list[str]]:
             family, direction = classify(specs.get(workload), metric, stored)
             series[(w, code)] = Series(workload, metric, unit, direction, {}, family)
         series[(w, code)].values[variants[v]] = (keys[start:end], values[start:end])
-    ordered = [series[k] for k in sorted(series, key=lambda k: (k[0], names[k[1]]))]
+    rank = {PRIMARY: 0, SECONDARY: 1}  # outcome first, then what explains it, then characteristics
+    ordered = sorted(series.values(), key=lambda s: (w_index[s.workload], rank.get(s.family, 2), s.metric))
     warnings = [f"{skipped_versions} run(s) of another workload version were left out"] if skipped_versions else []
     return ordered, warnings
 
@@ -213,4 +223,4 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
         "hosts": {str(k): v for k, v in data.hosts.items()},
         "workload_versions": data.experiment.workload_versions,
     }
-    return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scores, sweep)
+    return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scores, sweep, score_rows)

@@ -6,7 +6,10 @@ import math
 
 from scipy import stats
 
+from benchlab.stats.families import PRIMARY, SECONDARY, shares
+
 BETTER, WORSE, SAME, UNCLEAR, NOT_JUDGED = "better", "worse", "same", "unclear", "-"
+DECIDED = (BETTER, WORSE, SAME)
 MAX_RUNS_NEEDED = 100_000
 
 
@@ -71,3 +74,22 @@ def blocks_needed(
         mid = (low + high) // 2
         low, high = (low, mid) if decides(mid) else (mid, high)
     return high
+
+
+def plan_warning(blocks: int, alpha: float, builtins: list[str | None]) -> str | None:
+    """Said before running when the planned blocks cannot decide: fewer than 3, or, from 6 on
+    (the signed-rank test), too few for its smallest p, 2^(1-n), to reach the level each
+    workload's primary family gets once alpha is shared (the CPU suite's workloads are one
+    family, their scores)."""
+    if blocks < 3:
+        return f"{blocks} blocks cannot decide anything: the paired t-test used below 6 blocks needs 3"
+    families = sum(1 for b in builtins if not (b or "").startswith("cpu.")) + any((b or "").startswith("cpu.") for b in builtins)
+    level = shares(alpha, [PRIMARY] * families + [SECONDARY] * families)[0]
+    if blocks < 6 or 2.0 ** (1 - blocks) <= level:
+        return None
+    need = math.ceil(1 - math.log2(level))
+    return (
+        f"{blocks} blocks cannot decide: from 6 blocks on the signed-rank test's smallest p is 2^(1-n) = "
+        f"{2.0 ** (1 - blocks):.2g}, above the {level:.2g} each of {families} workloads' primary metrics get; "
+        f"run {need} blocks or more, 3-5 (paired t-test), or --until-decided"
+    )

@@ -213,6 +213,19 @@ class Store:
         assert record is not None
         return record
 
+    def update_spec(self, exp: ExperimentRecord, spec: dict[str, Any]) -> ExperimentRecord:
+        """A resumed experiment's new length (blocks, or the sequential budget): the rest of
+        its spec is unchanged, which the runner checked."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                t.experiment.update()
+                .where(t.experiment.c.id == exp.id)
+                .values(spec=json.dumps(spec, sort_keys=True), spec_hash=spec_digest(spec))
+            )
+        record = self.find_experiment(exp.name)
+        assert record is not None
+        return record
+
     def find_experiment(self, name: str) -> ExperimentRecord | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(t.experiment).where(t.experiment.c.name == name)).mappings().first()
