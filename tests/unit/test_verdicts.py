@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchlab.stats.analysis import PARAMETRIC, Series, Settings, judge, pair_key
+from benchlab.stats.analysis import PARAMETRIC, Sequential, Series, Settings, judge, pair_key
 from benchlab.stats.families import CHARACTERISTIC, GEOMEAN, PRIMARY, SECONDARY, classify, shares
-from benchlab.stats.simulation import simulate
+from benchlab.stats.sequential import paired_p, sequential_p
+from benchlab.stats.simulation import run_until_decided, simulate
 from benchlab.stats.verdict import blocks_needed, verdict
 
 SETTINGS = Settings(baseline="A", alpha=0.05, correction="bh", margin=0.01)
@@ -166,3 +167,46 @@ def test_a_geomean_that_disagrees_with_its_rows_says_why() -> None:
     rows, geo = judge([faster, slower], ["A", "B"], SETTINGS)
     assert {r.verdict for r in rows} == {"better", "worse"}
     assert geo[0].verdict == "better" and "disagree" in geo[0].note
+
+
+SEQUENTIAL = Settings(baseline="A", sequential=Sequential(first=3, last=15))
+
+
+def test_until_decided_keeps_a_a_within_alpha_over_every_look() -> None:
+    rng = np.random.default_rng(13)
+    experiments = 300
+    false = 0
+    for _ in range(experiments):
+        series = simulate(rng, metrics=1, blocks=15, noise=0.05, shifts=[0.0], drift=0.05, outliers=0.05)
+        _, rows = run_until_decided(series, SEQUENTIAL)
+        false += any(r.verdict in ("better", "worse") for r in rows)
+    assert false / experiments <= 0.05 + 2.6 * np.sqrt(0.05 * 0.95 / experiments)
+
+
+def test_nominal_looks_would_inflate_the_a_a_rate_that_calibration_holds() -> None:
+    """The reason for the calibration: the same looks at nominal alpha go wrong far more often."""
+    rng = np.random.default_rng(14)
+    d = rng.standard_normal((4000, 15))
+    nominal = np.zeros(4000, dtype=bool)
+    for n in range(3, 16):
+        nominal |= paired_p(d[:, :n]) < 0.05
+    assert nominal.mean() > 0.15
+    calibrated = np.zeros(4000, dtype=bool)
+    for n in range(3, 16):
+        calibrated |= sequential_p(paired_p(d[:, :n]), 3, 15) < 0.05
+    assert calibrated.mean() <= 0.05 + 2.6 * np.sqrt(0.05 * 0.95 / 4000)
+
+
+def test_until_decided_stops_early_on_a_doubling_and_never_calls_a_short_budget_same() -> None:
+    rng = np.random.default_rng(15)
+    stops = []
+    for _ in range(20):
+        series = simulate(rng, metrics=1, blocks=15, noise=0.05, shifts=[np.log(2)], drift=0.05)
+        blocks, rows = run_until_decided(series, SEQUENTIAL)
+        assert rows[0].verdict == "worse"
+        stops.append(blocks)
+    assert max(stops) <= 5
+    # a 1% change in 10% noise cannot be decided in 15 blocks: it ends unclear, not same
+    series = simulate(rng, metrics=1, blocks=15, noise=0.10, shifts=[np.log(1.01)], drift=0.0)
+    blocks, rows = run_until_decided(series, SEQUENTIAL)
+    assert blocks == 15 and rows[0].verdict == "unclear"

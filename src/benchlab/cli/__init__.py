@@ -13,7 +13,7 @@ from types import FrameType
 
 import typer
 
-from benchlab.cli import container, experiment, ipc, results, score, system
+from benchlab.cli import calibrate, container, experiment, ipc, results, score, system
 from benchlab.cli.console import err
 from benchlab.errors import BenchlabError, Interrupted
 
@@ -25,7 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (experiment, score, results, system, container, ipc):
+for module in (experiment, score, results, system, container, ipc, calibrate):
     module.register(app)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -97,3 +98,19 @@ def geomean_by_direction(report: dict[str, Any]) -> list[tuple[str, dict[str, di
 
 def section_title(section: str | None) -> str:
     return SECTION_TITLES.get(section or "", section or "")
+
+
+def calibration_notes(report: dict[str, Any], workloads: set[str] | None = None) -> list[str]:
+    """'this host: ...' per calibrated workload, to weigh its verdicts by how this machine behaves."""
+    found = report["experiment"].get("calibration") or {}
+    lines = []
+    for workload, c in found.items():
+        if workloads is not None and workload not in workloads:
+            continue
+        spread = "n/a" if c["spread"] is None or math.isnan(c["spread"]) else f"{c['spread']:.1%}"
+        when = time.strftime("%Y-%m-%d", time.localtime(c["created_at"]))
+        lines.append(
+            f"this host: {workload} spread {spread} ({c['metric']}), A/A {c['false_verdicts']} of {c['experiments']} "
+            f"with a false verdict at {c['blocks']} blocks (benchlab calibrate, {when})"
+        )
+    return lines

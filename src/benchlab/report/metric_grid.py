@@ -33,6 +33,7 @@ def grid(report: dict[str, Any], workloads: set[str] | None = None) -> Grid:
                 else ["", "", ""]
             )
         out.add(cols)
+    out.notes += cells.calibration_notes(report, workloads)
     if workloads is None:
         for direction, by_variant in cells.geomean_by_direction(report):
             cols = ["", cells.geomean_label(direction), ""]

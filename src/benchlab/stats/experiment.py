@@ -17,6 +17,7 @@ import numpy as np
 
 from benchlab.measure.host import noise_warnings
 from benchlab.stats.analysis import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge
+from benchlab.stats.calibration import calibration_report
 from benchlab.stats.environments import split_by_host, used_hosts
 from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.sweep import sweep_report
@@ -222,5 +223,8 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
         "host": data.hosts[_main_host(data)] if data.hosts else None,
         "hosts": {str(k): v for k, v in data.hosts.items()},
         "workload_versions": data.experiment.workload_versions,
+        "calibration": calibration_report(
+            data.calibrations, data.experiment.workload_versions, _main_host(data) if data.hosts else None
+        ),
     }
     return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scores, sweep, score_rows)

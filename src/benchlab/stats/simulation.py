@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from benchlab.plan import make_plan
-from benchlab.stats.analysis import Series, pair_key
+from benchlab.stats.analysis import KEY_SHIFT, Row, Series, Settings, judge, pair_key
+from benchlab.stats.families import PRIMARY
+from benchlab.stats.verdict import DECIDED
 
 
 def simulate(
@@ -40,3 +42,24 @@ def simulate(
         arrays = {v: (np.array(k, dtype=np.int64), np.array(x)) for v, (k, x) in values.items()}
         series.append(Series("w", f"m{m}", "s", "lower", arrays))
     return series
+
+
+def first_blocks(series: list[Series], blocks: int) -> list[Series]:
+    """The same series as they stood after `blocks` blocks: what a sequential look sees."""
+    limit = (1 << KEY_SHIFT) - 1
+    out = []
+    for s in series:
+        values = {v: (k[(k & limit) < blocks], x[(k & limit) < blocks]) for v, (k, x) in s.values.items()}
+        out.append(Series(s.workload, s.metric, s.unit, s.direction, values, s.family, s.group))
+    return out
+
+
+def run_until_decided(series: list[Series], settings: Settings) -> tuple[int, list[Row]]:
+    """Looks after every block from the settings' first to last look, as `--until-decided`
+    does: the blocks it stopped at and the rows it ended with."""
+    assert settings.sequential is not None
+    for blocks in range(settings.sequential.first, settings.sequential.last + 1):
+        rows, _ = judge(first_blocks(series, blocks), ["A", "B"], settings)
+        if all(r.verdict in DECIDED for r in rows if r.family == PRIMARY):
+            break
+    return blocks, rows

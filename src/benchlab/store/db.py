@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 import time
 import uuid as uuidlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,23 @@ class MetricColumns:
     names: list[str]
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """What `benchlab calibrate` found for one workload version on one host."""
+
+    host_id: int
+    workload_version: str
+    metric: str
+    spread: float
+    experiments: int
+    false_verdicts: int
+    blocks: int
+    created_at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 @dataclass
 class ExperimentData:
     """Everything stored about one experiment."""
@@ -115,6 +133,7 @@ class ExperimentData:
     metrics: MetricColumns
     metric_info: dict[tuple[str, str], tuple[str, str]]  # (workload, metric) -> (unit, direction)
     hosts: dict[int, dict[str, Any]]
+    calibrations: list[Calibration] = field(default_factory=list)  # of its hosts and workload versions
 
     def run_values(self) -> dict[int, dict[str, float]]:
         """Raw values per run id, for the JSON report and bundles."""
@@ -424,7 +443,24 @@ class Store:
                 h.id: json.loads(h.fingerprint)
                 for h in conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(host_ids)))
             }
-        return ExperimentData(exp, list(runs.values()), metrics, info, hosts)
+            calibrations = self._calibrations(conn, host_ids, set(exp.workload_versions.values()))
+        return ExperimentData(exp, list(runs.values()), metrics, info, hosts, calibrations)
+
+    @staticmethod
+    def _calibrations(conn: Connection, host_ids: set[int], versions: set[str]) -> list[Calibration]:
+        """The latest calibration of each (host, workload version)."""
+        c = t.calibration.c
+        rows = conn.execute(
+            select(c.host_id, c.workload_version, c.metric, c.spread, c.experiments, c.false_verdicts, c.blocks, c.created_at)
+            .where(c.host_id.in_(host_ids), c.workload_version.in_(versions))
+            .order_by(c.created_at)
+        ).all()
+        latest = {(row[0], row[1]): Calibration(*row) for row in rows}
+        return list(latest.values())
+
+    def record_calibration(self, calibration: Calibration) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(insert(t.calibration).values(**calibration.as_dict()))
 
     @staticmethod
     def _metric_columns(conn: Connection, experiment_id: int) -> MetricColumns:

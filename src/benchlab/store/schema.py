@@ -134,3 +134,20 @@ bundle_import = Table(
     Column("experiment_id", ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
     Column("imported_at", Float, nullable=False),
 )
+
+# `benchlab calibrate`: per host and workload version, the run-to-run spread of its first
+# primary metric and how many A/A experiments of it came out better or worse. A table of its
+# own, so that databases written before it gain it untouched.
+calibration = Table(
+    "calibration",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("host_id", ForeignKey("host.id"), nullable=False),
+    Column("workload_version", Text, nullable=False),
+    Column("metric", String(200), nullable=False),
+    Column("spread", Float, nullable=False),  # robust CV (1.4826 MAD / median) over the A/A runs
+    Column("experiments", Integer, nullable=False),
+    Column("false_verdicts", Integer, nullable=False),  # A/A experiments with any better/worse row
+    Column("blocks", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
+)

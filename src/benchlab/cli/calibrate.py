@@ -1,0 +1,85 @@
+"""`benchlab calibrate`: batches of A/A experiments that say how this machine behaves."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+
+from benchlab.cli.console import err, out
+from benchlab.cli.options import Db
+from benchlab.cli.progress import BarProgress
+from benchlab.spec.quick import quick_spec
+
+
+def calibrate(
+    workload: Annotated[list[str], typer.Option("-w", "--workload", help="built-in workload, e.g. 'alloc.churn threads=4'")] = [],  # noqa: B006
+    cmd: Annotated[list[str], typer.Option("--cmd", help="a command to time as a whole process tree")] = [],  # noqa: B006
+    gbench: Annotated[list[str], typer.Option("--gbench", help="a Google Benchmark binary")] = [],  # noqa: B006
+    blocks: Annotated[int, typer.Option("-n", "--blocks", help="blocks per A/A experiment")] = 10,
+    experiments: Annotated[int, typer.Option("--experiments", help="A/A experiments in the batch")] = 20,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds before a run is killed")] = 600.0,
+    db: Db = None,
+) -> None:
+    """Run A/A experiments (two identical variants) of the given workloads on this machine and store,
+    per workload, its run-to-run spread and how many experiments gave a false verdict; reports of
+    that workload on this host show both beside its verdicts."""
+    from benchlab.cli.results import open_store
+    from benchlab.errors import SpecError
+    from benchlab.runner import Prepared, Runner
+    from benchlab.stats.calibration import outcomes, summarise
+    from benchlab.stats.experiment import analyze
+    from benchlab.store.db import Calibration
+
+    if experiments < 1:
+        raise SpecError("give at least one experiment", where="--experiments")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    specs = [
+        quick_spec(
+            name=f"calibrate-{stamp}-{i + 1:03d}",
+            builtins=workload,
+            commands=cmd,
+            gbench=gbench,
+            variants=["a", "a-again"],
+            blocks=blocks,
+            warmup=0,
+            seed=seed + i,
+            baseline="a",
+            timeout=timeout,
+        )  # fmt: skip
+        for i in range(experiments)
+    ]
+    prepared = [Prepared.from_spec(spec) for spec in specs]  # every check before the first run
+    store = open_store(db)
+    found, any_false, host_id, versions = [], 0, None, {}
+    for i, p in enumerate(prepared):
+        err.print(f"A/A experiment {i + 1} of {experiments}", style="dim", highlight=False)
+        with BarProgress() as progress:
+            exp = Runner(store, progress=progress).run(p)
+        data = store.load(exp)
+        analysis = analyze(data)
+        batch = outcomes(analysis.rows)
+        found.append(batch)
+        any_false += any(o.false_verdict for o in batch) or any(g.verdict in ("better", "worse") for g in analysis.geomean)
+        host_id = data.runs[0].host_id if data.runs else host_id
+        versions = data.experiment.workload_versions
+    summary = summarise(found)
+    for name, (metric, spread, count, false) in summary.items():
+        if host_id is not None:
+            store.record_calibration(Calibration(host_id, versions[name], metric, spread, count, false, blocks, time.time()))
+        out.print(
+            f"{name}: spread {spread:.2%} of {metric} run to run; A/A {false} of {count} with a false verdict",
+            highlight=False,
+        )
+    out.print(
+        f"experiments with any better/worse row: {any_false} of {experiments} ({any_false / experiments:.1%}; "
+        f"by design at most 5% in the long run)",
+        highlight=False,
+    )
+    err.print(f"stored in {store.target} for this host", style="dim", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(calibrate)
