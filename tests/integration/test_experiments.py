@@ -227,7 +227,10 @@ def test_existing_name_needs_resume_and_a_changed_spec_is_refused(tmp_path: Path
     cli("run", str(spec), check=True)
     assert cli("run", str(spec)).returncode == 4
     assert cli("run", str(spec), "--resume").returncode == 0
-    spec.write_text(spec.read_text().replace("blocks = 2", "blocks = 3"))
+    spec.write_text(spec.read_text().replace("blocks = 2", "blocks = 3"))  # a longer experiment: stored runs reused
+    longer = cli("run", str(spec), "--resume", "--format", "json")
+    assert longer.returncode == 0 and len(json.loads(longer.stdout)["runs"]) == 3
+    spec.write_text(spec.read_text().replace('["true"]', '["true", "x"]'))
     proc = cli("run", str(spec), "--resume")
     assert proc.returncode == 2 and "changed" in proc.stderr
 

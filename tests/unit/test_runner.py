@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+import random
 from pathlib import Path
 
 import pytest
@@ -165,3 +167,69 @@ def test_missing_perf_counters_are_said_once_and_software_ones_are_kept(tmp_path
     assert progress.notes == ["hardware counters unavailable (No such file or directory)"]
     rows = {r.metric: r for r in analyze(store.load(exp)).rows}
     assert rows["task_clock"].median == 0.5 and rows["task_clock"].direction == "none" and "ipc" not in rows
+
+
+class JitteryExecutor(FakeExecutor):
+    """FAKE_WALL times a seeded lognormal jitter of FAKE_NOISE (default 0.1%)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rng = random.Random(3)
+
+    def run(self, launch: Launch) -> Finished:
+        self.launches.append(launch)
+        wall = float(launch.env.get("FAKE_WALL", "1.0")) * math.exp(
+            self.rng.gauss(0, float(launch.env.get("FAKE_NOISE", "0.001")))
+        )
+        return Finished(exit_code=0, signal=None, timed_out=False, usage=usage(wall))
+
+
+class Notes:
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def start(self, total: int, done: int) -> None:
+        pass
+
+    def advance(self, run: object, status: str) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+def sequential_run(store: Store, prepared: Prepared, *, resume: bool = False) -> tuple[list[str], JitteryExecutor]:
+    executor, notes = JitteryExecutor(), Notes()
+    clock = itertools.count(1000.0, 0.5)
+    run = Runner(store, executor=executor, clock=lambda: next(clock), journal=FakeJournal(), host=HOST, progress=notes)  # type: ignore[arg-type]
+    run.run(prepared, resume=resume, decided=lambda exp: not analyze(store.load(exp)).undecided())
+    return notes.notes, executor
+
+
+def test_until_decided_stops_at_the_first_look_that_decides(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    doubled = [{"name": "a", "env": {"FAKE_WALL": "1.0"}}, {"name": "b", "env": {"FAKE_WALL": "2.0"}}]
+    notes, executor = sequential_run(store, spec(variants=doubled, until_decided={"min_blocks": 3, "max_blocks": 20}))
+    assert len(executor.launches) == 6 and "decided after 3 blocks" in notes[-1]
+    (wall,) = [r for r in analyze(store.load(store.require_experiment("fake"))).rows if r.metric == "wall"]
+    assert wall.verdict == "worse" and wall.test == "t (parametric)"
+
+
+def test_until_decided_ends_unclear_when_the_budget_runs_out(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    noisy = [{"name": "a", "env": {"FAKE_NOISE": "0.3"}}, {"name": "b", "env": {"FAKE_NOISE": "0.3"}}]
+    notes, executor = sequential_run(store, spec(variants=noisy, until_decided={"min_blocks": 3, "max_blocks": 5}))
+    assert len(executor.launches) == 10 and "budget of 5 blocks ran out" in notes[-1]
+    (wall,) = [r for r in analyze(store.load(store.require_experiment("fake"))).rows if r.metric == "wall"]
+    assert wall.verdict in ("unclear", "same")
+
+
+def test_resume_reuses_stored_blocks_and_may_turn_sequential(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    doubled = [{"name": "a", "env": {"FAKE_WALL": "1.0"}}, {"name": "b", "env": {"FAKE_WALL": "2.0"}}]
+    runner(store, JitteryExecutor()).run(spec(variants=doubled, blocks=3))
+    _, executor = sequential_run(store, spec(variants=doubled, until_decided=True), resume=True)
+    assert executor.launches == []  # the three stored blocks already decide it
+    assert store.require_experiment("fake").spec["until_decided"] == {"min_blocks": 3, "max_blocks": 40}
+    with pytest.raises(SpecError, match="changed"):
+        sequential_run(store, spec(variants=doubled[:1] + [{"name": "b"}], until_decided=True), resume=True)
