@@ -116,7 +116,7 @@ environment = {toml_table(remote)}
 def test_an_unreachable_host_is_one_line_before_anything_runs(tmp_path: Path) -> None:
     spec = tmp_path / "nowhere.toml"
     spec.write_text(
-        'name = "nowhere"\nblocks = 2\n[[workloads]]\nname = "t"\ncommand = ["true"]\n[[variants]]\nname = "a"\n'
+        'name = "nowhere"\nblocks = 3\n[[workloads]]\nname = "t"\ncommand = ["true"]\n[[variants]]\nname = "a"\n'
         '[[variants]]\nname = "b"\nenvironment = { kind = "ssh", host = "root@10.231.255.254", ssh_options = ["-o", "ConnectTimeout=1"] }\n'
     )
     proc = cli("run", str(spec))

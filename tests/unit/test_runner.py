@@ -104,7 +104,7 @@ def test_resume_skips_stored_runs_and_refuses_a_changed_spec(tmp_path: Path) -> 
     with pytest.raises(StoreError, match="already exists"):
         runner(store, FakeExecutor()).run(spec())
     with pytest.raises(SpecError, match="changed"):
-        runner(store, FakeExecutor()).run(spec(blocks=7), resume=True)
+        runner(store, FakeExecutor()).run(spec(seed=7), resume=True)
 
 
 def test_knobs_are_applied_before_and_restored_after_every_run(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 COLUMNS = [
     "workload", "metric", "unit", "direction", "variant", "n", "pairs", "baseline_median", "median",
     "median_ci_low", "median_ci_high", "change", "change_ci_low", "change_ci_high", "test", "p", "q",
-    "verdict", "runs_needed",
+    "verdict", "runs_needed", "family", "note",
 ]  # fmt: skip
 
 
