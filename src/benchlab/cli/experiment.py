@@ -48,7 +48,8 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str) -> 
     check_format(fmt)
     prepared = Prepared.from_spec(spec)  # every check against the machine happens before the first run
     store = open_store(db)
-    if spec.until_decided is None and (warning := plan_warning(spec.blocks, spec.alpha, [w.builtin for w in spec.workloads])):
+    compared = len(spec.variants) > 1 and spec.until_decided is None
+    if compared and (warning := plan_warning(spec.blocks, spec.alpha, [w.builtin for w in spec.workloads])):
         err.print(f"warning: {warning}", style="yellow", highlight=False)
 
     def decided(exp: ExperimentRecord) -> bool:

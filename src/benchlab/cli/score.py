@@ -13,7 +13,7 @@ from benchlab.errors import EnvironmentProblem
 from benchlab.spec.quick import parse_variant
 
 QUICK_ROUNDS = 0.5  # quick runs do half of each task's rounds (at least one): the same throughput, noisier
-QUICK_BLOCKS, FULL_BLOCKS = 2, 7  # 7 pairs: the fewest that give a 95% interval and room to decide
+QUICK_BLOCKS, FULL_BLOCKS = 3, 7  # 3: the fewest the paired t decides with; 7: the signed-rank test with room to decide
 
 
 def check_suite_version() -> None:
@@ -36,7 +36,7 @@ def check_suite_version() -> None:
 def score(
     quick: Annotated[
         bool,
-        typer.Option("--quick", help=f"{QUICK_BLOCKS} blocks of half-length runs, no shared-task runs (about 30 s on 2 cores)"),
+        typer.Option("--quick", help=f"{QUICK_BLOCKS} blocks of half-length runs, no shared-task runs (about 45 s on 2 cores)"),
     ] = False,
     variant: Annotated[
         list[str], typer.Option("--variant", "-v", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
