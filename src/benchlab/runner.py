@@ -20,7 +20,7 @@ from benchlab.measure.process import Executor, Finished, LocalExecutor
 from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import usage_metrics
 from benchlab.plan import PlannedRun, make_plan
-from benchlab.spec.models import ExperimentSpec, WorkloadSpec
+from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
 from benchlab.store.db import ExperimentRecord, Store, spec_digest
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
@@ -67,6 +67,26 @@ def _without_length(spec: dict[str, object]) -> dict[str, object]:
 
 
 Decided = Callable[[ExperimentRecord], bool]
+
+
+def _keep_sequential(stored: dict[str, int] | None, spec: dict[str, object]) -> dict[str, object]:
+    """A sequential experiment's looks were calibrated for its budget: resumed without
+    --until-decided it stays sequential; its budget may grow (more looks only make the
+    thresholds stricter) but neither shrink nor move its first look, which would judge runs
+    chosen by optional stopping as a fixed design."""
+    if not stored:
+        return spec
+    given = spec.get("until_decided")
+    if given is None:
+        return {**spec, "until_decided": stored}
+    assert isinstance(given, dict)
+    if given["min_blocks"] != stored["min_blocks"] or given["max_blocks"] < stored["max_blocks"]:
+        raise SpecError(
+            f"this experiment runs until decided with looks from block {stored['min_blocks']} to "
+            f"{stored['max_blocks']}; a resume may raise --max-blocks but not lower it or move --min-blocks",
+            where="--until-decided",
+        )
+    return spec
 
 
 def _is_look(plan: list[PlannedRun], i: int, min_blocks: int) -> bool:
@@ -149,6 +169,7 @@ class Runner:
                 f"workload {', '.join(changed)} changed version since the experiment started (rebuilt binary?)",
                 hint="start a new experiment: results of different versions are never compared",
             )
+        spec_json = _keep_sequential(existing.spec.get("until_decided"), spec_json)
         if existing.spec_hash != spec_digest(spec_json):  # more blocks, or now until decided: runs are reused
             existing = self.store.update_spec(existing, spec_json)
         return existing
@@ -176,7 +197,8 @@ class Runner:
         places = {name: self._place(v) for name, v in prepared.variants.items()}
         self.executors = {name: executor for name, (executor, _) in places.items()}
         self.host_ids = {name: self.store.host_id(fp) for name, (_, fp) in places.items()}
-        until = spec.until_decided
+        stored_until = exp.spec.get("until_decided")  # a resumed sequential experiment stays sequential
+        until = UntilDecided.model_validate(stored_until) if stored_until else None
         plan = make_plan(
             [w.name for w in spec.workloads],
             [v.name for v in spec.variants],
@@ -195,7 +217,10 @@ class Runner:
                     status = self._run_one(prepared, exp, self.host_ids[planned.variant], planned)
                     self.progress.advance(planned, status)
                     done += 1
-                if until and decided and _is_look(plan, i, until.min_blocks) and decided(exp):
+                # looks at every block end from min_blocks on, but on resume not through blocks stored
+                # whole before (their look happened then): from the last of them on
+                fresh = done > 0 or i + 1 == len(plan) or plan[i + 1].key in pending
+                if until and decided and fresh and _is_look(plan, i, until.min_blocks) and decided(exp):
                     self.progress.note(f"every judged row decided after {planned.block + 1} blocks: stopping")
                     break
             else:

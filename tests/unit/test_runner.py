@@ -177,6 +177,8 @@ class JitteryExecutor(FakeExecutor):
         self.rng = random.Random(3)
 
     def run(self, launch: Launch) -> Finished:
+        if self.interrupt_after is not None and len(self.launches) == self.interrupt_after:
+            raise KeyboardInterrupt
         self.launches.append(launch)
         wall = float(launch.env.get("FAKE_WALL", "1.0")) * math.exp(
             self.rng.gauss(0, float(launch.env.get("FAKE_NOISE", "0.001")))
@@ -184,22 +186,8 @@ class JitteryExecutor(FakeExecutor):
         return Finished(exit_code=0, signal=None, timed_out=False, usage=usage(wall))
 
 
-class Notes:
-    def __init__(self) -> None:
-        self.notes: list[str] = []
-
-    def start(self, total: int, done: int) -> None:
-        pass
-
-    def advance(self, run: object, status: str) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        self.notes.append(text)
-
-
 def sequential_run(store: Store, prepared: Prepared, *, resume: bool = False) -> tuple[list[str], JitteryExecutor]:
-    executor, notes = JitteryExecutor(), Notes()
+    executor, notes = JitteryExecutor(), NotedProgress()
     clock = itertools.count(1000.0, 0.5)
     run = Runner(store, executor=executor, clock=lambda: next(clock), journal=FakeJournal(), host=HOST, progress=notes)  # type: ignore[arg-type]
     run.run(prepared, resume=resume, decided=lambda exp: not analyze(store.load(exp)).undecided())
@@ -233,3 +221,21 @@ def test_resume_reuses_stored_blocks_and_may_turn_sequential(tmp_path: Path) -> 
     assert store.require_experiment("fake").spec["until_decided"] == {"min_blocks": 3, "max_blocks": 40}
     with pytest.raises(SpecError, match="changed"):
         sequential_run(store, spec(variants=doubled[:1] + [{"name": "b"}], until_decided=True), resume=True)
+
+
+def test_a_sequential_experiment_stays_sequential_on_resume_and_its_budget_cannot_shrink(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    noisy = [{"name": "a", "env": {"FAKE_NOISE": "0.3"}}, {"name": "b", "env": {"FAKE_NOISE": "0.3"}}]
+    first = JitteryExecutor()
+    first.interrupt_after = 7
+    clock = itertools.count(1000.0, 0.5)
+    with pytest.raises(Interrupted):
+        Runner(store, executor=first, clock=lambda: next(clock), journal=FakeJournal(), host=HOST).run(  # type: ignore[arg-type]
+            spec(variants=noisy, until_decided={"min_blocks": 3, "max_blocks": 5}),
+            decided=lambda exp: not analyze(store.load(exp)).undecided(),
+        )
+    notes, executor = sequential_run(store, spec(variants=noisy), resume=True)  # no --until-decided this time
+    assert store.require_experiment("fake").spec["until_decided"] == {"min_blocks": 3, "max_blocks": 5}
+    assert len(executor.launches) == 10 - 7 and "budget of 5 blocks" in notes[-1]
+    with pytest.raises(SpecError, match="not lower it"):
+        sequential_run(store, spec(variants=noisy, until_decided={"min_blocks": 3, "max_blocks": 4}), resume=True)

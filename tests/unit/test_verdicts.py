@@ -210,3 +210,11 @@ def test_until_decided_stops_early_on_a_doubling_and_never_calls_a_short_budget_
     series = simulate(rng, metrics=1, blocks=15, noise=0.10, shifts=[np.log(1.01)], drift=0.0)
     blocks, rows = run_until_decided(series, SEQUENTIAL)
     assert blocks == 15 and rows[0].verdict == "unclear"
+
+
+def test_a_metric_below_zero_keeps_its_direction() -> None:
+    """Raw shifts are relative to the size of the baseline median, whatever its sign."""
+    n = 8
+    s = _series("offset", PRIMARY, [-10.0 - 0.01 * i for i in range(n)], [-5.0 - 0.01 * i for i in range(n)])
+    row = judge([s], ["A", "B"], SETTINGS)[0][0]
+    assert row.change > 0 and 0 < row.change_ci[0] <= row.change_ci[1] and row.verdict == "worse"

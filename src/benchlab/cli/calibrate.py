@@ -29,12 +29,18 @@ def calibrate(
     from benchlab.cli.results import open_store
     from benchlab.errors import SpecError
     from benchlab.runner import Prepared, Runner
-    from benchlab.stats.calibration import outcomes, summarise
+    from benchlab.stats.calibration import calibration_key, outcomes, summarise
     from benchlab.stats.experiment import analyze
     from benchlab.store.db import Calibration
 
     if experiments < 1:
         raise SpecError("give at least one experiment", where="--experiments")
+    if any(w.split()[0].startswith("cpu.") for w in workload if w.strip()):
+        raise SpecError(
+            "the CPU suite's workloads are judged as scores, which calibrate does not batch yet",
+            where="--workload",
+            hint="calibrate other workloads; run `benchlab score` twice for a score A/A",
+        )
     stamp = time.strftime("%Y%m%d-%H%M%S")
     specs = [
         quick_spec(
@@ -53,7 +59,7 @@ def calibrate(
     ]
     prepared = [Prepared.from_spec(spec) for spec in specs]  # every check before the first run
     store = open_store(db)
-    found, any_false, host_id, versions = [], 0, None, {}
+    found, any_false, host_id, keys = [], 0, None, {}
     for i, p in enumerate(prepared):
         err.print(f"A/A experiment {i + 1} of {experiments}", style="dim", highlight=False)
         with BarProgress() as progress:
@@ -64,13 +70,14 @@ def calibrate(
         found.append(batch)
         any_false += any(o.false_verdict for o in batch) or any(g.verdict in ("better", "worse") for g in analysis.geomean)
         host_id = data.runs[0].host_id if data.runs else host_id
-        versions = data.experiment.workload_versions
+        keys = {w["name"]: calibration_key(w, data.experiment.workload_versions[w["name"]]) for w in exp.spec["workloads"]}
     summary = summarise(found)
     for name, (metric, spread, count, false) in summary.items():
         if host_id is not None:
-            store.record_calibration(Calibration(host_id, versions[name], metric, spread, count, false, blocks, time.time()))
+            store.record_calibration(Calibration(host_id, keys[name], metric, spread, count, false, blocks, time.time()))
         out.print(
-            f"{name}: spread {spread:.2%} of {metric} run to run; A/A {false} of {count} with a false verdict",
+            f"{name}: spread {'n/a' if spread is None else f'{spread:.2%}'} of {metric} run to run; "
+            f"A/A {false} of {count} with a false verdict",
             highlight=False,
         )
     out.print(

@@ -22,8 +22,9 @@ def grids(report: dict[str, Any], workloads: set[str] | None = None) -> list[Gri
     sweep = report["sweep"]
     ref = sweep["reference"]
     by_workload: dict[str, Grid] = {}
-    for (workload, metric), by_variant in cells.grouped_rows(report):
+    for (workload, _), by_variant in cells.grouped_rows(report):
         first = next(iter(by_variant.values()))
+        metric = cells.metric_label(first)
         if first["direction"] == "none" or (workloads is not None and workload not in workloads):
             continue
         grid = by_workload.get(workload)

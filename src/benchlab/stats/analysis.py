@@ -123,7 +123,7 @@ def paired_estimate(d: np.ndarray, levels: tuple[float, float]) -> Estimate:
     differences (labelled parametric: no signed-rank test can reject there), from SMALL_N on
     the exact signed-rank test with the Hodges-Lehmann estimate and interval."""
     spread = float(np.std(d, ddof=1)) if len(d) > 1 else NAN
-    if 2 <= len(d) < SMALL_N and np.ptp(d) > 0:
+    if 3 <= len(d) < SMALL_N and np.ptp(d) > 0:
         est, (ci, ci90), p = paired_t(d, levels)
         return Estimate(est, ci, ci90, p, 0.0, PARAMETRIC, spread, True)
     est, (ci, ci90) = hodges_lehmann_paired(d, levels)
@@ -250,7 +250,7 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
         def to_frac(x: float) -> float:
             if x == 0:
                 return 0.0
-            return x / scale if not math.isnan(scale) else NAN
+            return x / abs(scale) if not math.isnan(scale) else NAN
 
     return Row(
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
@@ -327,11 +327,11 @@ def judge(series_list: list[Series], variants: list[str], settings: Settings) ->
     return rows, geomeans
 
 
-def _cannot_reach(row: Judged, level: float) -> str:
+def _cannot_reach(row: Judged, level: float, p_min: float) -> str:
     est = row.estimate
     if est is None or est.p_min >= 1:
         return "not tested: every difference is zero"
-    return f"not tested: its test cannot reach its family's level {level:.2g} (smallest p {est.p_min:.2g})"
+    return f"not tested: its test cannot reach its family's level {level:.2g} (smallest p {p_min:.2g})"
 
 
 def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> None:
@@ -356,18 +356,19 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
     families: dict[tuple[str, str], list[Judged]] = defaultdict(list)
     for r in judged:
         families[(r.group, r.family)].append(r)
+    first_split = dict(zip(families, shares(settings.alpha, [f for _, f in families]), strict=True))
     if settings.correction == "none":
         levels = {key: settings.alpha for key in families}
     else:
-        every = shares(settings.alpha, [f for _, f in families])
-        can = [key for key, level in zip(families, every, strict=True) if any(p_min[id(r)] <= level for r in families[key])]
+        can = [key for key, level in first_split.items() if any(p_min[id(r)] <= level for r in families[key])]
         levels = dict(zip(can, shares(settings.alpha, [f for _, f in can]), strict=True))
     same_level = (1 - settings.levels()[1]) / 2
     for key, members in families.items():
         level = levels.get(key)
         testable: list[Judged]
-        if level is None:
-            testable, row_level = [], settings.alpha
+        if level is None:  # nothing in it can reach even its first share
+            level = first_split[key]
+            testable, row_level = [], level
         elif settings.correction == "holm":
             testable, k = _tarone(members, p_min, level)
             row_level = level / max(k, 1)
@@ -382,7 +383,7 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
         for r in members:
             if id(r) not in testable_ids:
                 r.q = NAN
-                r.note = _cannot_reach(r, row_level)
+                r.note = _cannot_reach(r, level, p_min[id(r)])
             _verdict(r, settings, row_level, same_level)
     _explain_geomeans(rows, geomeans)
 
@@ -419,7 +420,11 @@ def _verdict(r: Judged, settings: Settings, row_level: float, same_level: float)
 def _explain_geomeans(rows: list[Row], geomeans: list[GeomeanRow]) -> None:
     """A geometric mean that reads differently from its rows says why."""
     for g in geomeans:
-        mine = [r for r in rows if r.family == PRIMARY and r.variant == g.variant and r.direction == g.direction]
+        mine = [
+            r for r in rows
+            if r.family == PRIMARY and r.group == r.workload and r.variant == g.variant  # not the CPU scores
+            and r.direction == g.direction and r.log_scale
+        ]  # fmt: skip
         decided = [r.verdict for r in mine if r.verdict in ("better", "worse")]
         if g.verdict in ("better", "worse"):
             opposite = [v for v in decided if v != g.verdict]

@@ -9,6 +9,8 @@ so a reader can weigh a verdict against how this machine behaves.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -47,23 +49,37 @@ def outcomes(rows: list[Row]) -> list[Outcome]:
     return list(found.values())
 
 
-def summarise(per_experiment: list[list[Outcome]]) -> dict[str, tuple[str, float, int, int]]:
-    """workload -> (metric, median spread, experiments, false verdicts)."""
+def summarise(per_experiment: list[list[Outcome]]) -> dict[str, tuple[str, float | None, int, int]]:
+    """workload -> (metric, median spread or None off the log scale, experiments, false verdicts)."""
     by_workload: dict[str, list[Outcome]] = {}
     for batch in per_experiment:
         for o in batch:
             by_workload.setdefault(o.workload, []).append(o)
-    return {
-        w: (found[0].metric, float(np.nanmedian([o.spread for o in found])), len(found), sum(o.false_verdict for o in found))
-        for w, found in by_workload.items()
-    }
+    out: dict[str, tuple[str, float | None, int, int]] = {}
+    for w, found in by_workload.items():
+        spreads = [o.spread for o in found if not math.isnan(o.spread)]
+        spread = float(np.median(spreads)) if spreads else None
+        out[w] = (found[0].metric, spread, len(found), sum(o.false_verdict for o in found))
+    return out
 
 
-def calibration_report(calibrations: list[Calibration], versions: dict[str, str], host_id: int | None) -> dict[str, Any]:
-    """For the report: workload -> the latest calibration of its version on the experiment's host."""
-    by_version = {c.workload_version: c for c in calibrations if c.host_id == host_id}
-    return {
-        w: {**by_version[v].as_dict(), "spread": json_number(by_version[v].spread)}
-        for w, v in versions.items()
-        if v in by_version
-    }
+def calibration_key(workload: dict[str, Any], version: str) -> str:
+    """What a calibration is stored under: the workload's version and, where the version does
+    not already cover them, its options and arguments (a built-in's version is its code's, so
+    `alloc.churn threads=2` and `threads=16` must not share one)."""
+    extra = {k: workload.get(k) for k in ("options", "args") if workload.get(k)}
+    if not extra:
+        return version
+    return f"{version}#{hashlib.sha256(json.dumps(extra, sort_keys=True).encode()).hexdigest()[:12]}"
+
+
+def calibration_report(calibrations: list[Calibration], spec: dict[str, Any], versions: dict[str, str],
+                       host_id: int | None) -> dict[str, Any]:  # fmt: skip
+    """For the report: workload -> the latest calibration of it on the experiment's main host."""
+    by_key = {c.workload_version: c for c in calibrations if c.host_id == host_id}
+    out = {}
+    for w in spec.get("workloads", []):
+        found = by_key.get(calibration_key(w, versions.get(w["name"], "")))
+        if found is not None:
+            out[w["name"]] = {**found.as_dict(), "spread": json_number(found.spread)}
+    return out

@@ -56,6 +56,8 @@ class Analysis:
         """Primary rows (the outcomes, scores included) not yet better, worse or same: what a
         sequential experiment waits for. Secondary rows explain an outcome and do not hold it
         up: a command's user and sys time in clock ticks may never settle within a margin."""
+        if len(self.variants) < 2:  # a lone variant is described, never judged: nothing to wait for
+            return []
         rows = [*self.rows, *self.score_rows]
         return [r for r in rows if r.family == PRIMARY and r.direction != "none" and r.verdict not in DECIDED]
 
@@ -224,7 +226,7 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
         "hosts": {str(k): v for k, v in data.hosts.items()},
         "workload_versions": data.experiment.workload_versions,
         "calibration": calibration_report(
-            data.calibrations, data.experiment.workload_versions, _main_host(data) if data.hosts else None
+            data.calibrations, spec, data.experiment.workload_versions, _main_host(data) if data.hosts else None
         ),
     }
     return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scores, sweep, score_rows)

@@ -38,6 +38,8 @@ def classify(workload: dict[str, Any] | None, metric: str, stored_direction: str
         if direction == "none":
             return CHARACTERISTIC, direction
         return settings.get("family") or PRIMARY, direction
+    if settings.get("family") is not None and stored_direction != "none":
+        return settings["family"], stored_direction
     if stored_direction == "none" or metric in CHARACTERISTICS:
         return CHARACTERISTIC, stored_direction
     if metric == "wall":

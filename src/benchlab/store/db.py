@@ -114,7 +114,7 @@ class Calibration:
     host_id: int
     workload_version: str
     metric: str
-    spread: float
+    spread: float | None
     experiments: int
     false_verdicts: int
     blocks: int
@@ -443,16 +443,16 @@ class Store:
                 h.id: json.loads(h.fingerprint)
                 for h in conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(host_ids)))
             }
-            calibrations = self._calibrations(conn, host_ids, set(exp.workload_versions.values()))
+            calibrations = self._calibrations(conn, host_ids)
         return ExperimentData(exp, list(runs.values()), metrics, info, hosts, calibrations)
 
     @staticmethod
-    def _calibrations(conn: Connection, host_ids: set[int], versions: set[str]) -> list[Calibration]:
-        """The latest calibration of each (host, workload version)."""
+    def _calibrations(conn: Connection, host_ids: set[int]) -> list[Calibration]:
+        """The latest calibration of each (host, workload) the hosts have."""
         c = t.calibration.c
         rows = conn.execute(
             select(c.host_id, c.workload_version, c.metric, c.spread, c.experiments, c.false_verdicts, c.blocks, c.created_at)
-            .where(c.host_id.in_(host_ids), c.workload_version.in_(versions))
+            .where(c.host_id.in_(host_ids))
             .order_by(c.created_at)
         ).all()
         latest = {(row[0], row[1]): Calibration(*row) for row in rows}

@@ -145,7 +145,7 @@ calibration = Table(
     Column("host_id", ForeignKey("host.id"), nullable=False),
     Column("workload_version", Text, nullable=False),
     Column("metric", String(200), nullable=False),
-    Column("spread", Float, nullable=False),  # robust CV (1.4826 MAD / median) over the A/A runs
+    Column("spread", Float),  # per-run spread: the sd of the A/A log ratios / sqrt(2) (a CV); NULL off the log scale
     Column("experiments", Integer, nullable=False),
     Column("false_verdicts", Integer, nullable=False),  # A/A experiments with any better/worse row
     Column("blocks", Integer, nullable=False),
