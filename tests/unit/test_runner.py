@@ -36,7 +36,10 @@ class FakeExecutor:
         self.launches.append(launch)
         if launch.env.get("FAKE_FAIL"):
             return Finished(exit_code=3, signal=None, timed_out=False, usage=usage(0.1), stderr=b"boom\n")
-        return Finished(exit_code=0, signal=None, timed_out=False, usage=usage(float(launch.env.get("FAKE_WALL", "1.0"))))
+        return Finished(exit_code=0, signal=None, timed_out=False, usage=usage(self.wall(launch)))
+
+    def wall(self, launch: Launch) -> float:
+        return float(launch.env.get("FAKE_WALL", "1.0"))
 
 
 class FakeJournal:
@@ -176,14 +179,8 @@ class JitteryExecutor(FakeExecutor):
         super().__init__()
         self.rng = random.Random(3)
 
-    def run(self, launch: Launch) -> Finished:
-        if self.interrupt_after is not None and len(self.launches) == self.interrupt_after:
-            raise KeyboardInterrupt
-        self.launches.append(launch)
-        wall = float(launch.env.get("FAKE_WALL", "1.0")) * math.exp(
-            self.rng.gauss(0, float(launch.env.get("FAKE_NOISE", "0.001")))
-        )
-        return Finished(exit_code=0, signal=None, timed_out=False, usage=usage(wall))
+    def wall(self, launch: Launch) -> float:
+        return super().wall(launch) * math.exp(self.rng.gauss(0, float(launch.env.get("FAKE_NOISE", "0.001"))))
 
 
 def sequential_run(store: Store, prepared: Prepared, *, resume: bool = False) -> tuple[list[str], JitteryExecutor]:

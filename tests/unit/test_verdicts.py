@@ -80,13 +80,13 @@ def test_verdict_rules() -> None:
 
 
 def test_blocks_needed_grows_as_the_change_shrinks_and_counts_the_test_used() -> None:
-    common = dict(n=4, spread=0.05, margin=0.01, level=0.04, same_level=0.05, paired=True, small_n=6)
+    common = dict(n=4, spread=0.05, margin=0.01, level=0.04, same_level=0.05, paired=True)
     small = blocks_needed(effect=0.02, **common)
     large = blocks_needed(effect=0.2, **common)
     assert small is not None and large is not None and large < small
     assert large == 5  # a 20% change with 5% spread decides at the next block, under the t
     # from 6 pairs the signed-rank test needs 2^(1-n) <= level: at level 0.001 never below 11 blocks
-    assert blocks_needed(effect=1.0, spread=0.05, n=6, margin=0.01, level=0.001, same_level=0.05, paired=True, small_n=6) == 11
+    assert blocks_needed(effect=1.0, spread=0.05, n=6, margin=0.01, level=0.001, same_level=0.05, paired=True) == 11
 
 
 def test_small_n_a_a_stays_within_alpha_with_and_without_outliers() -> None:

@@ -59,7 +59,7 @@ def calibrate(
     ]
     prepared = [Prepared.from_spec(spec) for spec in specs]  # every check before the first run
     store = open_store(db)
-    found, any_false, host_id, keys = [], 0, None, {}
+    found, any_false, host_id = [], 0, None
     for i, p in enumerate(prepared):
         err.print(f"A/A experiment {i + 1} of {experiments}", style="dim", highlight=False)
         with BarProgress() as progress:
@@ -70,7 +70,8 @@ def calibrate(
         found.append(batch)
         any_false += any(o.false_verdict for o in batch) or any(g.verdict in ("better", "worse") for g in analysis.geomean)
         host_id = data.runs[0].host_id if data.runs else host_id
-        keys = {w["name"]: calibration_key(w, data.experiment.workload_versions[w["name"]]) for w in exp.spec["workloads"]}
+    # every experiment of the batch ran the same workloads at the same versions: the last one names them
+    keys = {w["name"]: calibration_key(w, exp.workload_versions[w["name"]]) for w in exp.spec["workloads"]}
     summary = summarise(found)
     for name, (metric, spread, count, false) in summary.items():
         if host_id is not None:

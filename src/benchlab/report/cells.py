@@ -107,7 +107,7 @@ def calibration_notes(report: dict[str, Any], workloads: set[str] | None = None)
     for workload, c in found.items():
         if workloads is not None and workload not in workloads:
             continue
-        spread = "n/a" if c["spread"] is None or math.isnan(c["spread"]) else f"{c['spread']:.1%}"
+        spread = "n/a" if c["spread"] is None else f"{c['spread']:.1%}"
         when = time.strftime("%Y-%m-%d", time.localtime(c["created_at"]))
         lines.append(
             f"this host: {workload} spread {spread} ({c['metric']}), A/A {c['false_verdicts']} of {c['experiments']} "

@@ -34,7 +34,7 @@ from benchlab.stats.estimators import (
 )
 from benchlab.stats.families import GEOMEAN, JUDGED, PRIMARY, shares
 from benchlab.stats.sequential import FIRST_LOOK, SMALL_N, nominal_level, sequential_p
-from benchlab.stats.verdict import NOT_JUDGED, UNCLEAR, blocks_needed, verdict
+from benchlab.stats.verdict import DECIDED, NOT_JUDGED, UNCLEAR, blocks_needed, verdict
 
 LEVELS = (0.95, 0.90)  # the change's interval, and the one TOST compares with the margin
 PARAMETRIC = "t (parametric)"
@@ -97,10 +97,6 @@ class Series:
         _, ib, iv = np.intersect1d(kb, kv, assume_unique=True, return_indices=True)
         return vb[ib], vv[iv]
 
-    @property
-    def family_key(self) -> tuple[str, str]:
-        return (self.group or self.workload, self.family)
-
 
 @dataclass
 class Estimate:
@@ -123,7 +119,7 @@ def paired_estimate(d: np.ndarray, levels: tuple[float, float]) -> Estimate:
     differences (labelled parametric: no signed-rank test can reject there), from SMALL_N on
     the exact signed-rank test with the Hodges-Lehmann estimate and interval."""
     spread = float(np.std(d, ddof=1)) if len(d) > 1 else NAN
-    if 3 <= len(d) < SMALL_N and np.ptp(d) > 0:
+    if FIRST_LOOK <= len(d) < SMALL_N and np.ptp(d) > 0:
         est, (ci, ci90), p = paired_t(d, levels)
         return Estimate(est, ci, ci90, p, 0.0, PARAMETRIC, spread, True)
     est, (ci, ci90) = hodges_lehmann_paired(d, levels)
@@ -149,7 +145,15 @@ class Judged:
     runs_needed: int | None = None
     note: str = ""
     estimate: Estimate | None = None
-    margin_tested: float = NAN  # the equivalence margin on the tested scale
+    margin: float = NAN  # the equivalence margin, a fraction as the change is
+    change: float = NAN
+    change_ci: tuple[float, float] = (NAN, NAN)
+    change_ci90: tuple[float, float] = (NAN, NAN)
+
+    @property
+    def margin_tested(self) -> float:
+        """The margin on the scale the change is tested on (the log ratio, or the raw shift)."""
+        return math.log1p(self.margin)
 
 
 @dataclass
@@ -163,14 +167,20 @@ class Row(Judged):
     median: float = NAN
     median_ci: tuple[float, float] = (NAN, NAN)
     baseline_median: float = NAN
-    change: float = NAN
-    change_ci: tuple[float, float] = (NAN, NAN)
-    change_ci90: tuple[float, float] = (NAN, NAN)
     pairs: int = 0
     test: str = "none"
     log_scale: bool = True
     best: float = NAN  # best of the variant's runs (the lowest, or the highest where higher is better)
     baseline_best: float = NAN
+
+    @property
+    def margin_tested(self) -> float:
+        return math.log1p(self.margin) if self.log_scale else self.margin * abs(self.baseline_median)
+
+    @property
+    def sample_size(self) -> int:
+        """Pairs (or runs, where unpaired) behind the estimate: what the blocks-needed hint grows."""
+        return self.pairs or self.n
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -192,9 +202,11 @@ class GeomeanRow(Judged):
     direction: str = "lower"
     metrics: int = 0
     blocks: int = 0
-    change: float = NAN
-    change_ci: tuple[float, float] = (NAN, NAN)
     test: str = "none"
+
+    @property
+    def sample_size(self) -> int:
+        return self.blocks
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -240,12 +252,10 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
         est = two_sample_estimate(np.log(v_all), np.log(b_all), levels)
     else:
         est = two_sample_estimate(v_all, b_all, levels)
-    margin = settings.margins.get((series.workload, series.metric), settings.margin)
     if log_scale:
-        to_frac, margin_tested = _to_fraction, math.log1p(margin)
+        to_frac = _to_fraction
     else:
         scale = base_med if base_med and not math.isnan(base_med) else NAN
-        margin_tested = margin * abs(scale)
 
         def to_frac(x: float) -> float:
             if x == 0:
@@ -258,7 +268,8 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
         change=to_frac(est.value), change_ci=(to_frac(est.ci[0]), to_frac(est.ci[1])),
         change_ci90=(to_frac(est.ci90[0]), to_frac(est.ci90[1])), pairs=len(b) if paired else 0, test=est.test,
         p=est.p, log_scale=log_scale, best=_best(v_all, series.direction), baseline_best=_best(b_all, series.direction),
-        family=series.family, group=series.group or series.workload, estimate=est, margin_tested=margin_tested,
+        family=series.family, group=series.group or series.workload, estimate=est,
+        margin=settings.margins.get((series.workload, series.metric), settings.margin),
     )  # fmt: skip
 
 
@@ -304,8 +315,9 @@ def _geomeans(series_list: list[Series], settings: Settings, variants: list[str]
             est = paired_estimate(d, settings.levels())
             out.append(GeomeanRow(
                 variant=variant, direction=direction, metrics=len(keys), blocks=len(d), change=_to_fraction(est.value),
-                change_ci=(_to_fraction(est.ci[0]), _to_fraction(est.ci[1])), test=est.test, p=est.p,
-                family=GEOMEAN, group="", estimate=est, margin_tested=math.log1p(settings.margin),
+                change_ci=(_to_fraction(est.ci[0]), _to_fraction(est.ci[1])),
+                change_ci90=(_to_fraction(est.ci90[0]), _to_fraction(est.ci90[1])), test=est.test, p=est.p,
+                family=GEOMEAN, group="", estimate=est, margin=settings.margin,
             ))  # fmt: skip
     return out
 
@@ -346,14 +358,14 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
     (adjusted p x alpha / the family's level), so q < alpha decides, as always. In
     sequential mode every p is first made a sequential p (stats/sequential.py).
     """
-    judged: list[Judged] = [*rows, *geomeans]
+    judged: list[Row | GeomeanRow] = [*rows, *geomeans]
     seq = settings.sequential
     p_used = {id(r): r.p for r in judged}
     p_min = {id(r): r.estimate.p_min if r.estimate else 1.0 for r in judged}
     if seq is not None:
         p_used = {k: float(sequential_p(v, seq.first, seq.last)) if not math.isnan(v) else v for k, v in p_used.items()}
         p_min = {k: float(sequential_p(v, seq.first, seq.last)) for k, v in p_min.items()}
-    families: dict[tuple[str, str], list[Judged]] = defaultdict(list)
+    families: dict[tuple[str, str], list[Row | GeomeanRow]] = defaultdict(list)
     for r in judged:
         families[(r.group, r.family)].append(r)
     first_split = dict(zip(families, shares(settings.alpha, [f for _, f in families]), strict=True))
@@ -365,7 +377,7 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
     same_level = (1 - settings.levels()[1]) / 2
     for key, members in families.items():
         level = levels.get(key)
-        testable: list[Judged]
+        testable: list[Row | GeomeanRow]
         if level is None:  # nothing in it can reach even its first share
             level = first_split[key]
             testable, row_level = [], level
@@ -388,7 +400,7 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
     _explain_geomeans(rows, geomeans)
 
 
-def _tarone(members: list[Judged], p_min: dict[int, float], level: float) -> tuple[list[Judged], int]:
+def _tarone(members: list[Row | GeomeanRow], p_min: dict[int, float], level: float) -> tuple[list[Row | GeomeanRow], int]:
     """Tarone (1990): the smallest k such that at most k rows can reach level / k; those rows
     are the family that is corrected, the others could never be decided and only dilute it."""
     for k in range(1, len(members) + 1):
@@ -398,22 +410,17 @@ def _tarone(members: list[Judged], p_min: dict[int, float], level: float) -> tup
     return members, len(members)
 
 
-def _verdict(r: Judged, settings: Settings, row_level: float, same_level: float) -> None:
+def _verdict(r: Row | GeomeanRow, settings: Settings, row_level: float, same_level: float) -> None:
     est = r.estimate
-    assert est is not None and isinstance(r, Row | GeomeanRow)
-    change_ci90 = r.change_ci90 if isinstance(r, Row) else (_to_fraction(est.ci90[0]), _to_fraction(est.ci90[1]))
-    margin = math.expm1(r.margin_tested) if not isinstance(r, Row) or r.log_scale else (
-        r.margin_tested / abs(r.baseline_median) if r.baseline_median else NAN
-    )  # fmt: skip
+    assert est is not None
     r.verdict = verdict(
-        direction=r.direction, change=r.change, ci=r.change_ci, ci90=change_ci90, q=r.q, alpha=settings.alpha,
-        margin=margin,
+        direction=r.direction, change=r.change, ci=r.change_ci, ci90=r.change_ci90, q=r.q, alpha=settings.alpha,
+        margin=r.margin,
     )  # fmt: skip
     if r.verdict == UNCLEAR:
         r.runs_needed = blocks_needed(
-            n=r.pairs if isinstance(r, Row) and r.pairs else (r.n if isinstance(r, Row) else r.blocks),
-            effect=est.value, spread=est.spread, margin=r.margin_tested, level=row_level, same_level=same_level,
-            paired=est.paired, small_n=SMALL_N,
+            n=r.sample_size, effect=est.value, spread=est.spread, margin=r.margin_tested, level=row_level,
+            same_level=same_level, paired=est.paired,
         )  # fmt: skip
 
 
@@ -440,3 +447,10 @@ def _explain_geomeans(rows: list[Row], geomeans: list[GeomeanRow]) -> None:
                 f"{len(decided)} of {g.metrics} metrics are decided ({', '.join(sorted(set(decided)))}); "
                 "their mean, with the others, is not"
             )
+
+
+def undecided(rows: list[Row]) -> list[Row]:
+    """Primary rows (the outcomes) not yet better, worse or same: what a sequential experiment
+    waits for. Secondary rows explain an outcome and do not hold it up: a command's user and
+    sys time in clock ticks may never settle within a margin."""
+    return [r for r in rows if r.family == PRIMARY and r.direction != "none" and r.verdict not in DECIDED]

@@ -76,7 +76,7 @@ def calibration_key(workload: dict[str, Any], version: str) -> str:
 def calibration_report(calibrations: list[Calibration], spec: dict[str, Any], versions: dict[str, str],
                        host_id: int | None) -> dict[str, Any]:  # fmt: skip
     """For the report: workload -> the latest calibration of it on the experiment's main host."""
-    by_key = {c.workload_version: c for c in calibrations if c.host_id == host_id}
+    by_key = {c.workload_key: c for c in calibrations if c.host_id == host_id}
     out = {}
     for w in spec.get("workloads", []):
         found = by_key.get(calibration_key(w, versions.get(w["name"], "")))

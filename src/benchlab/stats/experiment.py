@@ -16,12 +16,11 @@ from typing import Any
 import numpy as np
 
 from benchlab.measure.host import noise_warnings
-from benchlab.stats.analysis import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge
+from benchlab.stats.analysis import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge, undecided
 from benchlab.stats.calibration import calibration_report
 from benchlab.stats.environments import split_by_host, used_hosts
 from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.sweep import sweep_report
-from benchlab.stats.verdict import DECIDED
 from benchlab.store.db import ExperimentData, RunRecord
 from benchlab.suite.baseline import load_baseline
 from benchlab.suite.scores import SCORES, score_report, suite_series
@@ -53,13 +52,10 @@ class Analysis:
         return [r for r in self.runs if r.status != "ok"]
 
     def undecided(self) -> list[Row]:
-        """Primary rows (the outcomes, scores included) not yet better, worse or same: what a
-        sequential experiment waits for. Secondary rows explain an outcome and do not hold it
-        up: a command's user and sys time in clock ticks may never settle within a margin."""
+        """The undecided primary rows, scores included (see `analysis.undecided`)."""
         if len(self.variants) < 2:  # a lone variant is described, never judged: nothing to wait for
             return []
-        rows = [*self.rows, *self.score_rows]
-        return [r for r in rows if r.family == PRIMARY and r.direction != "none" and r.verdict not in DECIDED]
+        return undecided([*self.rows, *self.score_rows])
 
     def as_dict(self, *, with_runs: bool = True) -> dict[str, Any]:
         """The JSON report; `with_runs` adds every run's raw values (left out where only the table is drawn)."""

@@ -10,9 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchlab.plan import make_plan
-from benchlab.stats.analysis import KEY_SHIFT, Row, Series, Settings, judge, pair_key
-from benchlab.stats.families import PRIMARY
-from benchlab.stats.verdict import DECIDED
+from benchlab.stats.analysis import KEY_SHIFT, Row, Series, Settings, judge, pair_key, undecided
 
 
 def simulate(
@@ -60,6 +58,6 @@ def run_until_decided(series: list[Series], settings: Settings) -> tuple[int, li
     assert settings.sequential is not None
     for blocks in range(settings.sequential.first, settings.sequential.last + 1):
         rows, _ = judge(first_blocks(series, blocks), ["A", "B"], settings)
-        if all(r.verdict in DECIDED for r in rows if r.family == PRIMARY):
+        if not undecided(rows):
             break
     return blocks, rows

@@ -7,6 +7,7 @@ import math
 from scipy import stats
 
 from benchlab.stats.families import PRIMARY, SECONDARY, shares
+from benchlab.stats.sequential import FIRST_LOOK, SMALL_N
 
 BETTER, WORSE, SAME, UNCLEAR, NOT_JUDGED = "better", "worse", "same", "unclear", "-"
 DECIDED = (BETTER, WORSE, SAME)
@@ -33,13 +34,13 @@ POWER = 0.8  # "would likely decide": the blocks at which the row decides four t
 
 
 def blocks_needed(
-    *, n: int, effect: float, spread: float, margin: float, level: float, same_level: float, paired: bool, small_n: int
+    *, n: int, effect: float, spread: float, margin: float, level: float, same_level: float, paired: bool
 ) -> int | None:
     """Blocks that would decide an unclear row with 80% probability, if its effect and the
     spread of its differences are what they seem so far (both on the scale it is tested on).
 
     The test actually used at each n is accounted for: the paired t's critical value below
-    `small_n` pairs; from there the signed-rank test, which needs 2^(1-n) <= level before it
+    SMALL_N pairs; from there the signed-rank test, which needs 2^(1-n) <= level before it
     can reject at all, at its asymptotic efficiency of 3/pi against the t (normal noise).
     `level` is the row's share of alpha within its family; 'same' needs the 90% (TOST)
     interval inside the margin, one-sided at `same_level`. None when nothing in reach
@@ -51,7 +52,7 @@ def blocks_needed(
     efficiency = 1.0 if paired else 0.5  # two samples of N: the variance of a difference doubles
 
     def decides(blocks: int) -> bool:
-        if blocks < small_n:
+        if blocks < SMALL_N:
             crit, crit_same, eff = stats.t.ppf(1 - level / 2, blocks - 1), stats.t.ppf(1 - same_level, blocks - 1), 1.0
         else:
             if 2.0 ** (1 - blocks) > level:
@@ -62,15 +63,15 @@ def blocks_needed(
             return True
         return abs(effect) < margin and (margin - abs(effect)) / se >= crit_same + z
 
-    for blocks in range(n + 1, max(small_n, n + 1) + 1):
+    for blocks in range(n + 1, max(SMALL_N, n + 1) + 1):
         if decides(blocks):
             return blocks
-    low, high = max(small_n, n + 1), max(small_n, n + 1)
+    low, high = max(SMALL_N, n + 1), max(SMALL_N, n + 1)
     while not decides(high):
         low, high = high, high * 2
         if high > MAX_RUNS_NEEDED:
             return None
-    while high - low > 1:  # decides() is monotone from small_n on
+    while high - low > 1:  # decides() is monotone from SMALL_N on
         mid = (low + high) // 2
         low, high = (low, mid) if decides(mid) else (mid, high)
     return high
@@ -81,15 +82,15 @@ def plan_warning(blocks: int, alpha: float, builtins: list[str | None]) -> str |
     (the signed-rank test), too few for its smallest p, 2^(1-n), to reach the level each
     workload's primary family gets once alpha is shared (the CPU suite's workloads are one
     family, their scores)."""
-    if blocks < 3:
-        return f"{blocks} blocks cannot decide anything: the paired t-test used below 6 blocks needs 3"
+    if blocks < FIRST_LOOK:
+        return f"{blocks} blocks cannot decide anything: the paired t-test used below {SMALL_N} blocks needs {FIRST_LOOK}"
     families = sum(1 for b in builtins if not (b or "").startswith("cpu.")) + any((b or "").startswith("cpu.") for b in builtins)
     level = shares(alpha, [PRIMARY] * families + [SECONDARY] * families)[0]
-    if blocks < 6 or 2.0 ** (1 - blocks) <= level:
+    if blocks < SMALL_N or 2.0 ** (1 - blocks) <= level:
         return None
     need = math.ceil(1 - math.log2(level))
     return (
-        f"{blocks} blocks cannot decide: from 6 blocks on the signed-rank test's smallest p is 2^(1-n) = "
+        f"{blocks} blocks cannot decide: from {SMALL_N} blocks on the signed-rank test's smallest p is 2^(1-n) = "
         f"{2.0 ** (1 - blocks):.2g}, above the {level:.2g} each of {families} workloads' primary metrics get; "
-        f"run {need} blocks or more, 3-5 (paired t-test), or --until-decided"
+        f"run {need} blocks or more, {FIRST_LOOK}-{SMALL_N - 1} (paired t-test), or --until-decided"
     )

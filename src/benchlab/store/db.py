@@ -109,10 +109,11 @@ class MetricColumns:
 
 @dataclass(frozen=True)
 class Calibration:
-    """What `benchlab calibrate` found for one workload version on one host."""
+    """What `benchlab calibrate` found for one workload on one host: the key is its version and
+    the options its version does not cover (`stats.calibration.calibration_key`)."""
 
     host_id: int
-    workload_version: str
+    workload_key: str
     metric: str
     spread: float | None
     experiments: int
@@ -451,7 +452,7 @@ class Store:
         """The latest calibration of each (host, workload) the hosts have."""
         c = t.calibration.c
         rows = conn.execute(
-            select(c.host_id, c.workload_version, c.metric, c.spread, c.experiments, c.false_verdicts, c.blocks, c.created_at)
+            select(c.host_id, c.workload_key, c.metric, c.spread, c.experiments, c.false_verdicts, c.blocks, c.created_at)
             .where(c.host_id.in_(host_ids))
             .order_by(c.created_at)
         ).all()

@@ -135,7 +135,7 @@ bundle_import = Table(
     Column("imported_at", Float, nullable=False),
 )
 
-# `benchlab calibrate`: per host and workload version, the run-to-run spread of its first
+# `benchlab calibrate`: per host and workload (its version and options), the run-to-run spread of its first
 # primary metric and how many A/A experiments of it came out better or worse. A table of its
 # own, so that databases written before it gain it untouched.
 calibration = Table(
@@ -143,7 +143,7 @@ calibration = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("host_id", ForeignKey("host.id"), nullable=False),
-    Column("workload_version", Text, nullable=False),
+    Column("workload_key", Text, nullable=False),
     Column("metric", String(200), nullable=False),
     Column("spread", Float),  # per-run spread: the sd of the A/A log ratios / sqrt(2) (a CV); NULL off the log scale
     Column("experiments", Integer, nullable=False),
