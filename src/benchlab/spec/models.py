@@ -14,11 +14,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from benchlab.spec.fields import Name
+
 Direction = Literal["lower", "higher", "none"]
 Correction = Literal["bh", "holm", "none"]
 Allocator = Literal["glibc", "jemalloc", "tcmalloc", "mimalloc"]
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
-Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]
 
 
 class Strict(BaseModel):
