@@ -143,7 +143,8 @@ calibration = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("host_id", ForeignKey("host.id"), nullable=False),
-    Column("workload_key", Text, nullable=False),
+    # named workload_version in databases written before its key covered options too
+    Column("workload_version", Text, nullable=False, key="workload_key"),
     Column("metric", String(200), nullable=False),
     Column("spread", Float),  # per-run spread: the sd of the A/A log ratios / sqrt(2) (a CV); NULL off the log scale
     Column("experiments", Integer, nullable=False),
