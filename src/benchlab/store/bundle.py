@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from benchlab.errors import SpecError, StoreError
@@ -119,15 +119,6 @@ def _target_experiment(store: Store, bundle: dict[str, Any]) -> tuple[Experiment
     return existing, False
 
 
-def _drop_experiment(store: Store, exp: ExperimentRecord) -> None:
-    with store.engine.begin() as conn:
-        workloads = select(t.workload.c.id).where(t.workload.c.experiment_id == exp.id)
-        conn.execute(delete(t.metric_name).where(t.metric_name.c.workload_id.in_(workloads)))
-        for table in (t.variant, t.workload):
-            conn.execute(delete(table).where(table.c.experiment_id == exp.id))
-        conn.execute(delete(t.experiment).where(t.experiment.c.id == exp.id))
-
-
 def import_bundle(store: Store, bundle: dict[str, Any]) -> tuple[str, int]:
     """Merges a bundle; returns (experiment name, runs added)."""
     with store.engine.connect() as conn:
@@ -141,7 +132,7 @@ def import_bundle(store: Store, bundle: dict[str, Any]) -> tuple[str, int]:
         _insert_runs(store, exp, bundle)
     except BaseException:
         if created:  # nothing was imported: leave no empty experiment behind either
-            _drop_experiment(store, exp)
+            store.drop_experiment(exp)
         raise
     return exp.name, len(bundle["runs"])
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, CursorResult, Engine, Integer, create_engine, event, func, insert, select
+from sqlalchemy import Connection, CursorResult, Engine, Integer, create_engine, delete, event, func, insert, select
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from benchlab.errors import StoreError
@@ -33,11 +33,15 @@ def default_db() -> str:
     return os.path.join(base, "benchlab", "results.db")
 
 
-def engine_url(target: str) -> str:
+def engine_url(target: str, *, create: bool = True) -> str:
+    """The SQLAlchemy URL of a target; a SQLite file that is not there is made only when `create`
+    (read-only commands must not leave an empty database behind a mistyped path)."""
     if "://" in target:
         scheme, rest = target.split("://", 1)
         return f"postgresql+psycopg://{rest}" if scheme in ("postgres", "postgresql") else target
     path = Path(target).expanduser().absolute()
+    if not create and not path.is_file():
+        raise StoreError(f"no results database at {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
 
@@ -150,11 +154,13 @@ class ExperimentData:
 class Store:
     """The results database; SQLite file or PostgreSQL URL, same schema."""
 
-    def __init__(self, target: str | None = None) -> None:
+    def __init__(self, target: str | None = None, *, create: bool = True) -> None:
+        """`create=False` for commands that only read: a missing SQLite file is a StoreError."""
         self.target = target or default_db()
         self._names: dict[int, dict[str, int]] = {}  # workload id -> metric name -> metric_name id
+        url = engine_url(self.target, create=create)
         try:
-            self.engine: Engine = create_engine(engine_url(self.target))
+            self.engine: Engine = create_engine(url)
             if self.engine.dialect.name == "sqlite":
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             self._ensure_schema()
@@ -232,6 +238,16 @@ class Store:
         record = self.find_experiment(name)
         assert record is not None
         return record
+
+    def drop_experiment(self, exp: ExperimentRecord) -> None:
+        """Removes an experiment that holds no runs (one whose creation turned out to be premature:
+        a run refused before its first run, an import refused); its runs would block the delete."""
+        with self.engine.begin() as conn:
+            workloads = select(t.workload.c.id).where(t.workload.c.experiment_id == exp.id)
+            conn.execute(delete(t.metric_name).where(t.metric_name.c.workload_id.in_(workloads)))
+            for table in (t.variant, t.workload):
+                conn.execute(delete(table).where(table.c.experiment_id == exp.id))
+            conn.execute(delete(t.experiment).where(t.experiment.c.id == exp.id))
 
     def update_spec(self, exp: ExperimentRecord, spec: dict[str, Any]) -> ExperimentRecord:
         """A resumed experiment's new length (blocks, or the sequential budget): the rest of
