@@ -39,3 +39,5 @@ Line = Annotated[str, Field(max_length=TEXT_MAX), AfterValidator(_one_line)]
 # free text stored as it came (a message, a stderr tail): bounded, no NUL; escaped when shown
 Blob = Annotated[str, Field(max_length=MESSAGE_MAX), AfterValidator(_no_nul)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+# a metric's name or unit as a report shows it ("BM_copy/64/real_time"): one printable line, short
+Label = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_one_line)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,15 @@ _FRIENDLY = {
 }
 
 
+_STRICT_TYPES = {"int_type", "float_type", "bool_type", "string_type", "list_type", "dict_type", "model_type"}
+
+
+def shown(value: object) -> str:
+    """A short, one-line rendering of a value a user wrote, for an error message."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
 def error_place(loc: tuple[int | str, ...]) -> str:
     """('variants', 1, 'allocator') -> 'variants[1].allocator'."""
     place = ""
@@ -28,6 +38,10 @@ def error_place(loc: tuple[int | str, ...]) -> str:
             place += f"[{part}]"
         elif part.startswith(("function-", "literal[", "list[", "dict[", "str", "int", "float", "bool", "tagged-")):
             continue  # pydantic names the union branch it tried; a user never wrote that
+        elif part == "[key]":
+            place += part  # the key itself is what is wrong
+        elif not re.fullmatch(r"[\w./+-]+", part):
+            place += f"[{shown(part)}]"  # a key a user wrote, with odd characters: quoted, on one line
         else:
             place += f".{part}" if place else part
     return place or "spec"
@@ -38,6 +52,8 @@ def spec_error(exc: ValidationError, source: str, prefix: str = "") -> SpecError
     errors = exc.errors()
     first = errors[0]
     message = _FRIENDLY.get(first["type"], first["msg"])
+    if first["type"] in _STRICT_TYPES:  # strict mode's own words ("Input should be a valid integer") miss the reason
+        message += f", not {type(first['input']).__name__} {shown(first['input'])}"
     message = message.removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     return SpecError(f"{message}{more}", where=f"{source}: {prefix}{error_place(tuple(first['loc']))}")
@@ -66,13 +82,24 @@ def spec_from_dict(data: dict[str, Any], source: str = "spec") -> ExperimentSpec
         raise spec_error(exc, source) from None
 
 
+MAX_SPEC_BYTES = 1 << 20  # a spec is a page or two of TOML; a bigger file is something else
+
+
 def load_spec(path: Path) -> ExperimentSpec:
     try:
-        data = tomllib.loads(path.read_text())
+        with path.open("rb") as f:  # read no more than the cap: the path may be /dev/zero or a huge file
+            raw = f.read(MAX_SPEC_BYTES + 1)
+        if len(raw) > MAX_SPEC_BYTES:
+            raise SpecError(f"{path}: larger than {MAX_SPEC_BYTES >> 20} MiB, not a spec")
+        data = tomllib.loads(raw.decode())
     except FileNotFoundError:
         raise SpecError(f"no spec file at {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"cannot read {path}: {exc}") from None
+    except OSError as exc:
+        raise SpecError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise SpecError(f"{path}: nested too deeply to be a spec") from None
     return spec_from_dict(data, str(path))

@@ -14,7 +14,20 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from benchlab.spec.fields import Name
+from benchlab.spec.fields import NAME_MAX, Arg, Finite, Label, Line, Name
+
+# bounds that keep one spec from exhausting the machine before anything runs (documented in the README)
+MAX_VARIANTS = 256
+MAX_WORKLOADS = 256
+MAX_PAIRS = 4096  # workloads x variants: each pair is a series of runs
+MAX_ITEMS = 4096  # arguments of one command, entries of one table
+MAX_CPU = 8192  # the kernel's largest NR_CPUS
+MAX_SEED = 2**63 - 1  # what the planner's RNG and the database's integers hold
+MAX_TIMEOUT = 7 * 86400.0  # a week: a run that long is a typo, not a benchmark
+Word = Annotated[Arg, Field(min_length=1)]  # a path, a program: never empty
+Args = Annotated[list[Arg], Field(max_length=MAX_ITEMS)]  # a command line
+Seconds = Annotated[Finite, Field(gt=0, le=MAX_TIMEOUT)]
+Scalar = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] | Finite | bool | Arg
 
 Direction = Literal["lower", "higher", "none"]
 Correction = Literal["bh", "holm", "none"]
@@ -22,9 +35,10 @@ Allocator = Literal["glibc", "jemalloc", "tcmalloc", "mimalloc"]
 
 
 class Strict(BaseModel):
-    """Unknown keys are errors: a misspelt key must never be silently ignored."""
+    """Unknown keys are errors: a misspelt key must never be silently ignored.
+    Strict types too: `blocks = "10"` or `warmup = true` is a mistake to report, not to coerce."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class MetricSettings(Strict):
@@ -34,7 +48,7 @@ class MetricSettings(Strict):
 
     direction: Direction | None = None
     family: Literal["primary", "secondary"] | None = None
-    margin: Annotated[float, Field(gt=0, lt=1)] | None = None
+    margin: Annotated[Finite, Field(gt=0, lt=1)] | None = None
 
 
 def _split_command(value: object) -> object:
@@ -45,14 +59,14 @@ class WorkloadSpec(Strict):
     """One workload: exactly one of `builtin`, `gbench` or `command`."""
 
     name: Name
-    builtin: str | None = None
-    gbench: str | None = None
-    command: list[str] | None = None
-    options: dict[str, int | float | str | bool] = {}
-    args: list[str] = []
-    cwd: str | None = None
-    timeout: Annotated[float, Field(gt=0)] | None = None
-    metrics: dict[str, MetricSettings] = {}
+    builtin: Name | None = None
+    gbench: Word | None = None
+    command: Args | None = None
+    options: Annotated[dict[Name, Scalar], Field(max_length=MAX_ITEMS)] = {}
+    args: Args = []
+    cwd: Word | None = None
+    timeout: Seconds | None = None
+    metrics: Annotated[dict[Label, MetricSettings], Field(max_length=MAX_ITEMS)] = {}
     # perf events: task clock, migrations, and IPC and miss rates where the machine has a PMU.
     # Off by default: they cost a run about a millisecond, and a virtualised PMU slows every
     # exec and context switch of the counted process (the CPU suite turns them on)
@@ -60,18 +74,18 @@ class WorkloadSpec(Strict):
     # seconds between samples of the tree's RSS and PSS (smaps_rollup), for long-lived workloads
     # whose footprint over time matters (an allocator's decay); off by default: each sample
     # briefly takes the process's memory-map lock
-    memory_interval: Annotated[float, Field(ge=0.001, le=3600)] | None = None
+    memory_interval: Annotated[Finite, Field(ge=0.001, le=3600)] | None = None
     # untimed steps in the workload's folder with the variant's environment: `setup` once per
     # variant before its first run (./configure), `clean` before every run (make clean)
-    setup: list[str] | None = None
-    clean: list[str] | None = None
+    setup: Args | None = None
+    clean: Args | None = None
 
     _split = field_validator("command", "setup", "clean", mode="before")(_split_command)
 
     @field_validator("command", "setup", "clean")
     @classmethod
     def _non_empty(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and not value:
+        if value is not None and not (value and value[0]):
             raise ValueError("the command is empty")
         return value
 
@@ -95,10 +109,12 @@ _CPU_RANGE = re.compile(r"^\d+(-\d+)?$")
 def parse_cpu_list(text: str) -> list[int]:
     """Parses the kernel's cpu-list syntax ("0-3,6") as taskset and cpusets write it."""
     cpus: set[int] = set()
-    for part in text.replace(" ", "").split(","):
+    for part in text[:MAX_ITEMS].replace(" ", "").split(","):
         if not _CPU_RANGE.match(part):
-            raise ValueError(f"'{text}' is not a CPU list such as 0-3,6")
+            raise ValueError(f"'{text[:40]}' is not a CPU list such as 0-3,6")
         lo, _, hi = part.partition("-")
+        if len(lo) > 5 or len(hi) > 5 or int(hi or lo) >= MAX_CPU:  # bounded before a range is built
+            raise ValueError(f"'{part}' names a CPU beyond {MAX_CPU - 1}, the kernel's largest")
         first, last = int(lo), int(hi or lo)
         if last < first:
             raise ValueError(f"'{part}' is a descending range")
@@ -135,12 +151,12 @@ class EnvironmentSpec(Strict):
     `ssh` (another host: the probe is copied there, results come back here)."""
 
     kind: Literal["local", "container", "ssh"] = "local"
-    rootfs: str | None = None  # container: the root filesystem (default: `benchlab container build`'s)
-    cpus: Annotated[float, Field(gt=0, le=4096)] | None = None  # container: CPU limit (cgroup quota), in CPUs
-    memory: Annotated[int, Field(ge=4 << 20)] | None = None  # container: memory limit in bytes ("1G" accepted)
-    host: str | None = None  # ssh: [user@]host
+    rootfs: Word | None = None  # container: the root filesystem (default: `benchlab container build`'s)
+    cpus: Annotated[Finite, Field(gt=0, le=4096)] | None = None  # container: CPU limit (cgroup quota), in CPUs
+    memory: Annotated[int, Field(ge=4 << 20, le=1 << 50)] | None = None  # container: memory limit in bytes ("1G" accepted)
+    host: Line | None = None  # ssh: [user@]host
     port: Annotated[int, Field(ge=1, le=65535)] | None = None  # ssh
-    ssh_options: list[str] = []  # ssh: extra options, e.g. ["-i", "~/.ssh/lab", "-o", "StrictHostKeyChecking=no"]
+    ssh_options: Args = []  # ssh: extra options, e.g. ["-i", "~/.ssh/lab", "-o", "StrictHostKeyChecking=no"]
 
     _size = field_validator("memory", mode="before")(parse_size)
 
@@ -173,23 +189,30 @@ class EnvironmentSpec(Strict):
         return f"ssh://{self.host}" if self.kind == "ssh" else self.kind
 
 
+# an allocator option's name: a word, so it cannot carry MALLOC_CONF's `:` and `,`, GLIBC_TUNABLES's `=`
+# and `:`, or anything else into the variable that carries it
+TunableName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$", max_length=NAME_MAX)]
+# a knob's value: one non-empty line, as one write to a sysfs or procfs file
+KnobValue = Annotated[Line, Field(min_length=1)]
+
+
 class VariantSpec(Strict):
     """One configuration of the system under test; every field is optional."""
 
     name: Name
-    env: dict[str, str] = {}
-    wrapper: list[str] = []
+    env: Annotated[dict[str, Arg], Field(max_length=MAX_ITEMS)] = {}
+    wrapper: Args = []
     # a load started beside every run and killed after it (a command; a string is split like a shell)
-    background: list[str] = []
-    cpus: list[int] | None = None
+    background: Args = []
+    cpus: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_CPU)]], Field(max_length=MAX_CPU)] | None = None
     allocator: Allocator | None = None
     # the allocator's options (glibc when no allocator is named): dirty_decay_ms, narenas, arena_max...
-    tunables: dict[str, int | float | bool | str] = {}
-    knobs: dict[str, str] = {}
+    tunables: Annotated[dict[TunableName, Scalar], Field(max_length=MAX_ITEMS)] = {}
+    knobs: Annotated[dict[Line, KnobValue], Field(max_length=MAX_ITEMS)] = {}
     shim: ShimSpec | None = None
     environment: EnvironmentSpec = EnvironmentSpec()
     # the sweep point this variant stands for (field -> value), written by a `[sweep]` section
-    sweep: dict[str, int | float | bool | str] = {}
+    sweep: Annotated[dict[Line, Scalar], Field(max_length=2)] = {}
 
     _split = field_validator("wrapper", "background", mode="before")(_split_command)
 
@@ -211,16 +234,8 @@ class VariantSpec(Strict):
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
-                raise ValueError(f"'{key}' is not an environment variable name")
-        return value
-
-    @field_validator("tunables", mode="before")
-    @classmethod
-    def _numbers_from_text(cls, value: object) -> object:
-        """The quick form writes `tunables.narenas=12` as text; an integer is meant."""
-        if isinstance(value, dict):
-            return {k: int(v) if isinstance(v, str) and re.fullmatch(r"-?\d+", v) else v for k, v in value.items()}
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,254}", key):
+                raise ValueError(f"{key[:60]!r} is not an environment variable name")
         return value
 
     @field_validator("env", "knobs", mode="before")
@@ -251,16 +266,16 @@ class ExperimentSpec(Strict):
     """A whole experiment: what to run, under which variants, how to judge it."""
 
     name: Name
-    workloads: Annotated[list[WorkloadSpec], Field(min_length=1)]
-    variants: Annotated[list[VariantSpec], Field(min_length=1)]
-    baseline: str | None = None
+    workloads: Annotated[list[WorkloadSpec], Field(min_length=1, max_length=MAX_WORKLOADS)]
+    variants: Annotated[list[VariantSpec], Field(min_length=1, max_length=MAX_VARIANTS)]
+    baseline: Name | None = None
     blocks: Annotated[int, Field(ge=2, le=100_000)] = 10
     warmup: Annotated[int, Field(ge=0, le=1000)] = 0
-    seed: int = 0
-    alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
+    alpha: Annotated[Finite, Field(gt=0, lt=0.5)] = 0.05
     correction: Correction = "bh"
-    margin: Annotated[float, Field(gt=0, lt=1)] = 0.01
-    timeout: Annotated[float, Field(gt=0)] = 600.0
+    margin: Annotated[Finite, Field(gt=0, lt=1)] = 0.01
+    timeout: Seconds = 600.0
     # with a sweep: fit each metric's change against the swept value or its reciprocal
     fit: Literal["value", "reciprocal", "none"] = "none"
     # sequential mode (`--until-decided`): `blocks` is then ignored; `true` takes the defaults
@@ -275,6 +290,12 @@ class ExperimentSpec(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> ExperimentSpec:
+        pairs = len(self.workloads) * len(self.variants)
+        if pairs > MAX_PAIRS:
+            raise ValueError(
+                f"{len(self.workloads)} workloads x {len(self.variants)} variants make {pairs} series of runs; "
+                f"at most {MAX_PAIRS} are allowed"
+            )
         for label, items in (("workloads", self.workloads), ("variants", self.variants)):
             seen: set[str] = set()
             for item in items:

@@ -7,41 +7,56 @@ inside), with keys `allocator`, `cpus`, `wrapper`, `background`, `env.VAR`, `tun
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
 from benchlab.errors import SpecError
-from benchlab.spec.load import spec_from_dict
+from benchlab.spec.load import shown, spec_from_dict
 from benchlab.spec.models import ExperimentSpec
 from benchlab.spec.variant_fields import set_field
+
+_TYPED_FIELDS = ("tunables.", "shim.")  # variant fields whose values are numbers or flags, not text
+
+
+def typed(text: str) -> int | float | bool | str:
+    """A value typed on the command line as TOML would read it: 12 an integer, 0.5 a number,
+    true a flag, anything else text. Strict validation then judges it as if a spec held it."""
+    if text in ("true", "false"):
+        return text == "true"
+    if re.fullmatch(r"[+-]?\d{1,19}", text):
+        return int(text)
+    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d{1,3})", text):
+        return float(text)
+    return text
 
 
 def _pairs(text: str, where: str) -> list[tuple[str, str]]:
     try:
         tokens = shlex.split(text)
     except ValueError as exc:
-        raise SpecError(f"cannot split '{text}': {exc}", where=where) from None
+        raise SpecError(f"cannot split {shown(text)}: {exc}", where=where) from None
     pairs = []
     for token in tokens:
         key, sep, value = token.partition("=")
         if not sep or not key:
-            raise SpecError(f"'{token}' is not key=value", where=where)
+            raise SpecError(f"{shown(token)} is not key=value", where=where)
         pairs.append((key, value))
     return pairs
 
 
 def parse_variant(text: str) -> dict[str, Any]:
-    where = f"--variant '{text}'"
+    where = f"--variant {shown(text)}"
     name, _, rest = text.partition(":")
     variant: dict[str, Any] = {"name": name.strip()}
     for key, value in _pairs(rest, where):
-        set_field(variant, key, value, where)
+        set_field(variant, key, typed(value) if key.startswith(_TYPED_FIELDS) else value, where)
     return variant
 
 
 def parse_builtin(text: str) -> dict[str, Any]:
     name, _, rest = text.strip().partition(" ")
-    options = dict(_pairs(rest, f"-w '{text}'"))
+    options = {key: typed(value) for key, value in _pairs(rest, f"-w {shown(text)}")}
     return {"name": name, "builtin": name, "options": options}
 
 

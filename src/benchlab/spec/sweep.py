@@ -15,6 +15,7 @@ values = [5000, 15000, 20000, 30000]   # or: range = { start = 1, stop = 1e6, st
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -22,36 +23,43 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from benchlab.spec.models import Strict
+from benchlab.errors import SpecError
+from benchlab.spec.fields import Finite, Line
+from benchlab.spec.models import MAX_VARIANTS, Scalar, Strict
 from benchlab.spec.variant_fields import set_field
-
-Scalar = int | float | str | bool
 
 
 class RangeSpec(Strict):
-    start: float
-    stop: float
+    start: Finite
+    stop: Finite
     steps: Annotated[int, Field(ge=2, le=1000)]
     scale: Literal["linear", "log"] = "linear"
     integer: bool = True  # round each step to an integer (most tunables take one)
 
     @model_validator(mode="after")
-    def _positive_for_log(self) -> RangeSpec:
+    def _usable(self) -> RangeSpec:
         if self.scale == "log" and min(self.start, self.stop) <= 0:
             raise ValueError("a log range needs a positive start and stop")
+        points = self._points()
+        if not np.isfinite(points).all() or (self.integer and np.abs(points).max() >= 2**63):
+            raise ValueError("the range's steps overflow (give a start and stop of sane size)")
         return self
 
-    def values(self) -> list[Scalar]:
+    def _points(self) -> np.ndarray:
         space = np.geomspace if self.scale == "log" else np.linspace
-        points = space(self.start, self.stop, self.steps)
+        with np.errstate(all="ignore"):  # an overflow is reported above, not warned about on stderr
+            return space(self.start, self.stop, self.steps)
+
+    def values(self) -> list[Scalar]:
+        points = self._points()
         if self.integer:
             return list(dict.fromkeys(int(round(p)) for p in points))  # rounding may merge log steps
         return [float(p) for p in points]
 
 
 class ParameterSpec(Strict):
-    field: str
-    values: Annotated[list[Scalar], Field(min_length=1)] | None = None
+    field: Line
+    values: Annotated[list[Scalar], Field(min_length=1, max_length=MAX_VARIANTS)] | None = None
     range: RangeSpec | None = None
 
     @model_validator(mode="after")
@@ -88,6 +96,13 @@ def expand_sweep(data: Mapping[str, Any], source: str) -> dict[str, Any]:
         return out
     variants = list(out.get("variants") or [])
     grid = [p.points() for p in sweep.parameters]
+    count = math.prod(map(len, grid))  # counted before a single variant is built
+    if count + len(variants) > MAX_VARIANTS:
+        raise SpecError(
+            f"the sweep expands into {' x '.join(str(len(g)) for g in grid)} = {count} variants"
+            f"{f' beside {len(variants)} others' if variants else ''}; at most {MAX_VARIANTS} are allowed",
+            where=f"{source}: sweep.parameters",
+        )
     for point in itertools.product(*grid):
         variant: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in sweep.base.items()}
         for i, (parameter, value) in enumerate(zip(sweep.parameters, point, strict=True)):

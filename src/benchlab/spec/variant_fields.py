@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab.errors import SpecError
+from benchlab.spec.load import shown
 
 PLAIN = ("allocator", "cpus", "wrapper", "background", "environment")
 MAPPED = ("env", "tunables", "knobs", "shim")
@@ -21,4 +22,4 @@ def set_field(variant: dict[str, Any], key: str, value: Any, where: str) -> None
     elif field in PLAIN and not dot:
         variant[field] = value
     else:
-        raise SpecError(f"unknown variant field '{key}' (use {KEYS_HELP})", where=where)
+        raise SpecError(f"unknown variant field {shown(key)} (use {KEYS_HELP})", where=where)

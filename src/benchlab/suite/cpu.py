@@ -33,7 +33,7 @@ class SuiteSpec(Strict):
     multi_core: bool = True
     shared: bool = True
     threads: Annotated[int, Field(ge=0, le=4096)] = 0  # multi-core threads; 0: every CPU a run may use
-    iterations: Annotated[int, Field(ge=0)] = 0  # rounds per copy; 0: each task's default x `rounds`
+    iterations: Annotated[int, Field(ge=0, le=1 << 40)] = 0  # rounds per copy; 0: each task's default x `rounds`
     rounds: Annotated[float, Field(gt=0, le=100)] = 1.0  # a fraction (or multiple) of each task's default rounds
 
     @model_validator(mode="before")

@@ -1,0 +1,213 @@
+"""Hostile specs: each one refused before anything is stored or run, in one line that names the place.
+
+Every entry is one bug class; the suite grows with every bug found (issue 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchlab.spec import load_spec
+from tests.hostile.conftest import refused
+
+HEAD = 'name = "x"\n'
+CMD = '[[workloads]]\nname = "t"\ncommand = ["true"]\n'
+VAR = '[[variants]]\nname = "a"\n'
+GOOD = HEAD + CMD + VAR
+PROBE = '[[workloads]]\nname = "p"\nbuiltin = "alloc.churn"\n'
+
+
+def top(line: str) -> str:
+    return HEAD + line + "\n" + CMD + VAR
+
+
+def workload(lines: str) -> str:
+    return HEAD + CMD + lines + "\n" + VAR
+
+
+def variant(lines: str) -> str:
+    return GOOD + '[[variants]]\nname = "b"\n' + lines + "\n"
+
+
+def sweep(lines: str) -> str:
+    return GOOD + lines + "\n"
+
+
+def nested(depth: int) -> str:
+    return HEAD + "deep = " + "[" * depth + "]" * depth + "\n" + CMD + VAR
+
+
+def many_variants(count: int) -> str:
+    return HEAD + CMD + "".join(f'[[variants]]\nname = "v{i}"\n' for i in range(count))
+
+
+def many_pairs(workloads: int, variants: int) -> str:
+    text = HEAD + "".join(f'[[workloads]]\nname = "w{i}"\ncommand = ["true"]\n' for i in range(workloads))
+    return text + "".join(f'[[variants]]\nname = "v{i}"\n' for i in range(variants))
+
+
+CASES: dict[str, tuple[str, str]] = {
+    # the experiment's own numbers: bounded, finite, of the type written
+    "negative seed": (top("seed = -1"), "seed"),
+    "seed beyond 63 bits": (top("seed = 99999999999999999999"), "seed"),
+    "infinite timeout": (top("timeout = inf"), "timeout"),
+    "huge timeout": (top("timeout = 1e300"), "timeout"),
+    "nan timeout": (top("timeout = nan"), "timeout"),
+    "zero timeout": (top("timeout = 0"), "timeout"),
+    "nan alpha": (top("alpha = nan"), "alpha"),
+    "infinite margin": (top("margin = inf"), "margin"),
+    "alpha as text": (top('alpha = "0.05"'), "alpha"),
+    "blocks as text": (top('blocks = "10"'), "blocks"),
+    "warmup as a flag": (top("warmup = true"), "warmup"),
+    "blocks as a float": (top("blocks = 10.0"), "blocks"),
+    "blocks beyond the cap": (top("blocks = 100001"), "blocks"),
+    "unknown correction": (top('correction = "bonferroni"'), "correction"),
+    "until_decided as a number": (top("until_decided = 5"), "until_decided"),
+    "until_decided bound as text": (top('until_decided = { min_blocks = "3" }'), "until_decided.min_blocks"),
+    "name with a newline": ('name = "a\\nb"\n' + CMD + VAR, "name"),
+    "empty name": ('name = ""\n' + CMD + VAR, "name"),
+    "overlong name": (f'name = "{"a" * 200}"\n' + CMD + VAR, "name"),
+    "baseline with a NUL": (top('baseline = "a\\u0000"'), "baseline"),
+    # workloads
+    "NUL in a command": (HEAD + '[[workloads]]\nname = "t"\ncommand = ["tr\\u0000ue"]\n' + VAR, "workloads[0].command"),
+    "NUL in an arg": (workload('args = ["x\\u0000y"]'), "workloads[0].args"),
+    "empty command text": (HEAD + '[[workloads]]\nname = "t"\ncommand = ""\n' + VAR, "workloads[0].command"),
+    "empty program": (HEAD + '[[workloads]]\nname = "t"\ncommand = [""]\n' + VAR, "workloads[0].command"),
+    "unbalanced quote": (HEAD + '[[workloads]]\nname = "t"\ncommand = "echo \'x"\n' + VAR, "workloads[0].command"),
+    "NUL in cwd": (workload('cwd = "/tmp\\u0000x"'), "workloads[0].cwd"),
+    "infinite workload timeout": (workload("timeout = inf"), "workloads[0].timeout"),
+    "negative workload timeout": (workload("timeout = -1"), "workloads[0].timeout"),
+    "nan memory interval": (workload("memory_interval = nan"), "workloads[0].memory_interval"),
+    "NUL in setup": (workload('setup = ["ma\\u0000ke"]'), "workloads[0].setup"),
+    "unbalanced clean": (workload('clean = "rm \'x"'), "workloads[0].clean"),
+    "metric name with a newline": (workload('metrics = { "a\\nb" = { direction = "lower" } }'), "workloads[0].metrics"),
+    "empty metric name": (workload('metrics = { "" = { direction = "lower" } }'), "workloads[0].metrics"),
+    "nan metric margin": (workload("metrics = { x = { margin = nan } }"), "workloads[0].metrics.x.margin"),
+    "empty gbench path": (HEAD + '[[workloads]]\nname = "g"\ngbench = ""\n' + VAR, "workloads[0].gbench"),
+    "workload name with a space": (HEAD + '[[workloads]]\nname = "a b"\ncommand = ["true"]\n' + VAR, "workloads[0].name"),
+    "builtin name with a slash": (HEAD + '[[workloads]]\nname = "p"\nbuiltin = "../x"\n' + VAR, "workloads[0].builtin"),
+    "option name with a space": (HEAD + PROBE + 'options = { "a b" = 1 }\n' + VAR, "workloads[0].options"),
+    "NUL in an option value": (HEAD + PROBE + 'options = { seed = "1\\u0000" }\n' + VAR, "workloads[0].options"),
+    "nan option value": (HEAD + PROBE + "options = { seed = nan }\n" + VAR, "workloads[0].options"),
+    # variants
+    "NUL in an env value": (variant('env = { X = "a\\u0000b" }'), "variants[1].env"),
+    "env name with a newline": (variant('env = { "A\\n" = "1" }'), "variants[1].env"),
+    "env name with a digit first": (variant('env = { "1X" = "1" }'), "variants[1].env"),
+    "NUL in a wrapper": (variant('wrapper = ["nice\\u0000"]'), "variants[1].wrapper"),
+    "unbalanced background": (variant('background = "stress \'x"'), "variants[1].background"),
+    "NUL in a background": (variant('background = ["sleep", "1\\u0000"]'), "variants[1].background"),
+    "CPU range of 400 million": (variant('cpus = "0-400000000"'), "variants[1].cpus"),
+    "CPU number with many digits": (variant('cpus = "99999999999999999999"'), "variants[1].cpus"),
+    "negative CPU": (variant("cpus = [-1]"), "variants[1].cpus"),
+    "CPU beyond NR_CPUS": (variant("cpus = [100000]"), "variants[1].cpus"),
+    "empty CPU list text": (variant('cpus = ""'), "variants[1].cpus"),
+    "empty CPU list": (variant("cpus = []"), "variants[1].cpus"),
+    "CPU list with a hole": (variant('cpus = "0,,1"'), "variants[1].cpus"),
+    "knob value with a newline": (variant('knobs = { "/proc/sys/vm/swappiness" = "1\\n2" }'), "variants[1].knobs"),
+    "empty knob value": (variant('knobs = { "/proc/sys/vm/swappiness" = "" }'), "variants[1].knobs"),
+    "NUL in a knob path": (variant('knobs = { "/proc/sys/vm/swap\\u0000" = "1" }'), "variants[1].knobs"),
+    "newline in a knob path": (variant('knobs = { "/proc/sys/vm/\\nswappiness" = "1" }'), "variants[1].knobs"),
+    "NUL in a knob value": (variant('knobs = { "/proc/sys/vm/swappiness" = "1\\u0000" }'), "variants[1].knobs"),
+    "tunable name smuggling MALLOC_CONF pairs": (
+        variant('allocator = "jemalloc"\ntunables = { "narenas:1,abort" = 1 }'),
+        "variants[1].tunables",
+    ),
+    "tunable name smuggling GLIBC_TUNABLES": (variant('tunables = { "arena_max=1:glibc.x" = 1 }'), "variants[1].tunables"),
+    "nan tunable": (variant("tunables = { arena_max = nan }"), "variants[1].tunables"),
+    "negative shim sampling": (variant("shim = { sampling = -1 }"), "variants[1].shim.sampling"),
+    "shim sampling as text": (variant('shim = { sampling = "10" }'), "variants[1].shim.sampling"),
+    "nan container cpus": (variant('environment = { kind = "container", cpus = nan }'), "variants[1].environment"),
+    "absurd container memory": (variant('environment = { kind = "container", memory = "99999T" }'), "variants[1].environment"),
+    "ssh host with a newline": (variant('environment = "ssh://a\\nb"'), "variants[1].environment"),
+    "NUL in an ssh option": (
+        variant('environment = { kind = "ssh", host = "h", ssh_options = ["\\u0000"] }'),
+        "variants[1].environment",
+    ),
+    "allocator as a number": (variant("allocator = 1"), "variants[1].allocator"),
+    # sweeps: finite, and counted before they are expanded
+    "sweep range from nan": (
+        sweep('[[sweep.parameters]]\nfield = "tunables.arena_max"\nrange = { start = nan, stop = 4, steps = 3 }'),
+        "sweep.parameters[0].range",
+    ),
+    "sweep range to inf": (
+        sweep('[[sweep.parameters]]\nfield = "tunables.arena_max"\nrange = { start = 1, stop = inf, steps = 3 }'),
+        "sweep.parameters[0].range",
+    ),
+    "sweep range that overflows": (
+        sweep('[[sweep.parameters]]\nfield = "env.X"\nrange = { start = -1e308, stop = 1e308, steps = 3, integer = false }'),
+        "overflow",
+    ),
+    "sweep values with nan": (sweep('[[sweep.parameters]]\nfield = "env.X"\nvalues = [1, nan]'), "sweep.parameters[0].values"),
+    "a million swept variants": (
+        sweep(
+            '[[sweep.parameters]]\nfield = "env.X"\nrange = { start = 1, stop = 1000, steps = 1000 }\n'
+            '[[sweep.parameters]]\nfield = "env.Y"\nrange = { start = 1, stop = 1000, steps = 1000 }'
+        ),
+        "1000000 variants",
+    ),
+    "too many swept values": (
+        sweep('[[sweep.parameters]]\nfield = "env.X"\nvalues = [' + ",".join(map(str, range(300))) + "]"),
+        "sweep.parameters[0].values",
+    ),
+    "sweep field with a newline": (sweep('[[sweep.parameters]]\nfield = "env.A\\nB"\nvalues = [1]'), "sweep.parameters[0].field"),
+    "unknown sweep field": (sweep('[[sweep.parameters]]\nfield = "colour"\nvalues = [1]'), "colour"),
+    # the file itself and the spec's size
+    "array nested 5000 deep": (nested(5000), "nested too deeply"),
+    "300 variants": (many_variants(300), "variants"),
+    "workloads x variants beyond the cap": (many_pairs(100, 50), "5000 series"),
+    "suite with negative threads": (top('suite = { name = "cpu", threads = -1 }'), "suite.threads"),
+    "suite with nan rounds": (top('suite = { name = "cpu", rounds = nan }'), "suite.rounds"),
+    "suite with absurd iterations": (top('suite = { name = "cpu", iterations = 9223372036854775807 }'), "suite.iterations"),
+    "suite beside workloads that are not a list": ('name = "x"\nworkloads = "t"\nsuite = "cpu"\n' + VAR, "workloads"),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_hostile_spec_is_refused(case: str, tmp_path: Path) -> None:
+    text, mentions = CASES[case]
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    refused("run", str(path), mentions=mentions)
+
+
+FILES = {
+    "larger than a MiB": (b"# " + b"x" * (1 << 20) + b"\n", "larger than"),
+    "not UTF-8": (b'name = "\xff\xfe"\n', "not UTF-8"),
+    "not TOML": (b"name = [\n", "not valid TOML"),
+}
+
+
+@pytest.mark.parametrize("case", FILES, ids=list(FILES))
+def test_hostile_spec_file_is_refused(case: str, tmp_path: Path) -> None:
+    raw, mentions = FILES[case]
+    path = tmp_path / "spec.toml"
+    path.write_bytes(raw)
+    refused("run", str(path), mentions=mentions)
+
+
+def test_a_folder_is_not_a_spec(tmp_path: Path) -> None:
+    refused("run", str(tmp_path), mentions="cannot read")
+
+
+VALID = {
+    "plain": GOOD,
+    "typed numbers": top("seed = 9223372036854775807\ntimeout = 604800\nalpha = 0.01\nblocks = 3"),
+    "env numbers are text": variant("env = { X = 1, Y = 2.5 }"),
+    "cpu list text": variant('cpus = "0"'),
+    "a sweep at the cap": sweep(
+        '[[sweep.parameters]]\nfield = "env.X"\nrange = { start = 1, stop = 16, steps = 16 }\n'
+        '[[sweep.parameters]]\nfield = "env.Y"\nrange = { start = 1, stop = 15, steps = 15 }'
+    ),
+    "a float sweep": sweep(
+        '[[sweep.parameters]]\nfield = "env.X"\nrange = { start = 0.5, stop = 2, steps = 4, integer = false }'
+    ),
+}
+
+
+@pytest.mark.parametrize("case", VALID, ids=list(VALID))
+def test_valid_specs_still_load(case: str, tmp_path: Path) -> None:
+    path = tmp_path / "spec.toml"
+    path.write_text(VALID[case])
+    spec = load_spec(path)
+    assert spec.name == "x"
