@@ -1,9 +1,12 @@
 """Export and import bundles: one JSON file with everything about an experiment, raw values included.
 
-Importing merges results from another machine. It refuses a bundle twice
-(its id is remembered), a run twice (run uuids and the run key are unique),
-a different spec under the same name, and different workload versions:
-results of different work are never compared.
+Importing merges results from another machine, so a bundle is untrusted input: it is read
+whole into strict models (types, bounds, names a report can show, references that resolve)
+and checked against its own embedded spec before the database is touched, then stored in
+one transaction, experiment, hosts and runs together, so that a refusal or a `kill -9`
+leaves nothing of it behind. It refuses a bundle twice (its id is remembered), a run twice
+(run uuids and the run key are unique), a different spec under the same name, and different
+workload versions: results of different work are never compared.
 """
 
 from __future__ import annotations
@@ -11,18 +14,157 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 from sqlalchemy import insert, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from benchlab.errors import SpecError, StoreError
 from benchlab.metrics import Metric
+from benchlab.spec.fields import Blob, Line, Name
+from benchlab.spec.load import spec_error
+from benchlab.spec.models import Direction, ExperimentSpec, VariantSpec
 from benchlab.store import schema as t
-from benchlab.store.db import ExperimentRecord, Store, new_id
+from benchlab.store.db import ExperimentRecord, Store, is_unique_violation
 
 BUNDLE_SCHEMA = "benchlab.bundle/1"
+BUNDLE_MAX = 1 << 30  # bytes: refused before reading, a bigger file is not worth holding in memory
+DETAILS_MAX = 64 * 1024  # a run's details as JSON text
+TIME_MAX = 1e11  # seconds since 1970 (the year 5138): a larger timestamp is not a time
+VALUE_MAX = 1e30  # a metric value beyond this would overflow the statistics' sums of squares
+# units whose values are times, sizes, counts or rates: a negative one was never measured
+NOT_NEGATIVE = frozenset({"s", "ms", "us", "ns", "KiB", "B/s", "1/s", "count"})
+
+Timestamp = Annotated[float, Field(ge=0, le=TIME_MAX, allow_inf_nan=False)]
+Value = Annotated[float, Field(ge=-VALUE_MAX, le=VALUE_MAX, allow_inf_nan=False)]
+RunUuid = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
+BundleId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,35}$")]  # a uuid as export writes it
+MetricName = Annotated[Line, Field(min_length=1, max_length=200)]  # the schema's column sizes
+Unit = Annotated[Line, Field(max_length=20)]
+Version = Annotated[Line, Field(min_length=1, max_length=200)]
+Fact = Annotated[Line, Field(max_length=4096)] | Annotated[int, Field(ge=-(2**62), le=2**62)] | Value | bool | None
+
+
+class Strict(BaseModel):
+    """Exact JSON types (no "3" for 3, no true for 1) and no unknown keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class HostFacts(BaseModel):
+    """A host's fingerprint: the facts benchlab reads and shows typed, any others plain scalars."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    __pydantic_extra__: dict[str, Fact]
+
+    hostname: Line | None = None
+    cpu_model: Line | None = None
+    cpus_online: Annotated[int, Field(ge=1, le=1 << 20)] | None = None
+    kernel: Line | None = None
+    memory_kib: Annotated[int, Field(ge=0, le=1 << 50)] | None = None
+    swap_kib: Annotated[int, Field(ge=0, le=1 << 50)] | None = None
+    smt: bool | None = None
+    remote: bool | None = None
+    allocators: Annotated[list[Name], Field(max_length=16)] = []
+
+    @model_validator(mode="after")
+    def _few_named_facts(self) -> HostFacts:
+        extra = self.__pydantic_extra__ or {}
+        if len(extra) > 64:
+            raise ValueError(f"{len(extra)} unknown facts; a fingerprint has a few dozen")
+        bad = next((key for key in extra if not (0 < len(key) <= 64 and key.isidentifier())), None)
+        if bad is not None:
+            raise ValueError(f"{bad[:40]!r} is not a fact's name")
+        return self
+
+
+class BundleMetric(Strict):
+    name: MetricName
+    value: Value
+    unit: Unit
+    direction: Direction
+
+    @model_validator(mode="after")
+    def _measurable(self) -> BundleMetric:
+        if self.value < 0 and self.unit in NOT_NEGATIVE:
+            raise ValueError(f"a value in {self.unit} is never negative ({self.value})")
+        return self
+
+
+class BundleRun(Strict):
+    uuid: RunUuid
+    workload: Name
+    variant: Name
+    host: Name
+    block: Annotated[int, Field(ge=0, le=100_000)]  # the spec's own bounds on blocks and warm-up rounds
+    warmup: bool
+    position: Annotated[int, Field(ge=0, lt=2**31)]
+    status: Literal["ok", "failed", "timeout"]
+    started_at: Timestamp
+    ended_at: Timestamp
+    exit_code: Annotated[int, Field(ge=-(2**31), lt=2**31)] | None
+    message: Blob | None
+    stderr_tail: Blob | None
+    workload_version: Version
+    details: dict[Annotated[str, Field(max_length=100)], JsonValue] | None = None  # older bundles lack them
+    metrics: Annotated[list[BundleMetric], Field(max_length=100_000)]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BundleRun:
+        if self.ended_at < self.started_at:
+            raise ValueError(f"it ended ({self.ended_at}) before it started ({self.started_at})")
+        if self.details is not None and len(json.dumps(self.details)) > DETAILS_MAX:
+            raise ValueError(f"its details exceed {DETAILS_MAX >> 10} KiB")
+        names = [m.name for m in self.metrics]
+        twice = next((n for n in names if names.count(n) > 1), None) if len(set(names)) < len(names) else None
+        if twice is not None:
+            raise ValueError(f"metric '{twice}' appears twice")
+        return self
+
+
+class BundleWorkload(Strict):
+    name: Name
+    kind: Literal["builtin", "gbench", "command"]
+    version: Version
+
+
+class BundleVariant(Strict):
+    name: Name
+    config: dict[str, JsonValue]  # checked as a VariantSpec against the spec's variant of that name
+    is_baseline: bool
+
+
+class BundleExperiment(Strict):
+    name: Name
+    spec: dict[str, JsonValue]  # checked as an ExperimentSpec, with the spec's own rules
+    created_at: Timestamp
+    workloads: Annotated[list[BundleWorkload], Field(min_length=1)]
+    variants: Annotated[list[BundleVariant], Field(min_length=1)]
+
+
+class Bundle(Strict):
+    schema_: Literal["benchlab.bundle/1"] = Field(alias="schema")
+    bundle_id: BundleId
+    created_at: Timestamp
+    experiment: BundleExperiment
+    hosts: Annotated[dict[Name, HostFacts], Field(max_length=10_000)]
+    runs: list[BundleRun]
+
+
+class CheckedBundle:
+    """A bundle that passed every check, with its spec as validated (what is stored)."""
+
+    def __init__(self, bundle: Bundle, spec: ExperimentSpec) -> None:
+        self.bundle = bundle
+        self.spec = spec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
 
 def export_bundle(store: Store, name: str) -> dict[str, Any]:
@@ -81,103 +223,178 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
     }
 
 
-def read_bundle(path: Path) -> dict[str, Any]:
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def read_bundle(path: Path) -> CheckedBundle:
+    """The bundle at `path`, wholly checked; any problem is one SpecError naming its place."""
+    source = str(path)
     try:
-        bundle = json.loads(path.read_text())
+        if path.is_file() and path.stat().st_size > BUNDLE_MAX:
+            raise SpecError(f"{source}: larger than {BUNDLE_MAX >> 30} GiB, not read")
+        with path.open("rb") as f:  # no more than the cap: the path may be a device or a pipe
+            raw = f.read(BUNDLE_MAX + 1)
+        if len(raw) > BUNDLE_MAX:
+            raise SpecError(f"{source}: larger than {BUNDLE_MAX >> 30} GiB, not read")
+        data = json.loads(raw.decode(), parse_constant=_no_constant)
     except FileNotFoundError:
-        raise SpecError(f"no bundle at {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SpecError(f"{path} is not a benchlab bundle: {exc}") from None
-    if not isinstance(bundle, dict) or bundle.get("schema") != BUNDLE_SCHEMA:
-        raise SpecError(
-            f"{path} is not a benchlab bundle (schema {bundle.get('schema') if isinstance(bundle, dict) else None!r})"
-        )
-    for key in ("bundle_id", "experiment", "hosts", "runs"):
-        if key not in bundle:
-            raise SpecError(f"{path}: bundle lacks '{key}'")
-    return bundle
+        raise SpecError(f"no bundle at {source}") from None
+    except OSError as exc:
+        raise SpecError(f"cannot read {source}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{source} is not a benchlab bundle: not UTF-8 (byte {exc.start})") from None
+    except RecursionError:
+        raise SpecError(f"{source} is not a benchlab bundle: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, NaN or Infinity, an integer of thousands of digits
+        raise SpecError(f"{source} is not a benchlab bundle: {str(exc)[:200]}") from None
+    if not isinstance(data, dict) or data.get("schema") != BUNDLE_SCHEMA:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        raise SpecError(f"{source} is not a benchlab bundle (schema {str(schema)[:60]!r})")
+    try:
+        bundle = Bundle.model_validate(data)
+    except ValidationError as exc:
+        raise spec_error(exc, source) from None
+    return CheckedBundle(bundle, _check_references(bundle, source))
 
 
-def _target_experiment(store: Store, bundle: dict[str, Any]) -> tuple[ExperimentRecord, bool]:
-    """The experiment to merge into, and whether it was created for this import."""
-    info = bundle["experiment"]
-    existing = store.find_experiment(info["name"])
+def _check_references(bundle: Bundle, source: str) -> ExperimentSpec:
+    """What the models cannot see alone: the embedded spec, and everything that must agree with it."""
+    info = bundle.experiment
+    try:
+        spec = ExperimentSpec.model_validate(info.spec)
+    except ValidationError as exc:
+        raise spec_error(exc, source, prefix="experiment.spec.") from None
+    if spec.name != info.name:
+        raise SpecError(f"the spec is of experiment '{spec.name}'", where=f"{source}: experiment.name")
+    kinds = {w.name: w.kind for w in spec.workloads}
+    if {w.name: w.kind for w in info.workloads} != kinds or len(info.workloads) != len(kinds):
+        raise SpecError(f"not the spec's workloads {sorted(kinds.items())}", where=f"{source}: experiment.workloads")
+    if [v.name for v in info.variants] != [v.name for v in spec.variants]:
+        raise SpecError(f"not the spec's variants {[v.name for v in spec.variants]}", where=f"{source}: experiment.variants")
+    for i, variant in enumerate(info.variants):
+        try:
+            config = VariantSpec.model_validate(variant.config)
+        except ValidationError as exc:
+            raise spec_error(exc, source, prefix=f"experiment.variants[{i}].config.") from None
+        if config != spec.variants[i] or variant.is_baseline != (variant.name == spec.baseline_name):
+            raise SpecError(f"variant '{variant.name}' differs from the spec's", where=f"{source}: experiment.variants[{i}]")
+    versions = {w.name: w.version for w in info.workloads}
+    variants = {v.name for v in spec.variants}
+    uuids: set[str] = set()
+    keys: set[tuple[str, str, str, int, bool]] = set()
+    units: dict[tuple[str, str], tuple[str, str]] = {}
+    for i, run in enumerate(bundle.runs):
+        where = f"{source}: runs[{i}]"
+        if run.host not in bundle.hosts:
+            raise SpecError(f"no host '{run.host}' among the bundle's hosts", where=f"{where}.host")
+        if run.workload not in versions:
+            raise SpecError(f"no workload '{run.workload}' in the experiment", where=f"{where}.workload")
+        if run.variant not in variants:
+            raise SpecError(f"no variant '{run.variant}' in the experiment", where=f"{where}.variant")
+        if run.workload_version != versions[run.workload]:
+            raise SpecError(f"not the version of workload '{run.workload}' in this bundle", where=f"{where}.workload_version")
+        if run.uuid.lower() in uuids:
+            raise SpecError(f"a second run with uuid {run.uuid}", where=f"{where}.uuid")
+        key = (run.host, run.workload, run.variant, run.block, run.warmup)
+        if key in keys:
+            raise SpecError(f"a second run of {run.workload}/{run.variant} block {run.block} on host {run.host}", where=where)
+        uuids.add(run.uuid.lower())
+        keys.add(key)
+        for j, metric in enumerate(run.metrics):
+            first = units.setdefault((run.workload, metric.name), (metric.unit, metric.direction))
+            if first != (metric.unit, metric.direction):
+                raise SpecError(
+                    f"metric '{metric.name}' of workload '{run.workload}' is in {first[0]!r} ({first[1]}) in other runs",
+                    where=f"{where}.metrics[{j}]",
+                )
+    return spec
+
+
+def _target_experiment(conn: Connection, checked: CheckedBundle) -> ExperimentRecord:
+    """The experiment to merge into, created in the import's transaction where it is new."""
+    info, spec = checked.bundle.experiment, checked.spec.model_dump(mode="json")
+    existing = Store.experiment_in(conn, info.name)
     if existing is None:
-        return store.create_experiment(
-            name=info["name"],
-            spec=info["spec"],
-            workloads=[(w["name"], w["kind"], w["version"]) for w in info["workloads"]],
-            variants=[(v["name"], v["config"], v["is_baseline"]) for v in info["variants"]],
-            created_at=info["created_at"],
-        ), True
-    if existing.spec != info["spec"]:
-        raise StoreError(f"experiment '{info['name']}' here has a different spec than the bundle's; refusing to mix them")
-    theirs = {w["name"]: w["version"] for w in info["workloads"]}
-    mismatched = [w for w, v in theirs.items() if existing.workload_versions.get(w) != v]
+        return Store.insert_experiment(
+            conn,
+            name=info.name,
+            spec=spec,
+            workloads=[(w.name, w.kind, w.version) for w in info.workloads],
+            variants=[(v.name, v.model_dump(mode="json"), v.name == checked.spec.baseline_name) for v in checked.spec.variants],
+            created_at=info.created_at,
+        )
+    if existing.spec != spec:
+        raise StoreError(f"experiment '{info.name}' here has a different spec than the bundle's; refusing to mix them")
+    mismatched = [w.name for w in info.workloads if existing.workload_versions.get(w.name) != w.version]
     if mismatched:
         raise StoreError(f"workload version mismatch for {', '.join(mismatched)}: results of different work are never compared")
-    return existing, False
+    return existing
 
 
-def import_bundle(store: Store, bundle: dict[str, Any]) -> tuple[str, int]:
-    """Merges a bundle; returns (experiment name, runs added)."""
-    with store.engine.connect() as conn:
-        if conn.execute(select(t.bundle_import).where(t.bundle_import.c.bundle_id == str(bundle["bundle_id"]))).first():
-            raise StoreError(f"bundle {bundle['bundle_id']} was already imported")
+def import_bundle(store: Store, checked: CheckedBundle) -> tuple[str, int]:
+    """Merges a checked bundle in one transaction; returns (experiment name, runs added)."""
+    bundle = checked.bundle
     try:
-        exp, created = _target_experiment(store, bundle)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise SpecError(f"the bundle is malformed ({exc!r}); nothing was imported") from None
-    try:
-        _insert_runs(store, exp, bundle)
-    except BaseException:
-        if created:  # nothing was imported: leave no empty experiment behind either
-            store.drop_experiment(exp)
-        raise
-    return exp.name, len(bundle["runs"])
-
-
-def _insert_runs(store: Store, exp: ExperimentRecord, bundle: dict[str, Any]) -> None:
-    host_ids = {key: store.host_id(fp) for key, fp in bundle["hosts"].items()}
-    try:
-        with store.forgetting_names_on_failure(), store.engine.begin() as conn:
+        with store.transaction() as conn:
+            if conn.execute(select(t.bundle_import).where(t.bundle_import.c.bundle_id == bundle.bundle_id)).first():
+                raise StoreError(f"bundle {bundle.bundle_id} was already imported")
+            exp = _target_experiment(conn, checked)
+            _insert_runs(store, conn, exp, bundle)
             conn.execute(
-                insert(t.bundle_import).values(bundle_id=bundle["bundle_id"], experiment_id=exp.id, imported_at=time.time())
+                insert(t.bundle_import).values(bundle_id=bundle.bundle_id, experiment_id=exp.id, imported_at=time.time())
             )
-            for run in bundle["runs"]:
-                if run["workload_version"] != exp.workload_versions.get(run["workload"]):
-                    raise StoreError(f"run {run['uuid']} is of another version of workload {run['workload']}")
-                run_id = new_id(
-                    conn.execute(
-                        insert(t.run).values(
-                            uuid=run["uuid"],
-                            experiment_id=exp.id,
-                            workload_id=exp.workload_ids[run["workload"]],
-                            variant_id=exp.variant_ids[run["variant"]],
-                            host_id=host_ids[run["host"]],
-                            block=run["block"],
-                            warmup=run["warmup"],
-                            position=run["position"],
-                            attempt=1,
-                            status=run["status"],
-                            started_at=run["started_at"],
-                            ended_at=run["ended_at"],
-                            exit_code=run["exit_code"],
-                            message=run["message"],
-                            stderr_tail=run["stderr_tail"],
-                            workload_version=run["workload_version"],
-                        )  # fmt: skip
-                    )
-                )
-                store.insert_metrics(
-                    conn,
-                    run_id,
-                    exp.workload_ids[run["workload"]],
-                    [Metric(m["name"], float(m["value"]), m["unit"], m["direction"]) for m in run["metrics"]],
-                )
-                if run.get("details"):  # bundles written before runs had details lack them
-                    conn.execute(insert(t.run_detail).values(run_id=run_id, details=json.dumps(dict(run["details"]))))
-    except IntegrityError:
-        raise StoreError("the bundle holds runs that are already stored here; nothing was imported") from None
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise SpecError(f"the bundle is malformed ({exc!r}); nothing was imported") from None
+    except IntegrityError as exc:
+        if is_unique_violation(exc):
+            raise StoreError("the bundle holds runs that are already stored here; nothing was imported") from None
+        raise SpecError(f"the bundle does not fit this database ({str(exc.orig)[:200]}); nothing was imported") from None
+    return checked.name, len(bundle.runs)
+
+
+def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: Bundle) -> None:
+    """The bundle's runs, their hosts, metrics and details, in the caller's transaction."""
+    if not bundle.runs:
+        return
+    used = {run.host for run in bundle.runs}
+    host_ids = {key: store.host_row(conn, _facts(facts)) for key, facts in bundle.hosts.items() if key in used}
+    rows = [
+        {
+            "uuid": run.uuid,
+            "experiment_id": exp.id,
+            "workload_id": exp.workload_ids[run.workload],
+            "variant_id": exp.variant_ids[run.variant],
+            "host_id": host_ids[run.host],
+            "block": run.block,
+            "warmup": run.warmup,
+            "position": run.position,
+            "attempt": 1,
+            "status": run.status,
+            "started_at": run.started_at,
+            "ended_at": run.ended_at,
+            "exit_code": run.exit_code,
+            "message": run.message,
+            "stderr_tail": run.stderr_tail,
+            "workload_version": run.workload_version,
+        }  # fmt: skip
+        for run in bundle.runs
+    ]
+    run_ids = conn.execute(insert(t.run).returning(t.run.c.id, sort_by_parameter_order=True), rows).scalars().all()
+    values = []
+    for run, run_id in zip(bundle.runs, run_ids, strict=True):
+        workload_id = exp.workload_ids[run.workload]
+        names = store.metric_name_ids(conn, workload_id, [Metric(m.name, m.value, m.unit, m.direction) for m in run.metrics])
+        values += [{"run_id": run_id, "name_id": names[m.name], "value": m.value} for m in run.metrics]
+    if values:
+        conn.execute(insert(t.metric), values)
+    details = [
+        {"run_id": run_id, "details": json.dumps(run.details, sort_keys=True)}
+        for run, run_id in zip(bundle.runs, run_ids, strict=True)
+        if run.details
+    ]
+    if details:
+        conn.execute(insert(t.run_detail), details)
+
+
+def _facts(facts: HostFacts) -> Mapping[str, Any]:
+    """A fingerprint as it was written: the facts the bundle holds, no defaults added."""
+    return facts.model_dump(exclude_unset=True)

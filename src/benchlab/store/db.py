@@ -56,12 +56,25 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-NOT_IDENTITY = ("allocators", "python")
+# What identifies a host: facts that stay put while it is up. Machine state a variant or its setup
+# may change (swap, the governor, boost, SMT, transparent huge pages) and what is merely installed
+# (allocator libraries, Python) stay out, else a zram study would split its runs across two
+# 'hosts' and lose their pairing; each run records that state in its details instead.
+IDENTITY = (
+    "hostname", "machine_id", "arch", "cpu_model", "cpus_online", "memory_kib", "kernel", "kernel_cmdline",
+    "virtualization", "remote",
+)  # fmt: skip
 NAME_SPAN = 1 << 24  # metric names of one experiment span fewer ids than this
 
 # Built once: compiling an INSERT per run would be a visible share of the harness's cost per run.
 _INSERT_RUN = insert(t.run)
 _INSERT_METRIC = insert(t.metric)
+
+
+def host_digest(fingerprint: Mapping[str, Any]) -> str:
+    """The identity hash of a host row: of its IDENTITY facts only."""
+    identity = {key: fingerprint[key] for key in IDENTITY if key in fingerprint}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
 def spec_digest(spec: dict[str, Any]) -> str:
@@ -179,18 +192,36 @@ class Store:
                 )
 
     # -- hosts ---------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction: everything in it is stored, or nothing. A database that cannot take
+        the write (a full disk, a lost server) is a StoreError; what was committed before stays."""
+        try:
+            with self.forgetting_names_on_failure(), self.engine.begin() as conn:
+                yield conn
+        except OperationalError as exc:
+            raise StoreError(f"could not write to {self.target}: {_reason(exc)}; nothing of this was stored") from None
+
+    # -- hosts ---------------------------------------------------------------
     def host_id(self, fingerprint: dict[str, Any]) -> int:
-        """The host row for a fingerprint. Facts that do not change how the machine measures
-        (which allocator libraries or Python are installed) stay out of the identity, so that
-        installing a library does not split an experiment across two 'hosts' on --resume."""
+        """The host row for a fingerprint (see IDENTITY for what identifies one)."""
+        with self.transaction() as conn:
+            return self.host_row(conn, fingerprint)
+
+    @staticmethod
+    def host_row(conn: Connection, fingerprint: Mapping[str, Any]) -> int:
+        """host_id within a caller's transaction. Rows written when the identity hash covered
+        volatile state too are found by their stored fingerprint and rehashed in place."""
+        digest = host_digest(fingerprint)
+        found = conn.execute(select(t.host.c.id).where(t.host.c.hash == digest)).scalar()
+        if found is not None:
+            return int(found)
+        for host_id, text in conn.execute(select(t.host.c.id, t.host.c.fingerprint).order_by(t.host.c.id)).all():
+            if host_digest(json.loads(text)) == digest:
+                conn.execute(t.host.update().where(t.host.c.id == host_id).values(hash=digest))
+                return int(host_id)
         text = json.dumps(fingerprint, sort_keys=True)
-        identity = {k: v for k, v in fingerprint.items() if k not in NOT_IDENTITY}
-        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
-        with self.engine.begin() as conn:
-            found = conn.execute(select(t.host.c.id).where(t.host.c.hash == digest)).scalar()
-            if found is not None:
-                return int(found)
-            return new_id(conn.execute(insert(t.host).values(hash=digest, fingerprint=text, created_at=time.time())))
+        return new_id(conn.execute(insert(t.host).values(hash=digest, fingerprint=text, created_at=time.time())))
 
     # -- experiments ---------------------------------------------------------
     def create_experiment(
@@ -203,46 +234,54 @@ class Store:
         created_at: float | None = None,
     ) -> ExperimentRecord:
         """workloads: (name, kind, version); variants: (name, config, is_baseline)."""
-        spec_json = json.dumps(spec, sort_keys=True)
         try:
-            with self.engine.begin() as conn:
-                exp_id = new_id(
-                    conn.execute(
-                        insert(t.experiment).values(
-                            name=name, spec=spec_json, spec_hash=spec_digest(spec), created_at=created_at or time.time()
-                        )
-                    )
-                )
-                conn.execute(
-                    insert(t.workload),
-                    [{"experiment_id": exp_id, "name": w, "kind": k, "version": v} for w, k, v in workloads],
-                )
-                conn.execute(
-                    insert(t.variant),
-                    [
-                        {
-                            "experiment_id": exp_id,
-                            "name": v,
-                            "position": i,
-                            "config": json.dumps(c, sort_keys=True),
-                            "is_baseline": b,
-                        }
-                        for i, (v, c, b) in enumerate(variants)
-                    ],
+            with self.transaction() as conn:
+                return self.insert_experiment(
+                    conn, name=name, spec=spec, workloads=workloads, variants=variants, created_at=created_at
                 )
         except IntegrityError:
             raise StoreError(
                 f"an experiment named '{name}' already exists in {self.target}",
                 hint="continue it with --resume, or choose another name",
             ) from None
-        record = self.find_experiment(name)
+
+    @staticmethod
+    def insert_experiment(
+        conn: Connection,
+        *,
+        name: str,
+        spec: dict[str, Any],
+        workloads: Sequence[tuple[str, str, str]],
+        variants: Sequence[tuple[str, dict[str, Any], bool]],
+        created_at: float | None = None,
+    ) -> ExperimentRecord:
+        """create_experiment within a caller's transaction (an import creates it with its runs)."""
+        exp_id = new_id(
+            conn.execute(
+                insert(t.experiment).values(
+                    name=name,
+                    spec=json.dumps(spec, sort_keys=True),
+                    spec_hash=spec_digest(spec),
+                    created_at=created_at or time.time(),
+                )
+            )
+        )
+        conn.execute(insert(t.workload), [{"experiment_id": exp_id, "name": w, "kind": k, "version": v} for w, k, v in workloads])
+        conn.execute(
+            insert(t.variant),
+            [
+                {"experiment_id": exp_id, "name": v, "position": i, "config": json.dumps(c, sort_keys=True), "is_baseline": b}
+                for i, (v, c, b) in enumerate(variants)
+            ],
+        )
+        record = Store.experiment_in(conn, name)
         assert record is not None
         return record
 
     def drop_experiment(self, exp: ExperimentRecord) -> None:
         """Removes an experiment that holds no runs (one whose creation turned out to be premature:
         a run refused before its first run, an import refused); its runs would block the delete."""
-        with self.engine.begin() as conn:
+        with self.transaction() as conn:
             workloads = select(t.workload.c.id).where(t.workload.c.experiment_id == exp.id)
             conn.execute(delete(t.metric_name).where(t.metric_name.c.workload_id.in_(workloads)))
             for table in (t.variant, t.workload):
@@ -264,17 +303,20 @@ class Store:
 
     def find_experiment(self, name: str) -> ExperimentRecord | None:
         with self.engine.connect() as conn:
-            row = conn.execute(select(t.experiment).where(t.experiment.c.name == name)).mappings().first()
-            if row is None:
-                return None
-            workloads = conn.execute(
-                select(t.workload.c.name, t.workload.c.id, t.workload.c.version).where(t.workload.c.experiment_id == row["id"])
-            ).all()
-            variants = conn.execute(
-                select(t.variant.c.name, t.variant.c.id)
-                .where(t.variant.c.experiment_id == row["id"])
-                .order_by(t.variant.c.position)
-            ).all()
+            return self.experiment_in(conn, name)
+
+    @staticmethod
+    def experiment_in(conn: Connection, name: str) -> ExperimentRecord | None:
+        """find_experiment within a caller's transaction."""
+        row = conn.execute(select(t.experiment).where(t.experiment.c.name == name)).mappings().first()
+        if row is None:
+            return None
+        workloads = conn.execute(
+            select(t.workload.c.name, t.workload.c.id, t.workload.c.version).where(t.workload.c.experiment_id == row["id"])
+        ).all()
+        variants = conn.execute(
+            select(t.variant.c.name, t.variant.c.id).where(t.variant.c.experiment_id == row["id"]).order_by(t.variant.c.position)
+        ).all()
         return ExperimentRecord(
             id=row["id"],
             name=row["name"],
@@ -363,7 +405,7 @@ class Store:
             "workload_version": workload_version or exp.workload_versions[workload],
         }
         try:
-            with self.forgetting_names_on_failure(), self.engine.begin() as conn:
+            with self.transaction() as conn:
                 run_id = new_id(conn.execute(_INSERT_RUN, row))
                 self.insert_metrics(conn, run_id, exp.workload_ids[workload], metrics)
                 if details:
@@ -372,8 +414,6 @@ class Store:
             raise StoreError(
                 f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
             ) from None
-        except OperationalError as exc:
-            raise StoreError(f"could not store a run in {self.target}: {_reason(exc)}") from None
 
     def run_identities(self, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
         """run id -> (uuid, workload version), which bundles carry and reports do not need."""
@@ -394,10 +434,10 @@ class Store:
         metrics = list(metrics)
         if not metrics:
             return
-        ids = self._name_ids(conn, workload_id, metrics)
+        ids = self.metric_name_ids(conn, workload_id, metrics)
         conn.execute(_INSERT_METRIC, [{"run_id": run_id, "name_id": ids[m.name], "value": m.value} for m in metrics])
 
-    def _name_ids(self, conn: Connection, workload_id: int, metrics: list[Metric]) -> dict[str, int]:
+    def metric_name_ids(self, conn: Connection, workload_id: int, metrics: list[Metric]) -> dict[str, int]:
         """Ids of the metrics' names for this workload, registering new ones (first unit and direction win)."""
         known = self._names.setdefault(workload_id, {})
         missing = [m for m in metrics if m.name not in known]
@@ -534,6 +574,12 @@ def _raw_rows(conn: Connection, query: Any) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
     finally:
         cursor.close()
+
+
+def is_unique_violation(exc: IntegrityError) -> bool:
+    """Whether a refused write collided with a stored row, rather than breaking another rule."""
+    orig = exc.orig
+    return getattr(orig, "sqlstate", None) == "23505" or "UNIQUE constraint failed" in str(orig)
 
 
 def _reason(exc: BaseException) -> str:
