@@ -12,10 +12,10 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from benchlab.errors import Interrupted, SpecError, StoreError, WorkloadFailed
-from benchlab.measure.host import fingerprint
+from benchlab.measure.host import fingerprint, machine_state
 from benchlab.measure.process import Executor, Finished, LocalExecutor
 from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import usage_metrics
@@ -260,10 +260,12 @@ class Runner:
             block=planned.block, warmup=planned.warmup, position=planned.position, started_at=started,
         )  # fmt: skip
         finished: Finished | None = None
+        machine: dict[str, Any] = {}  # the state it ran in (swap...), which is not the host's identity
         try:
             self._untimed_steps(planned, workload.spec, variant, timeout)
             try:
                 self.journal.apply(variant.knobs)
+                machine = {} if variant.spec.environment.kind == "ssh" else {"machine": machine_state()}
                 with background_load(variant.background):
                     finished = self.executors[planned.variant].run(launch)
             finally:
@@ -283,8 +285,8 @@ class Runner:
             tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")
             record(
                 status=failure.status, exit_code=failure.process_exit_code, message=failure.message,
-                stderr_tail=tail, ended_at=self.clock(),
+                stderr_tail=tail, details=machine, ended_at=self.clock(),
             )  # fmt: skip
             return failure.status
-        record(status="ok", exit_code=0, metrics=metrics, details=details, ended_at=self.clock())
+        record(status="ok", exit_code=0, metrics=metrics, details={**details, **machine}, ended_at=self.clock())
         return "ok"

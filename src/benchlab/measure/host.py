@@ -1,8 +1,11 @@
 """The machine's fingerprint: what makes timings on it comparable or not.
 
-Only stable facts enter the fingerprint (its hash identifies the host row,
-which resume and pairing rely on); volatile readings such as the load
-average are reported by `noise_warnings` instead.
+The fingerprint holds facts that stay put while the machine is up (which
+identify its host row: resume and pairing rely on it, see `store.db.IDENTITY`)
+and the machine state a variant or its setup may change (`machine_state`:
+swap, the governor, boost, SMT, huge pages), which each run records in its
+details. Readings of a moment such as the load average are reported by
+`noise_warnings` instead.
 """
 
 from __future__ import annotations
@@ -64,25 +67,32 @@ def _boost() -> str | None:
     return None if no_turbo is None else ("off" if no_turbo == "1" else "on")
 
 
+def machine_state() -> dict[str, Any]:
+    """What a variant, its knobs or its setup step may change on this host (a zram study turns
+    swap on): read for every run and stored in its details, never part of the host's identity."""
+    siblings = _read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") or "0"
+    return {
+        "smt": _read("/sys/devices/system/cpu/smt/active") == "1" or ("," in siblings or "-" in siblings),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "boost": _boost(),
+        "swap_kib": _meminfo_kib("SwapTotal"),
+        "thp": _selected(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+    }
+
+
 def fingerprint() -> dict[str, Any]:
     cpu = _cpuinfo()
-    online = os.cpu_count() or 1
-    siblings = _read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") or "0"
     return {
         "hostname": socket.gethostname(),
         "machine_id": _read("/etc/machine-id"),
         "arch": platform.machine(),
         "cpu_model": cpu.get("model name", platform.processor() or "unknown"),
-        "cpus_online": online,
-        "smt": _read("/sys/devices/system/cpu/smt/active") == "1" or ("," in siblings or "-" in siblings),
-        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        "boost": _boost(),
+        "cpus_online": os.cpu_count() or 1,
         "kernel": platform.release(),
         "kernel_cmdline": _read("/proc/cmdline"),
         "memory_kib": _meminfo_kib("MemTotal"),
-        "swap_kib": _meminfo_kib("SwapTotal"),
         "virtualization": virtualization(cpu),
-        "thp": _selected(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+        **machine_state(),
         "allocators": sorted(name for name in LIBRARIES if find_library(name)),
         "python": platform.python_version(),
     }
