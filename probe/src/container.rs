@@ -44,14 +44,27 @@ fn mount(source: &str, target: &Path, fstype: Option<&str>, flags: libc::c_ulong
     check(&format!("mount {source} on {}", target.display()), r)
 }
 
-/// In the launcher, before it forks.
-pub fn enter_namespaces() -> Result<(), String> {
+/// In the launcher, before it forks. Returns the launcher's own PID namespace, to go back to
+/// once the child is forked (see `back_to_own_pid_namespace`).
+pub fn enter_namespaces() -> Result<std::fs::File, String> {
+    let own = fs::File::open("/proc/self/ns/pid").map_err(|e| format!("open /proc/self/ns/pid: {e}"))?;
     // SAFETY: plain system calls on this single-threaded process.
     unsafe {
         check("unshare", libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWNET | libc::CLONE_NEWPID))?;
     }
     // nothing mounted from here on may reach the host's mount table
-    mount("none", Path::new("/"), None, libc::MS_REC | libc::MS_PRIVATE)
+    mount("none", Path::new("/"), None, libc::MS_REC | libc::MS_PRIVATE)?;
+    Ok(own)
+}
+
+/// In the launcher, after its child (PID 1 of the new namespace) is forked. `unshare(CLONE_NEWPID)`
+/// leaves the launcher's *children* to be made in the new namespace, and the kernel refuses to make
+/// a thread there (`clone(CLONE_THREAD)`: EINVAL), which the memory sampler needs: entering the
+/// launcher's own namespace again puts its later children, threads included, back beside it.
+pub fn back_to_own_pid_namespace(own: &std::fs::File) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a namespace descriptor we opened and still own.
+    check("setns to the launcher's own PID namespace", unsafe { libc::setns(own.as_raw_fd(), libc::CLONE_NEWPID) })
 }
 
 impl Container {

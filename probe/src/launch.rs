@@ -15,6 +15,13 @@
 //! run's memory cgroup and is watched for the libraries it maps (`memory`,
 //! `mapped`), each on request, and, in a container environment, enters the
 //! container (`container`), which it reports done on a second pipe.
+//!
+//! Nothing started for a run outlives benchlab (`--die-with PID`): the launcher asks
+//! for SIGTERM when the thread that started it dies (PR_SET_PDEATHSIG, `kill -9`
+//! included), and on it kills the workload, removes the run's cgroup with whatever
+//! is left in it, and takes its own process group down; the workload asks for
+//! SIGKILL should the launcher die first. Each checks, after asking, that its
+//! parent is still the one it was started by, for the parent may die before.
 
 use crate::container::{self, Container};
 use crate::counters::Counters;
@@ -24,7 +31,59 @@ use serde_json::json;
 use std::ffi::CString;
 use std::io::Write;
 use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Instant;
+
+static CHILD: AtomicI32 = AtomicI32::new(0);
+static ORPHANED: AtomicBool = AtomicBool::new(false);
+
+/// SIGTERM, on the death of benchlab (or from anyone): the workload is killed at once, and the
+/// launcher goes on to remove its cgroup (killing what the workload left there) and then its
+/// process group. Before there is a workload there is nothing to clean: the launcher just ends;
+/// after it was reaped, its pid may be another process's, so only the cleanup goes on.
+extern "C" fn on_terminate(_: libc::c_int) {
+    ORPHANED.store(true, Ordering::SeqCst);
+    let child = CHILD.load(Ordering::SeqCst);
+    // SAFETY: kill and _exit are async-signal-safe.
+    unsafe {
+        if child > 0 {
+            libc::kill(child, libc::SIGKILL);
+        } else if child == 0 {
+            libc::_exit(1);
+        } // below 0: the workload is reaped; cleaning up is under way
+
+    }
+}
+
+/// Asks for SIGTERM when `parent` dies; false when it already has.
+fn die_with(parent: libc::pid_t) -> bool {
+    // SAFETY: a zeroed sigaction with a handler that only makes async-signal-safe calls; no
+    // SA_RESTART, so a wait4 in progress returns (to be retried) rather than hide the signal.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_terminate as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+        libc::getppid() == parent
+    }
+}
+
+/// After an orphaned run is cleaned up: the rest of the launcher's process group (what the
+/// workload started outside any cgroup), the launcher included, when it leads that group.
+fn end_if_orphaned() {
+    if !ORPHANED.load(Ordering::SeqCst) {
+        return;
+    }
+    // SAFETY: signalling our own process group only when we lead it (benchlab starts us in a new
+    // session), else just ending.
+    unsafe {
+        if libc::getpgrp() == libc::getpid() {
+            libc::kill(0, libc::SIGKILL);
+        }
+        libc::_exit(1);
+    }
+}
 
 pub struct Settings {
     pub result_fd: i32,
@@ -36,6 +95,7 @@ pub struct Settings {
     pub memory_limit: Option<u64>,
     pub cpu_limit: Option<f64>,
     pub cpu_cgroup: Option<String>, // cgroup v1's cpu hierarchy; v2 limits CPU in the memory cgroup
+    pub die_with: Option<libc::pid_t>, // benchlab's pid: everything started here dies with it
 }
 
 impl Default for Settings {
@@ -50,6 +110,7 @@ impl Default for Settings {
             memory_limit: None,
             cpu_limit: None,
             cpu_cgroup: None,
+            die_with: None,
         }
     }
 }
@@ -75,6 +136,12 @@ fn limits(settings: &Settings) -> (Vec<(&'static str, String)>, Vec<(&'static st
 
 pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     let result_fd = settings.result_fd;
+    if let Some(parent) = settings.die_with {
+        if !die_with(parent) {
+            eprintln!("benchlab-launch: process {parent}, which started it, has already ended");
+            return 1;
+        }
+    }
     if argv.is_empty() {
         eprintln!("benchlab-launch: no command given");
         return 2;
@@ -88,12 +155,18 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     };
     let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
     ptrs.push(std::ptr::null());
-    if settings.container.is_some() {
-        if let Err(e) = container::enter_namespaces() {
-            eprintln!("benchlab-launch: cannot make the container's namespaces: {e}");
-            return 1;
-        }
-    }
+    let own_pid_namespace = match settings.container {
+        Some(_) => match container::enter_namespaces() {
+            Ok(ns) => Some(ns),
+            Err(e) => {
+                eprintln!("benchlab-launch: cannot make the container's namespaces: {e}");
+                return 1;
+            }
+        },
+        None => None,
+    };
+    // SAFETY: our own pid, read before the fork for the child's check of its parent.
+    let launcher = unsafe { libc::getpid() };
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let (mut go, mut ready) = ([0 as libc::c_int; 2], [0 as libc::c_int; 2]);
     // SAFETY: fresh pipes into arrays of two descriptors.
@@ -109,6 +182,11 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     }
     if pid == 0 {
         unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            let parent = libc::getppid(); // 0 as PID 1 of a container: its parent is outside
+            if parent != launcher && parent != 0 {
+                libc::_exit(1); // the launcher died before the request could take effect
+            }
             libc::close(result_fd);
             libc::close(go[1]);
             libc::close(ready[0]);
@@ -126,6 +204,15 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
             let msg = format!("benchlab-launch: cannot execute {}: {}\n", argv[0], std::io::Error::last_os_error());
             libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
             libc::_exit(127);
+        }
+    }
+    CHILD.store(pid, Ordering::SeqCst);
+    if let Some(ns) = &own_pid_namespace {
+        if let Err(e) = container::back_to_own_pid_namespace(ns) {
+            eprintln!("benchlab-launch: {e}");
+            // SAFETY: our own child, still waiting before its exec.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            return 1;
         }
     }
     let mut counters = Counters::open(pid, settings.perf_counters);
@@ -171,10 +258,12 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
         }
     }
     let wall_ns = start.elapsed().as_nanos() as u64;
+    CHILD.store(-1, Ordering::SeqCst);
     let memory = sampler.finish();
     let tree_peak_kib = cgroup.peak_kib();
     cgroup.remove();
     cpu_group.remove();
+    end_if_orphaned();
     let libraries = mapped.read();
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     let (exit_code, signal) = if libc::WIFEXITED(status) {

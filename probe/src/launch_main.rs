@@ -16,7 +16,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: benchlab-launch [--result-fd N] [--perf-counters] [--mapped] [--cgroup PARENT] \
          [--memory-interval-ms N] [--container ROOTFS [--bind PATH]...] [--memory-limit BYTES] \
-         [--cpu-limit CPUS [--cpu-cgroup PARENT]] -- COMMAND [ARGS...]"
+         [--cpu-limit CPUS [--cpu-cgroup PARENT]] [--die-with PID] -- COMMAND [ARGS...]"
     );
     std::process::exit(2)
 }
@@ -59,6 +59,10 @@ fn main() {
             }
             Some("--cpu-cgroup") => {
                 settings.cpu_cgroup = Some(value(rest));
+                rest = &rest[2..];
+            }
+            Some("--die-with") => {
+                settings.die_with = Some(value(rest).parse().unwrap_or_else(|_| usage()));
                 rest = &rest[2..];
             }
             Some("--perf-counters") => {

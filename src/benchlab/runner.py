@@ -8,15 +8,17 @@ real timing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from benchlab.errors import Interrupted, SpecError, StoreError, WorkloadFailed
+from benchlab.errors import EnvironmentProblem, Interrupted, SpecError, StoreError, WorkloadFailed
+from benchlab.measure.cgroup import clear_stale_runs
 from benchlab.measure.host import fingerprint, machine_state
-from benchlab.measure.process import Executor, Finished, LocalExecutor
+from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished, LocalExecutor
 from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import usage_metrics
 from benchlab.plan import PlannedRun, make_plan
@@ -25,9 +27,10 @@ from benchlab.store.db import ExperimentRecord, Store, spec_digest
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.background import background_load
-from benchlab.variants.knobs import KnobJournal
+from benchlab.variants.knobs import KnobJournal, MachineLock, Restoration
 from benchlab.variants.shim import shim_findings
-from benchlab.workloads import Workload, resolve_workload
+from benchlab.workloads import Workload, check_fits, resolve_workload
+from benchlab.workloads.base import RecordsDetails
 from benchlab.workloads.probe import probe_notes
 from benchlab.workloads.steps import run_step
 
@@ -49,11 +52,14 @@ class Prepared:
                 f"workload {stepped[0]} has setup/clean steps, which run on this machine, "
                 f"and variant {remote[0]} runs on another host"
             )
-        return cls(
-            spec=spec,
-            workloads={w.name: resolve_workload(w, f"workloads[{i}]") for i, w in enumerate(spec.workloads)},
-            variants={v.name: PreparedVariant.prepare(v, f"variants[{i}]") for i, v in enumerate(spec.variants)},
-        )
+        workloads = {w.name: resolve_workload(w, f"workloads[{i}]") for i, w in enumerate(spec.workloads)}
+        variants = {v.name: PreparedVariant.prepare(v, f"variants[{i}]") for i, v in enumerate(spec.variants)}
+        local = [(f"variants[{i}]", v.cpus) for i, v in enumerate(variants.values()) if v.spec.environment.kind != "ssh"]
+        placed = {cpus: where for where, cpus in reversed(local)}  # each distinct set of CPUs once, named by its first variant
+        for i, workload in enumerate(workloads.values()):
+            for cpus, where in placed.items():
+                check_fits(workload, cpus, f"workloads[{i}] under {where}")
+        return cls(spec=spec, workloads=workloads, variants=variants)
 
     def spec_json(self) -> dict[str, object]:
         return self.spec.model_dump(mode="json")
@@ -125,6 +131,7 @@ class Runner:
         executor: Executor | None = None,
         clock: Callable[[], float] = time.time,
         journal: KnobJournal | None = None,
+        lock: MachineLock | None = None,
         progress: Progress | None = None,
         host: dict[str, object] | None = None,
     ) -> None:
@@ -132,6 +139,7 @@ class Runner:
         self.executor = executor or LocalExecutor()
         self.clock = clock
         self.journal = journal or KnobJournal()
+        self.lock = lock or MachineLock()
         self.progress = progress or SilentProgress()
         self.host = host
         self.noted: set[str] = set()
@@ -139,6 +147,7 @@ class Runner:
         self.remotes: dict[str, RemoteExecutor] = {}
         self.executors: dict[str, Executor] = {}
         self.host_ids: dict[str, int] = {}
+        self.recorded = 0  # runs stored by this invocation
 
     def open_experiment(self, prepared: Prepared, *, resume: bool) -> ExperimentRecord:
         spec = prepared.spec
@@ -190,11 +199,36 @@ class Runner:
     def run(self, prepared: Prepared, *, resume: bool = False, decided: Decided | None = None) -> ExperimentRecord:
         """Runs what the plan has not stored yet. In sequential mode (the spec's `until_decided`)
         the plan runs to `max_blocks`, and after each block from `min_blocks` on `decided` (which
-        the caller gives: the runner never judges) says whether to stop."""
-        self.journal.ensure_clean()
+        the caller gives: the runner never judges) says whether to stop.
+
+        The machine is held for the whole experiment (`MachineLock`: alone when its variants change
+        knobs), and what runners killed before left behind (processes, cgroups) is cleared first.
+        An experiment created here that stores no run (refused on the way) is dropped again, so
+        its name is not burnt."""
+        changes_knobs = any(v.knobs for v in prepared.variants.values())
+        with self.lock.hold(prepared.spec.name, exclusive=changes_knobs):
+            self.journal.ensure_clean()
+            for note in clear_stale_runs():
+                self._note_once(note)
+            places = {name: self._place(v) for name, v in prepared.variants.items()}
+            created = self.store.find_experiment(prepared.spec.name) is None
+            exp = self.open_experiment(prepared, resume=resume)
+            self.recorded = 0
+            try:
+                return self._run(prepared, exp, places, decided)
+            except BaseException:
+                if created and self.recorded == 0:
+                    self.store.drop_experiment(exp)
+                raise
+
+    def _run(
+        self,
+        prepared: Prepared,
+        exp: ExperimentRecord,
+        places: dict[str, tuple[Executor, dict[str, object]]],
+        decided: Decided | None,
+    ) -> ExperimentRecord:
         spec = prepared.spec
-        exp = self.open_experiment(prepared, resume=resume)
-        places = {name: self._place(v) for name, v in prepared.variants.items()}
         self.executors = {name: executor for name, (executor, _) in places.items()}
         self.host_ids = {name: self.store.host_id(fp) for name, (_, fp) in places.items()}
         stored_until = exp.spec.get("until_decided")  # a resumed sequential experiment stays sequential
@@ -233,6 +267,20 @@ class Runner:
             ) from None
         return exp
 
+    def _record(self, exp: ExperimentRecord, **run: Any) -> None:
+        self.store.record_run(exp, **run)
+        self.recorded += 1
+
+    def _restored(self, done: Restoration) -> None:
+        """After every run: a knob that vanished meanwhile is noted; one that cannot be written back
+        stops the experiment, for every later run would be measured on a machine left changed."""
+        for note in done.dropped:
+            self._note_once(f"knob {note}")
+        if done.failed:
+            raise EnvironmentProblem(
+                f"{'; '.join(done.failed)}: the knob stays changed and journalled", hint="run `benchlab restore`"
+            )
+
     def _note_once(self, text: str | None) -> None:
         if text and text not in self.noted:
             self.noted.add(text)
@@ -254,9 +302,11 @@ class Runner:
             workload.argv(), cwd=workload.spec.cwd, timeout=timeout, perf_counters=workload.spec.perf_counters,
             memory_interval=workload.spec.memory_interval,
         )  # fmt: skip
+        if workload.spec.command is None:  # built-in and Google Benchmark workloads report on stdout
+            launch = dataclasses.replace(launch, stdout_limit=STDOUT_LIMIT_BYTES)
         started = self.clock()
         record = functools.partial(
-            self.store.record_run, exp, host_id=host_id, workload=planned.workload, variant=planned.variant,
+            self._record, exp, host_id=host_id, workload=planned.workload, variant=planned.variant,
             block=planned.block, warmup=planned.warmup, position=planned.position, started_at=started,
         )  # fmt: skip
         finished: Finished | None = None
@@ -269,7 +319,7 @@ class Runner:
                 with background_load(variant.background):
                     finished = self.executors[planned.variant].run(launch)
             finally:
-                self.journal.restore()
+                self._restored(self.journal.restore())
             for note in (finished.usage.counters_note, *finished.usage.notes, *probe_notes(finished.stderr)):
                 self._note_once(note)
             if not finished.ok:
@@ -279,6 +329,8 @@ class Runner:
             if complaint:
                 raise WorkloadFailed(complaint, exit_code=finished.exit_code)
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
+            if isinstance(workload, RecordsDetails):  # a Google Benchmark binary's failed benchmarks
+                details = {**details, **workload.details(finished)}
             if variant.spec.shim is not None:
                 metrics += shim_findings(finished.stderr)
         except WorkloadFailed as failure:

@@ -15,6 +15,7 @@ from benchlab.runner import Prepared, Runner
 from benchlab.spec import spec_from_dict
 from benchlab.stats.experiment import analyze
 from benchlab.store import Store
+from benchlab.variants.knobs import Restoration
 
 HOST = {"hostname": "fake", "kernel": "test"}
 
@@ -52,9 +53,9 @@ class FakeJournal:
     def apply(self, knobs: dict[str, str]) -> None:
         self.events.append(("apply", dict(knobs)))
 
-    def restore(self) -> list[tuple[str, str]]:
+    def restore(self) -> Restoration:
         self.events.append(("restore", {}))
-        return []
+        return Restoration()
 
 
 def spec(**extra: object) -> Prepared:

@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from benchlab.cli.console import out
 from benchlab.doctor import findings
-from benchlab.variants.knobs import KnobJournal
+from benchlab.errors import EnvironmentProblem
+from benchlab.variants.knobs import KnobJournal, MachineLock
 from benchlab.workloads.probe import catalogue
 
 
@@ -42,17 +44,29 @@ def doctor() -> None:
     for col in ("", "topic", "finding", "fix"):
         checks.add_column(col)
     for f in found:
-        checks.add_row("[green]ok[/]" if f.ok else "[yellow]!![/]", f.topic, f.detail, "" if f.ok else f.fix)
+        checks.add_row(Text("ok", "green") if f.ok else Text("!!", "yellow"), f.topic, f.detail, "" if f.ok else f.fix)
     out.print(checks)
 
 
 def restore() -> None:
-    """Put back knob values left changed by an experiment that was killed."""
-    restored = KnobJournal().restore()
-    if not restored:
+    """Put back knob values left changed by an experiment that was killed.
+
+    Every journalled path is checked as a spec's would be; what can be restored is, what never
+    can (a vanished knob, a path outside /proc/sys and /sys) is dropped with a note, and knobs
+    whose write failed stay journalled and make the command fail (exit 3)."""
+    with MachineLock().hold("benchlab restore", exclusive=True, purpose="puts knobs back"):
+        done = KnobJournal().restore()
+    if not (done.restored or done.dropped or done.failed):
         out.print("nothing to restore: no knob was left changed")
-    for path, value in restored:
-        out.print(f"restored {path} = {value}", highlight=False)
+    for path, value in done.restored:
+        out.print(f"restored {path} = {value}", highlight=False, markup=False)
+    for note in done.dropped:
+        out.print(f"skipped {note}", highlight=False, markup=False)
+    if done.failed:
+        raise EnvironmentProblem(
+            f"{len(done.failed)} knob(s) could not be restored and stay journalled: {'; '.join(done.failed)}",
+            hint="fix the cause and run `benchlab restore` again",
+        )
 
 
 def register(app: typer.Typer) -> None:

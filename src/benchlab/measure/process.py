@@ -8,6 +8,13 @@ counters) come from the launcher too. The launcher also puts the tree in a
 cgroup of its own for its peak memory, samples RSS and PSS over the run on
 request, and reports the libraries the process mapped (which allocator really
 ran). Nothing is timed in a Python loop.
+
+Every process benchlab starts on this machine for a run (the workload, its
+setup and clean steps, background loads) is started through the launcher with
+`--die-with`, so that it dies with benchlab, `kill -9` included, and its tree
+is killed and its cgroup removed when it ends, times out or is stopped. Output
+goes to temporary files of which only a bounded tail is read back: a workload
+that writes gigabytes costs the runner no memory.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from benchlab.errors import WorkloadFailed
 from benchlab.locate import launcher_path
 from benchlab.measure.cgroup import cpu_cgroup_parent, remove_run_cgroup, run_cgroup_parent, tree_peak_unavailable
 
-STDERR_TAIL_BYTES = 4000
+STDERR_TAIL_BYTES = 4000  # what a failed run keeps of its stderr
+OUTPUT_TAIL_BYTES = 64 * 1024  # what is read back of stderr, and of stdout that nobody parses
+STDOUT_LIMIT_BYTES = 64 * 1024 * 1024  # the most stdout read back for parsing (Google Benchmark JSON)
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,7 @@ class Launch:
     perf_counters: bool = False  # task clock, migrations; cycles, instructions, branch and cache misses where possible
     memory_interval: float | None = None  # seconds between RSS/PSS samples of the process tree; None: no sampling
     container: ContainerLaunch | None = None
+    stdout_limit: int | None = None  # bytes of stdout read back whole for parsing; None: only a tail is kept
 
 
 @dataclass(frozen=True)
@@ -143,9 +153,67 @@ def finished_from_account(
     return Finished(account.get("exit_code"), account.get("signal"), timed_out, usage, stdout, stderr)
 
 
-def _read_all(f: IO[bytes]) -> bytes:
+def _tail(f: IO[bytes], size: int) -> bytes:
+    """The last `size` bytes of a file the process wrote, never more."""
+    end = f.seek(0, os.SEEK_END)
+    f.seek(max(0, end - size))
+    return f.read(size)
+
+
+def _stdout(f: IO[bytes], launch: Launch) -> bytes:
+    """Stdout for parsing, whole up to the launch's limit (beyond it the run fails: a cut JSON
+    document would read as a different one), or only its tail when nothing parses it."""
+    if launch.stdout_limit is None:
+        return _tail(f, OUTPUT_TAIL_BYTES)
+    size = f.seek(0, os.SEEK_END)
+    if size > launch.stdout_limit:
+        raise WorkloadFailed(
+            f"the workload wrote {size} bytes to stdout, more than the {launch.stdout_limit} benchlab reads for its results"
+        )
     f.seek(0)
     return f.read()
+
+
+def spawn_launcher(
+    flags: Sequence[str], launch: Launch, *, stdout: IO[bytes] | int, stderr: IO[bytes] | int, result_fd: int
+) -> subprocess.Popen[bytes]:
+    """`benchlab-launch FLAGS -- ARGV` leading its own session (so that its whole process group
+    can be killed) and bound to die with this process (`--die-with`, see probe/src/launch.rs:
+    PR_SET_PDEATHSIG, which fires when the *thread* that forks it ends; benchlab starts every
+    process from its main thread). Its cgroup holds the tree for `stop_tree` and `clear_stale_runs`."""
+    parent = run_cgroup_parent()[0]
+    argv = [
+        launcher_path(), "--result-fd", str(result_fd), "--die-with", str(os.getpid()),
+        *(["--cgroup", parent] if parent is not None else []), *flags, "--", *launch.argv,
+    ]  # fmt: skip
+    # Children inherit the spawning thread's affinity; the runner's own mask is restored at once.
+    saved = os.sched_getaffinity(0) if launch.cpus is not None else None
+    try:
+        if launch.cpus is not None:
+            os.sched_setaffinity(0, launch.cpus)
+        return subprocess.Popen(
+            argv,
+            env=dict(launch.env),
+            cwd=launch.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            pass_fds=(result_fd,),
+        )
+    except OSError as exc:
+        raise WorkloadFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    finally:
+        if saved is not None:
+            os.sched_setaffinity(0, saved)
+
+
+def stop_tree(proc: subprocess.Popen[bytes]) -> None:
+    """Kills the launcher's process group, reaps the launcher, and removes its cgroups once
+    everything in them is gone (what left the group is killed there)."""
+    _kill_group(proc.pid)
+    proc.wait()
+    remove_run_cgroup(proc.pid)
 
 
 class LocalExecutor:
@@ -162,45 +230,25 @@ class LocalExecutor:
 
     def run(self, launch: Launch) -> Finished:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            account, timed_out = self._spawn_and_wait([launcher_path()], launch, out, err)
-            return finished_from_account(account, launch, timed_out, _read_all(out), _read_all(err), tree_peak_unavailable())
+            account, timed_out = self._spawn_and_wait(launch, out, err)
+            stderr = _tail(err, OUTPUT_TAIL_BYTES)
+            stdout = _stdout(out, launch) if account is not None else _tail(out, OUTPUT_TAIL_BYTES)
+            return finished_from_account(account, launch, timed_out, stdout, stderr, tree_peak_unavailable())
 
     @staticmethod
-    def _spawn_and_wait(
-        launcher: list[str],
-        launch: Launch,
-        out: IO[bytes],
-        err: IO[bytes],
-    ) -> tuple[dict[str, Any] | None, bool]:
+    def _spawn_and_wait(launch: Launch, out: IO[bytes], err: IO[bytes]) -> tuple[dict[str, Any] | None, bool]:
         read_end, write_end = os.pipe()
-        argv = [*launcher, "--result-fd", str(write_end), "--mapped", *_launcher_flags(launch), "--", *launch.argv]
-        # Children inherit the spawning thread's affinity; the runner's own mask is restored at once.
-        saved = os.sched_getaffinity(0) if launch.cpus is not None else None
         try:
-            if launch.cpus is not None:
-                os.sched_setaffinity(0, launch.cpus)
-            proc = subprocess.Popen(
-                argv,
-                env=dict(launch.env),
-                cwd=launch.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-                pass_fds=(write_end,),
-            )
-        except OSError as exc:
-            raise WorkloadFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+            proc = spawn_launcher(["--mapped", *_launcher_flags(launch)], launch, stdout=out, stderr=err, result_fd=write_end)
+        except BaseException:
+            os.close(read_end)
+            raise
         finally:
             os.close(write_end)
-            if saved is not None:
-                os.sched_setaffinity(0, saved)
         try:
             timed_out = not _wait_exit(proc.pid, launch.timeout)
         except BaseException:  # Ctrl-C or SIGTERM in the runner: take the tree down with us
-            _kill_group(proc.pid)
-            proc.wait()
-            remove_run_cgroup(proc.pid)
+            stop_tree(proc)
             os.close(read_end)
             raise
         if timed_out:
@@ -208,10 +256,14 @@ class LocalExecutor:
         proc.wait()
         _kill_group(proc.pid)
         with os.fdopen(read_end, "rb") as result:
-            text = result.read()
+            text = result.read(OUTPUT_TAIL_BYTES)
         if not text.strip():  # the launcher was killed before it could remove its cgroup
             remove_run_cgroup(proc.pid)
-        return (json.loads(text) if text.strip() and not timed_out else None), timed_out
+        try:
+            account = json.loads(text) if text.strip() and not timed_out else None
+        except ValueError:
+            account = None
+        return account, timed_out
 
 
 def _launcher_flags(launch: Launch) -> list[str]:
@@ -219,9 +271,6 @@ def _launcher_flags(launch: Launch) -> list[str]:
     fresh cgroup costs a run ~0.3 ms), the others where the workload asks; and the container
     it enters, with its limits."""
     flags = ["--perf-counters"] if launch.perf_counters else []
-    parent = run_cgroup_parent()[0]
-    if parent is not None:
-        flags += ["--cgroup", parent]
     if launch.memory_interval:
         flags += ["--memory-interval-ms", str(max(1, round(launch.memory_interval * 1000)))]
     box = launch.container

@@ -3,19 +3,30 @@
 Each original value is journalled to disk (and fsynced) before the write, so
 that after a crash or `kill -9` `benchlab restore` can put the machine back,
 and a new experiment refuses to start on a machine left modified.
+
+Machine state belongs to one experiment at a time (`MachineLock`): an
+experiment that changes knobs holds the state directory exclusively for its
+whole length, every other experiment holds it shared, so a second experiment
+is refused, with the holder named, instead of writing the same knobs, sharing
+the journal, or measuring runs under another experiment's values.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
 from benchlab.errors import EnvironmentProblem, SpecError, StaleJournal
 
 ALLOWED_ROOTS = ("/proc/sys/", "/sys/")
+MAX_VALUE_CHARS = 65536  # far beyond any knob (cpu masks included); a longer journal value is not one we wrote
 _SELECTED = re.compile(r"\[([^\]]+)\]")
 
 
@@ -27,16 +38,33 @@ def state_dir() -> Path:
     return Path(base) / "benchlab"
 
 
-def validate_knob_path(path: str, where: str) -> str:
-    """Only files under /proc/sys and /sys (cgroups included), with no `..`, that exist and that we may write."""
-    if not os.path.isabs(path) or ".." in Path(path).parts:
-        raise SpecError(f"'{path}' must be an absolute path without '..'", where=where)
+def knob_path_problem(path: str) -> str | None:
+    """Why `path` is no knob benchlab may write, or None: one rule for specs and for `restore`,
+    which must not trust a journal any more than a spec."""
+    if "\0" in path or not os.path.isabs(path) or ".." in Path(path).parts:
+        return "must be an absolute path without '..'"
     if not path.startswith(ALLOWED_ROOTS) or not os.path.realpath(path).startswith(ALLOWED_ROOTS):
-        raise SpecError(f"'{path}' is not under /proc/sys or /sys", where=where)
+        return "is not under /proc/sys or /sys"
     if not os.path.isfile(path):
-        raise SpecError(f"no such knob: {path}", where=where)
+        return "no such knob"
+    return None
+
+
+def validate_knob_path(path: str, where: str) -> str:
+    """Only files under /proc/sys and /sys (cgroups included), with no `..`, that exist, that we
+    may write, and whose value can be read back (a write-only knob could never be restored)."""
+    problem = knob_path_problem(path)
+    if problem is not None:
+        raise SpecError(f"'{path}': {problem}", where=where)
     if not os.access(path, os.W_OK):
         raise SpecError(f"cannot write {path}", where=where, hint="knobs need root: run benchlab as root")
+    try:
+        read_knob(path)
+    except OSError as exc:
+        raise SpecError(
+            f"{path} cannot be read ({exc.strerror or exc}): a write-only knob's value could not be restored",
+            where=where,
+        ) from None
     return path
 
 
@@ -55,17 +83,42 @@ def _write(path: str, value: str) -> None:
         raise EnvironmentProblem(f"writing '{value}' to {path} failed: {exc.strerror or exc}") from None
 
 
+def _entry_problem(entry: Any) -> str | None:
+    """Why a journal line is not an entry benchlab wrote, or None."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or not isinstance(entry.get("original"), str):
+        return "a malformed journal entry"
+    if "\0" in entry["original"] or len(entry["original"]) > MAX_VALUE_CHARS:
+        return "a malformed original value"
+    return knob_path_problem(entry["path"])
+
+
+@dataclass
+class Restoration:
+    """What `KnobJournal.restore` did: knobs written back; entries dropped because they can never
+    be restored (a vanished knob, a path no spec could name, a malformed line); and knobs whose
+    write failed, which stay in the journal so that nothing is forgotten."""
+
+    restored: list[tuple[str, str]] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
 class KnobJournal:
     """An append-only record of original values, replayed in reverse to restore them."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or state_dir() / "knobs.journal"
 
-    def entries(self) -> list[dict[str, str]]:
-        if not self.path.exists():
+    def entries(self) -> list[Any]:
+        """Every whole line of the journal, parsed (not yet checked: see `restore`)."""
+        try:
+            lines = self.path.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot read the knob journal {self.path}: {exc.strerror or exc}") from None
         entries = []
-        for line in self.path.read_text().splitlines():
+        for line in lines:
             try:
                 entries.append(json.loads(line))
             except json.JSONDecodeError:
@@ -81,21 +134,164 @@ class KnobJournal:
             )
 
     def apply(self, knobs: Mapping[str, str]) -> None:
+        """Journals each original value (fsynced) before writing the knob: a journal that
+        cannot be written stops the experiment before that knob changes."""
         if not knobs:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a") as journal:
+        with self._open() as journal:
             for path, value in knobs.items():
-                journal.write(json.dumps({"path": path, "original": read_knob(path)}) + "\n")
-                journal.flush()
-                os.fsync(journal.fileno())
+                try:
+                    original = read_knob(path)
+                except OSError as exc:
+                    raise EnvironmentProblem(f"cannot read {path}: {exc.strerror or exc}") from None
+                try:
+                    journal.write(json.dumps({"path": path, "original": original}) + "\n")
+                    journal.flush()
+                    os.fsync(journal.fileno())
+                except OSError as exc:
+                    raise self._unwritable(exc) from None
                 _write(path, value)
 
-    def restore(self) -> list[tuple[str, str]]:
-        """Writes every original value back, last change first; returns what was restored."""
-        restored = []
+    def _open(self) -> IO[str]:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return open(self.path, "a")  # noqa: SIM115 - the caller's `with` closes it
+        except OSError as exc:
+            raise self._unwritable(exc) from None
+
+    def _unwritable(self, exc: OSError) -> EnvironmentProblem:
+        return EnvironmentProblem(
+            f"cannot write the knob journal {self.path} ({exc.strerror or exc}); no knob was changed without a record"
+        )
+
+    def restore(self) -> Restoration:
+        """Writes every original value back, last change first. Each path is checked as a spec's
+        would be; what can never be restored is dropped with a note, and only knobs whose write
+        failed stay journalled, so one vanished knob blocks neither the others nor later experiments."""
+        done = Restoration()
+        kept: list[Any] = []
         for entry in reversed(self.entries()):
-            _write(entry["path"], entry["original"])
-            restored.append((entry["path"], entry["original"]))
-        self.path.unlink(missing_ok=True)
-        return restored
+            problem = _entry_problem(entry)
+            if problem is not None:
+                path = entry.get("path") if isinstance(entry, dict) else None
+                shown = repr(path)[:200] if isinstance(path, str) else "an entry"
+                done.dropped.append(f"{shown}: {problem}; not restored")
+                continue
+            try:
+                _write(entry["path"], entry["original"])
+            except EnvironmentProblem as exc:
+                done.failed.append(exc.message)
+                kept.append(entry)
+                continue
+            done.restored.append((entry["path"], entry["original"]))
+        self._keep(list(reversed(kept)))
+        return done
+
+    def _keep(self, entries: list[Any]) -> None:
+        """The journal with only `entries` (none: no journal), replaced whole."""
+        if not entries:
+            self.path.unlink(missing_ok=True)
+            return
+        part = self.path.with_name(self.path.name + ".part")
+        try:
+            with open(part, "w") as f:
+                f.writelines(json.dumps(e) + "\n" for e in entries)
+                f.flush()
+                os.fsync(f.fileno())
+            part.replace(self.path)
+        except OSError:  # the journal stays whole: everything in it is retried next time
+            part.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Holder:
+    pid: int
+    experiment: str
+    knobs: bool
+
+    def __str__(self) -> str:
+        return f"experiment {self.experiment!r} (pid {self.pid}{', changing knobs' if self.knobs else ''})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class MachineLock:
+    """flock(2) on the state directory, held for a whole experiment: exclusive by one that changes
+    knobs, shared by any other (and exclusive by `benchlab restore`). Each holder leaves a note
+    (`running/PID.json`, removed when it ends) so that a refusal can name who holds the machine.
+    The kernel drops the lock of a killed process, so a `kill -9` never leaves the machine locked."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or state_dir()
+
+    def holders(self) -> list[Holder]:
+        found = []
+        for note in sorted((self.root / "running").glob("*.json")):
+            with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+                data = json.loads(note.read_text())
+                holder = Holder(int(data["pid"]), str(data["experiment"])[:200], bool(data["knobs"]))
+                if holder.pid != os.getpid() and _alive(holder.pid):
+                    found.append(holder)
+        return found
+
+    @contextlib.contextmanager
+    def hold(self, experiment: str, *, exclusive: bool, purpose: str = "changes knobs") -> Iterator[None]:
+        """`purpose` says why the lock is exclusive, for the refusal of whoever comes second."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as exc:
+            if not exclusive:  # no state directory, so no experiment that changes knobs either
+                yield
+                return
+            raise EnvironmentProblem(f"cannot use the state directory {self.root}: {exc.strerror or exc}") from None
+        try:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise self._refusal(experiment, exclusive, purpose) from None
+            note = self._leave_note(experiment, exclusive)
+            try:
+                yield
+            finally:
+                if note is not None:
+                    note.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+    def _leave_note(self, experiment: str, exclusive: bool) -> Path | None:
+        """The holder's note; for an exclusive holder also the proof that the state directory takes
+        writes (the journal's), so a full file system is refused before any knob changes."""
+        note = self.root / "running" / f"{os.getpid()}.json"
+        try:
+            note.parent.mkdir(exist_ok=True)
+            if exclusive:  # notes of holders killed before they could remove them
+                for stale in note.parent.glob("*.json"):
+                    stale.unlink(missing_ok=True)
+            with open(note, "w") as f:
+                f.write(json.dumps({"pid": os.getpid(), "experiment": experiment, "knobs": exclusive}))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            note.unlink(missing_ok=True)
+            if not exclusive:
+                return None  # only a name for someone else's refusal
+            raise EnvironmentProblem(f"cannot write to the state directory {self.root}: {exc.strerror or exc}") from None
+        return note
+
+    def _refusal(self, experiment: str, exclusive: bool, purpose: str) -> EnvironmentProblem:
+        holders = self.holders()
+        named = ", ".join(map(str, holders)) or "another experiment"
+        if exclusive:
+            why = f"{named} is running; {experiment!r} {purpose} and needs the machine to itself"
+        else:
+            why = f"{named} is running and owns this machine's knobs; runs of {experiment!r} would be measured under its values"
+        return EnvironmentProblem(why, hint="wait for it to end")
