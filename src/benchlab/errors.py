@@ -58,6 +58,13 @@ class WorkloadFailed(BenchlabError):
         self.status = status  # how the run is stored: failed | timeout
 
 
+class RunsFailed(BenchlabError):
+    """Runs of the experiment failed or timed out (or benchmarks inside them did): the report is
+    printed and every run stored, but a script or CI job must be able to notice."""
+
+    exit_code = 5
+
+
 class Interrupted(BenchlabError):
     """The user stopped the experiment (Ctrl-C or SIGTERM); stored runs are kept, knobs restored."""
 

@@ -1,8 +1,17 @@
 """The command line: a thin shell that parses, calls the core and turns errors into one line.
 
-Exit codes: 0 done; 1 unexpected failure; 2 bad input (spec, flag, name),
-nothing ran; 3 the machine lacks something (library, privilege, stale knob
-journal); 4 the results database refused; 130 interrupted (stored runs kept).
+Exit codes:
+  0    done (every run ok, or --allow-failures given)
+  1    unexpected failure (a bug: please report it)
+  2    bad input (spec, flag, name, bundle): nothing ran, nothing stored
+  3    the machine lacks something (library, privilege, kernel feature, stale knob journal)
+  4    the results database refused (missing, locked, full, already imported)
+  5    runs failed: `run`, `compare`, `score`, `calibrate` and `demo` printed their report,
+       but some stored run of the experiment failed or timed out (a resumed experiment counts
+       its earlier runs too), or a benchmark inside a run reported an error; one line on
+       stderr says how many (`benchlab: 3 of 20 runs of 'x' failed (2 failed, 1 timed out)`)
+  130  interrupted (Ctrl-C, SIGTERM): finished runs are stored, continue with --resume
+The one line on stderr is escaped like every rendering (see `benchlab.report.safe`).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import typer
 from benchlab.cli import calibrate, container, experiment, ipc, results, score, system
 from benchlab.cli.console import err
 from benchlab.errors import BenchlabError, Interrupted
+from benchlab.report import safe
 
 app = typer.Typer(
     name="benchlab",
@@ -38,14 +48,14 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except BenchlabError as exc:
-        err.print(f"benchlab: {exc}", markup=False, highlight=False, soft_wrap=True)
+        err.print(f"benchlab: {safe.text(exc, limit=safe.LINE_MAX)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
-        err.print("benchlab: interrupted; every finished run is stored (continue with --resume)", markup=False)
+        err.print("benchlab: interrupted; every finished run is stored (continue with --resume)")
         sys.exit(130)
     except typer.TyperException as exc:  # usage errors: unknown flag, missing argument (exit 2)
-        err.print(f"benchlab: {exc.format_message()}", markup=False, highlight=False, soft_wrap=True)
+        err.print(f"benchlab: {safe.text(exc.format_message(), limit=safe.LINE_MAX)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     if code == Interrupted.exit_code:  # typer turns a Ctrl-C outside the runner into this code
-        err.print("benchlab: interrupted", markup=False)
+        err.print("benchlab: interrupted")
     sys.exit(code if isinstance(code, int) else 0)

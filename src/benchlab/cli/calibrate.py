@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 
 from benchlab.cli.console import err, out
+from benchlab.cli.experiment import AllowFailures, check_failures
 from benchlab.cli.options import Db
 from benchlab.cli.progress import BarProgress
+from benchlab.report import safe
 from benchlab.spec.quick import quick_spec
 
 
@@ -22,6 +24,7 @@ def calibrate(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds before a run is killed")] = 600.0,
     db: Db = None,
+    allow_failures: AllowFailures = False,
 ) -> None:
     """Run A/A experiments (two identical variants) of the given workloads on this machine and store,
     per workload, its run-to-run spread and how many experiments gave a false verdict; reports of
@@ -59,13 +62,14 @@ def calibrate(
     ]
     prepared = [Prepared.from_spec(spec) for spec in specs]  # every check before the first run
     store = open_store(db)
-    found, any_false, host_id = [], 0, None
+    found, analyses, any_false, host_id = [], [], 0, None
     for i, p in enumerate(prepared):
         err.print(f"A/A experiment {i + 1} of {experiments}", style="dim", highlight=False)
         with BarProgress() as progress:
             exp = Runner(store, progress=progress).run(p)
         data = store.load(exp)
         analysis = analyze(data)
+        analyses.append(analysis)
         batch = outcomes(analysis.rows)
         found.append(batch)
         any_false += any(o.false_verdict for o in batch) or any(g.verdict in ("better", "worse") for g in analysis.geomean)
@@ -86,7 +90,8 @@ def calibrate(
         f"by design at most 5% in the long run)",
         highlight=False,
     )
-    err.print(f"stored in {store.target} for this host", style="dim", highlight=False)
+    err.print(safe.text(f"stored in {store.target} for this host", limit=safe.LINE_MAX), style="dim", highlight=False)
+    check_failures(analyses, f"the {experiments} A/A experiments", allow=allow_failures)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,8 +1,13 @@
-"""The two consoles: results on stdout, progress and errors on stderr."""
+"""The two consoles: results on stdout, progress and errors on stderr.
+
+Both have rich markup off: names, messages and paths are data, and a `[bold]` or `[/]` in
+them must print as typed (or, with markup on, crash the print). Styles are given as `style=`
+or rich Text, and data passes through `benchlab.report.safe` for control characters.
+"""
 
 from __future__ import annotations
 
 from rich.console import Console
 
-out = Console()
-err = Console(stderr=True)
+out = Console(markup=False)
+err = Console(stderr=True, markup=False)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from benchlab.cli.console import err
+from benchlab.report import safe
 
 
 def build(
@@ -19,8 +20,10 @@ def build(
     """Build the root filesystem of `environment = "container"` from Debian packages (mmdebstrap)."""
     from benchlab.variants.environment import build_rootfs
 
-    target = build_rootfs(path, suite=suite, mirror=mirror, extra=package or [], say=lambda text: err.print(text, markup=False))
-    err.print(f"container root filesystem ready at {target}", markup=False)
+    target = build_rootfs(
+        path, suite=suite, mirror=mirror, extra=package or [], say=lambda text: err.print(safe.text(text, limit=safe.LINE_MAX))
+    )
+    err.print(safe.text(f"container root filesystem ready at {target}", limit=safe.LINE_MAX))
 
 
 def register(app: typer.Typer) -> None:

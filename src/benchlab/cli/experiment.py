@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,14 +15,43 @@ from benchlab.cli.console import err, out
 from benchlab.cli.options import Db, Format, MaxBlocks, MinBlocks
 from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
-from benchlab.errors import SpecError
-from benchlab.report import check_format
+from benchlab.errors import RunsFailed, SpecError
+from benchlab.report import check_format, safe
 from benchlab.spec import ExperimentSpec, load_spec
 from benchlab.spec.models import UntilDecided
 from benchlab.spec.quick import quick_spec
 
 if TYPE_CHECKING:
+    from benchlab.stats.experiment import Analysis
     from benchlab.store.db import ExperimentRecord
+
+AllowFailures = Annotated[
+    bool,
+    typer.Option("--allow-failures", help="exit 0 even when runs failed or timed out (default: exit 5 after the report)"),
+]
+STATUS_WORDS = {"failed": "failed", "timeout": "timed out"}
+
+
+def check_failures(analyses: list[Analysis], what: str, *, allow: bool) -> None:
+    """Exit 5 (after the report) when any stored run of the experiment failed or timed out, or a
+    benchmark inside a run did. A resumed experiment counts the runs of earlier invocations too:
+    they are in the report it prints, and its verdicts lack them just the same."""
+    runs = [r for a in analyses for r in a.runs]
+    failed = Counter(STATUS_WORDS.get(r.status, r.status) for r in runs if r.status != "ok")
+    benchmarks = [b for a in analyses for b in a.failed_benchmarks]
+    if allow or not (failed or benchmarks):
+        return
+    parts = []
+    if failed:
+        kinds = f" ({', '.join(f'{n} {status}' for status, n in failed.items())})" if set(failed) != {"failed"} else ""
+        parts.append(f"{failed.total()} of {len(runs)} runs of {what} failed{kinds}")
+    if benchmarks:
+        first = benchmarks[0]
+        parts.append(
+            f"{len(benchmarks)} benchmark(s) failed inside runs ({first['workload']}: {first['benchmark']} "
+            f"in {first['failed']} of {first['runs']})"
+        )
+    raise RunsFailed("; ".join(parts) + "; the report lists them (--allow-failures exits 0 all the same)")
 
 
 def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None, max_blocks: int | None) -> ExperimentSpec:
@@ -38,7 +68,7 @@ def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None
         raise SpecError(exc.errors()[0]["msg"].removeprefix("Value error, "), where="--until-decided") from None
 
 
-def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str) -> None:
+def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool) -> None:
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
     from benchlab.cli.results import open_store, print_report
     from benchlab.runner import Prepared, Runner
@@ -59,7 +89,8 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str) -> 
         exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
     analysis = analyze(store.load(exp))
     print_report(analysis.as_dict(with_runs=fmt == "json"), fmt)
-    err.print(f"stored as '{exp.name}' in {store.target}", style="dim", highlight=False)
+    err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
+    check_failures([analysis], f"'{exp.name}'", allow=allow_failures)
 
 
 def run(
@@ -70,9 +101,11 @@ def run(
     until_decided: UntilDecidedFlag = False,
     min_blocks: MinBlocks = None,
     max_blocks: MaxBlocks = None,
+    allow_failures: AllowFailures = False,
 ) -> None:
     """Run the experiment a spec describes and print its verdict table."""
-    execute(sequential(load_spec(spec), until_decided, min_blocks, max_blocks), db=db, resume=resume, fmt=fmt)
+    spec_ = sequential(load_spec(spec), until_decided, min_blocks, max_blocks)
+    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures)
 
 
 def compare(
@@ -94,6 +127,7 @@ def compare(
     until_decided: UntilDecidedFlag = False,
     min_blocks: MinBlocks = None,
     max_blocks: MaxBlocks = None,
+    allow_failures: AllowFailures = False,
 ) -> None:
     """Compare variants without a spec file."""
     spec = quick_spec(
@@ -101,7 +135,7 @@ def compare(
         builtins=workload, commands=cmd, gbench=gbench, variants=variant, blocks=blocks,
         warmup=warmup, seed=seed, baseline=baseline, timeout=timeout,
     )  # fmt: skip
-    execute(sequential(spec, until_decided, min_blocks, max_blocks), db=db, resume=resume, fmt=fmt)
+    execute(sequential(spec, until_decided, min_blocks, max_blocks), db=db, resume=resume, fmt=fmt, allow_failures=allow_failures)
 
 
 DEMO_VARIANTS = [
@@ -111,7 +145,9 @@ DEMO_VARIANTS = [
 ]
 
 
-def demo(db: Db = None, blocks: Annotated[int, typer.Option("-n", "--blocks")] = 10) -> None:
+def demo(
+    db: Db = None, blocks: Annotated[int, typer.Option("-n", "--blocks")] = 10, allow_failures: AllowFailures = False
+) -> None:
     """A quick A/A plus A/B comparison on built-in workloads (about a minute)."""
     folder = None if db else tempfile.mkdtemp(prefix="benchlab-demo-")
     spec = quick_spec(
@@ -124,7 +160,7 @@ def demo(db: Db = None, blocks: Annotated[int, typer.Option("-n", "--blocks")] =
         "'one-cpu' pins both workloads to CPU 0 (A/B: expect changes)",
         style="bold",
     )
-    execute(spec, db=db or str(Path(folder or ".") / "demo.db"), resume=False, fmt="table")
+    execute(spec, db=db or str(Path(folder or ".") / "demo.db"), resume=False, fmt="table", allow_failures=allow_failures)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 from benchlab.cli.console import err, out
 from benchlab.errors import SpecError
 from benchlab.ipc import ProbeOutput, binder_status, mechanisms, run_probe
+from benchlab.report import safe
 
 Mechanism = Annotated[
     list[str], typer.Option("--mechanism", "-m", help="pipe, unix, seqpacket, eventfd, futex, binder or all (repeatable)")
@@ -27,7 +28,7 @@ def _say(messages: list[str]) -> None:
     """The probe's notes and verbose lines; the inheritance finding is summed up once after the table."""
     for line in messages:
         if FINDING not in line:
-            err.print(line, markup=False, highlight=False, soft_wrap=True)
+            err.print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
 
 
 def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str) -> dict[str, ProbeOutput]:
@@ -38,7 +39,7 @@ def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str)
         results[m] = run_probe(f"ipc.{m}.{kind}", options, fmt)
         _say(results[m].messages)
     if binder_missing and (not asked or {"all", "binder"} & set(asked)):
-        err.print(binder_missing, markup=False, soft_wrap=True)
+        err.print(safe.text(binder_missing, limit=safe.LINE_MAX), soft_wrap=True)
     return results
 
 

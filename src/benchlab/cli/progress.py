@@ -8,18 +8,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from benchlab.cli.console import err
 from benchlab.plan import PlannedRun
+from benchlab.report import safe
 
 
 class BarProgress:
     def __init__(self) -> None:
         self.bar = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
-            TextColumn("{task.fields[last]}"),
+            TextColumn("{task.fields[last]}", markup=False),
             console=err,
             transient=True,
         )
@@ -46,4 +47,4 @@ class BarProgress:
         self.bar.update(self.task, advance=1, last=f"{what}: {status}{failed}")
 
     def note(self, text: str) -> None:
-        self.bar.console.print(f"note: {text}", style="yellow", highlight=False)
+        self.bar.console.print(safe.text(f"note: {text}", limit=safe.LINE_MAX), style="yellow", highlight=False)

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from benchlab.cli.console import err, out
 from benchlab.cli.options import Db, Format
-from benchlab.report import check_format, render
+from benchlab.report import check_format, render, safe
 from benchlab.report import table as table_report
 
 if TYPE_CHECKING:
@@ -29,10 +29,12 @@ def print_report(report: dict[str, Any], fmt: str) -> None:
         out.file.flush()
 
 
-def open_store(db: str | None) -> Store:
+def open_store(db: str | None, *, create: bool = True) -> Store:
+    """The results database; commands that only read pass `create=False`, so a mistyped
+    --db path or a first `benchlab report` is refused (exit 4) instead of leaving an empty file."""
     from benchlab.store import Store  # SQLAlchemy loads only for commands that need the database
 
-    return Store(db)
+    return Store(db, create=create)
 
 
 def _when(ts: float | None) -> str:
@@ -56,7 +58,7 @@ def report(
     from benchlab.stats.experiment import analyze  # scipy loads only for commands that judge
 
     check_format(fmt)
-    store = open_store(db)
+    store = open_store(db, create=False)
     analysis = analyze(store.load(store.require_experiment(name)), reference_host=reference)
     document = analysis.as_dict(with_runs=fmt == "json")
     if times:
@@ -66,25 +68,26 @@ def report(
 
 def list_(db: Db = None) -> None:
     """List stored experiments."""
-    store = open_store(db)
+    store = open_store(db, create=False)
     rows = store.list_experiments()
-    table = Table(title=f"experiments in {store.target}", title_justify="left")
+    table = Table(title=safe.text(f"experiments in {store.target}", limit=safe.LINE_MAX), title_justify="left")
     for col in ("name", "created", "runs", "failed", "last run"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["name"], _when(r["created_at"]), str(r["runs"] or 0), str(r["failed"] or 0), _when(r["last"]))
+        table.add_row(safe.text(r["name"]), _when(r["created_at"]), str(r["runs"] or 0), str(r["failed"] or 0), _when(r["last"]))
     out.print(table)
 
 
 def show(name: Annotated[str, typer.Argument()], db: Db = None) -> None:
     """Show an experiment's spec, hosts and runs."""
-    store = open_store(db)
+    store = open_store(db, create=False)
     data = store.load(store.require_experiment(name))
-    out.print_json(json.dumps(data.experiment.spec))
+    out.print_json(json.dumps(data.experiment.spec), ensure_ascii=True)  # JSON escapes: no control character survives
     for host_id, fp in data.hosts.items():
-        out.print(
+        line = (
             f"host {host_id}: {fp.get('hostname')} {fp.get('cpu_model')}, {fp.get('cpus_online')} CPUs, kernel {fp.get('kernel')}"
         )
+        out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False)
     table = Table(title="runs", title_justify="left")
     for col in ("workload", "variant", "ok", "failed", "timeout", "warm-up"):
         table.add_column(col)
@@ -93,33 +96,38 @@ def show(name: Annotated[str, typer.Argument()], db: Db = None) -> None:
         counts[(run.workload, run.variant, "warm-up" if run.warmup else run.status)] += 1
     for w in data.experiment.workload_ids:
         for v in data.experiment.variant_ids:
-            table.add_row(w, v, *(str(counts[(w, v, s)]) for s in ("ok", "failed", "timeout", "warm-up")))
+            table.add_row(safe.text(w), safe.text(v), *(str(counts[(w, v, s)]) for s in ("ok", "failed", "timeout", "warm-up")))
     out.print(table)
     for run in data.runs:
         if run.status != "ok":
-            out.print(f"failed: {run.workload}/{run.variant} block {run.block}: {run.message}", markup=False)
+            line = f"failed: {run.workload}/{run.variant} block {run.block}: {run.message}"
+            out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False)
 
 
 def export(
     name: Annotated[str, typer.Argument()],
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="file to write (default: NAME.benchlab.json)")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="file to write (default: NAME.benchlab.json in this folder)")
+    ] = None,
     db: Db = None,
 ) -> None:
     """Write an experiment, raw values included, to a JSON bundle."""
     from benchlab.store.bundle import export_bundle
 
-    bundle = export_bundle(open_store(db), name)
-    path = output or Path(f"{name}.benchlab.json")
+    bundle = export_bundle(open_store(db, create=False), name)
+    # a stored name may come from another machine's bundle: it names a file here, never a folder
+    path = output or Path(safe.file_name(name) + ".benchlab.json")
     path.write_text(json.dumps(bundle))
-    err.print(f"wrote {len(bundle['runs'])} runs to {path}", highlight=False)
+    err.print(safe.text(f"wrote {len(bundle['runs'])} runs to {path}", limit=safe.LINE_MAX), highlight=False)
 
 
 def import_(bundle: Annotated[Path, typer.Argument(help="a bundle written by `benchlab export`")], db: Db = None) -> None:
     """Merge a bundle from another machine into this database."""
     from benchlab.store.bundle import import_bundle, read_bundle
 
-    name, added = import_bundle(open_store(db), read_bundle(bundle))
-    err.print(f"imported {added} runs into '{name}'", highlight=False)
+    checked = read_bundle(bundle)  # before opening the database: a refused bundle must not create one
+    name, added = import_bundle(open_store(db), checked)
+    err.print(safe.text(f"imported {added} runs into '{name}'", limit=safe.LINE_MAX), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from benchlab.cli.experiment import execute
+from benchlab.cli.experiment import AllowFailures, execute
 from benchlab.cli.options import Db, Format
 from benchlab.errors import EnvironmentProblem
 from benchlab.spec.quick import parse_variant
@@ -52,6 +52,7 @@ def score(
     db: Db = None,
     resume: Annotated[bool, typer.Option("--resume")] = False,
     fmt: Format = "table",
+    allow_failures: AllowFailures = False,
 ) -> None:
     """Run the CPU suite and print single-core, multi-core and section scores (baseline machine = 1000)."""
     from benchlab.spec import spec_from_dict
@@ -74,7 +75,7 @@ def score(
         data["baseline"] = baseline
     spec = spec_from_dict(data, "command line")
     check_suite_version()
-    execute(spec, db=db, resume=resume, fmt=fmt)
+    execute(spec, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,10 +1,13 @@
-"""One CSV line per compared row, for spreadsheets."""
+"""One CSV line per compared row, for spreadsheets: text cells pass through `safe.csv_cell`
+(escaped, and never read as a formula), numbers stay numbers."""
 
 from __future__ import annotations
 
 import csv
 import io
 from typing import Any
+
+from benchlab.report import safe
 
 COLUMNS = [
     "workload", "metric", "unit", "direction", "variant", "n", "pairs", "baseline_median", "median",
@@ -21,5 +24,5 @@ def render(report: dict[str, Any]) -> str:
         flat = dict(row)
         flat["median_ci_low"], flat["median_ci_high"] = row["median_ci"]
         flat["change_ci_low"], flat["change_ci_high"] = row["change_ci"]
-        writer.writerow(flat)
+        writer.writerow({k: safe.csv_cell(v) for k, v in flat.items() if k in COLUMNS})
     return buffer.getvalue()

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlab.report import cells
+from benchlab.report import cells, safe
 from benchlab.report.grid import Grid, report_grids
+
+
+def _line(text: str) -> str:
+    """A heading, note or list item: one Markdown line whatever the data holds (see `safe.markdown`)."""
+    return safe.markdown(text, limit=safe.LINE_MAX)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -13,18 +18,19 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _grids(report: dict[str, Any], grids: list[Grid], footer: str) -> list[str]:
-    lines = [f"## {report['experiment']['name']}"]
+    lines = [f"## {_line(report['experiment']['name'])}"]
     for grid in grids:
         rows = [
-            [f"**{c}**" if emphasis and c else c for c in cols] for cols, emphasis in zip(grid.rows, grid.emphasis, strict=True)
+            [f"**{safe.markdown(c)}**" if emphasis and c else safe.markdown(c) for c in cols]
+            for cols, emphasis in zip(grid.rows, grid.emphasis, strict=True)
         ]
-        lines += ["", f"### {grid.title}", "", *_table(grid.header, rows)]
-        lines += [f"\n{note}" for note in grid.notes if note]
-    return [*lines, "", footer]
+        lines += ["", f"### {_line(grid.title)}", "", *_table([safe.markdown(h) for h in grid.header], rows)]
+        lines += [f"\n{_line(note)}" for note in grid.notes if note]
+    return [*lines, "", _line(footer)]
 
 
 def render(report: dict[str, Any]) -> str:
     lines = _grids(report, *report_grids(report))
-    lines += [f"- failed: {line}" for line in cells.failure_lines(report)]
-    lines += [f"- warning: {line}" for line in report["warnings"]]
+    lines += [f"- failed: {_line(line)}" for line in cells.failure_lines(report)]
+    lines += [f"- warning: {_line(line)}" for line in report["warnings"]]
     return "\n".join(lines) + "\n"

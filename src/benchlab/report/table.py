@@ -9,21 +9,28 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from benchlab.report import cells
+from benchlab.report import cells, safe
 from benchlab.report.grid import Grid, report_grids
 
 STYLE = {"better": "bold green", "worse": "bold red", "same": "dim", "unclear": "yellow", "-": "dim"}
 
 
+def _line(text: str, style: str = "") -> Text:
+    """A title, note or footer: rich Text (never markup), control characters escaped."""
+    return Text(safe.text(text, limit=safe.LINE_MAX), style=style)
+
+
 def _grid_table(grid: Grid) -> Table:
-    table = Table(title=grid.title, title_justify="left")
-    for i, name in enumerate(grid.header):
+    table = Table(title=_line(grid.title), title_justify="left")
+    header = [safe.text(name) for name in grid.header]
+    rows = [[safe.text(c) for c in cols] for cols in grid.rows]
+    for i, name in enumerate(header):
         # the names (workload, metric) are never cut: the numbers wrap instead
         is_name = i < 2
-        widest = max([len(name), *(len(row[i]) for row in grid.rows)]) if is_name else None
+        widest = max([len(name), *(len(row[i]) for row in rows)]) if is_name else None
         left = is_name or i in grid.verdict_columns
-        table.add_column(name, justify="left" if left else "right", min_width=widest, no_wrap=is_name)
-    for cols, emphasis in zip(grid.rows, grid.emphasis, strict=True):
+        table.add_column(Text(name), justify="left" if left else "right", min_width=widest, no_wrap=is_name)
+    for cols, emphasis in zip(rows, grid.emphasis, strict=True):
         styled = [Text(c, style=STYLE.get(c, "")) if i in grid.verdict_columns else Text(c) for i, c in enumerate(cols)]
         table.add_row(*styled, style="bold" if emphasis else "")
     return table
@@ -33,8 +40,8 @@ def _grids(grids: list[Grid], footer: str) -> list[Any]:
     parts: list[Any] = []
     for grid in grids:
         parts.append(_grid_table(grid))
-        parts += [Text(note, style="dim") for note in grid.notes if note]
-    parts.append(Text(footer, style="dim"))
+        parts += [_line(note, "dim") for note in grid.notes if note]
+    parts.append(_line(footer, "dim"))
     return parts
 
 
@@ -43,8 +50,8 @@ def renderable(report: dict[str, Any]) -> Group:
 
 
 def _trailer(report: dict[str, Any]) -> list[Text]:
-    lines = [Text(f"failed: {line}", style="red") for line in cells.failure_lines(report)]
-    return lines + [Text(f"warning: {line}", style="yellow") for line in report["warnings"]]
+    lines = [_line(f"failed: {line}", "red") for line in cells.failure_lines(report)]
+    return lines + [_line(f"warning: {line}", "yellow") for line in report["warnings"]]
 
 
 def render(report: dict[str, Any]) -> str:

@@ -51,6 +51,10 @@ class Analysis:
     def failed_runs(self) -> list[RunRecord]:
         return [r for r in self.runs if r.status != "ok"]
 
+    @property
+    def failed_benchmarks(self) -> list[dict[str, Any]]:
+        return failed_benchmarks(self.runs)
+
     def undecided(self) -> list[Row]:
         """The undecided primary rows, scores included (see `analysis.undecided`)."""
         if len(self.variants) < 2:  # a lone variant is described, never judged: nothing to wait for
@@ -73,6 +77,7 @@ class Analysis:
             "scores": self.scores,
             "sweep": self.sweep,
             "failed_runs": [_run_dict(r) for r in self.failed_runs],
+            "failed_benchmarks": self.failed_benchmarks,
             "warnings": self.warnings,
             "runs": [{**_run_dict(r), "metrics": values[r.id]} for r in self.runs] if with_runs else [],
         }
@@ -85,6 +90,31 @@ def _run_dict(run: RunRecord) -> dict[str, Any]:
         "stderr_tail": run.stderr_tail, "started_at": run.started_at, "ended_at": run.ended_at,
         "details": run.details,
     }  # fmt: skip
+
+
+def failed_benchmarks(runs: list[RunRecord]) -> list[dict[str, Any]]:
+    """Benchmarks of a binary that failed inside runs that otherwise succeeded (Google Benchmark's
+    `SkipWithError`): per workload and benchmark, in how many of the workload's successful runs, per
+    variant, with the last message. Their metrics are missing from those runs, never made up."""
+    ok = Counter((r.workload, r.variant) for r in runs if r.status == "ok")
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        for name, message in ((run.details or {}).get("failed_benchmarks") or {}).items():
+            entry = found.setdefault((run.workload, name), {"workload": run.workload, "benchmark": name, "variants": {}})
+            entry["message"] = message
+            entry["variants"][run.variant] = entry["variants"].get(run.variant, 0) + 1
+    for (workload, _), entry in found.items():
+        entry["failed"] = sum(entry["variants"].values())
+        entry["runs"] = sum(n for (w, _), n in ok.items() if w == workload)
+    return list(found.values())
+
+
+def _benchmark_warning(entry: dict[str, Any]) -> str:
+    variants = ", ".join(f"{v} {n}" for v, n in entry["variants"].items())
+    return (
+        f"{entry['workload']}: benchmark {entry['benchmark']} failed in {entry['failed']} of {entry['runs']} runs "
+        f"({variants}; its metrics are missing from those runs): {entry['message']}"
+    )
 
 
 def settings_from_spec(spec: dict[str, Any]) -> Settings:
@@ -209,6 +239,7 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
     failed = [r for r in data.runs if r.status != "ok"]
     if failed:
         warnings.append(f"{len(failed)} run(s) failed; they are not samples (see failed_runs)")
+    warnings += map(_benchmark_warning, failed_benchmarks(data.runs))
     warnings += _spread_warnings(series, settings.baseline)
     for host_id, fp in data.hosts.items():
         for text, fix in noise_warnings(fp, live=False):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from benchlab.measure.process import Finished
 from benchlab.metrics import Metric
@@ -22,6 +22,14 @@ class Workload(Protocol):
     def metrics(self, finished: Finished) -> list[Metric]:
         """The workload's own metrics from a successful process; raises WorkloadFailed."""
         ...
+
+
+@runtime_checkable
+class RecordsDetails(Protocol):
+    """A workload that records more than metrics with a successful run (a Google Benchmark
+    binary: which of its benchmarks failed), stored in the run's details."""
+
+    def details(self, finished: Finished) -> dict[str, Any]: ...
 
 
 def metric_directions(spec: WorkloadSpec) -> dict[str, str]:

@@ -1,10 +1,16 @@
-"""Any Google Benchmark binary as a workload."""
+"""Any Google Benchmark binary as a workload.
+
+A benchmark of the binary that reports an error (`SkipWithError`) loses only its own metrics:
+the others are kept and the failure is recorded with the run (`details["failed_benchmarks"]`),
+so one broken benchmark of a third-party binary does not cost every comparison.
+"""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchlab.errors import SpecError
 from benchlab.measure.process import Finished
@@ -12,7 +18,7 @@ from benchlab.metrics import Metric
 from benchlab.spec.models import WorkloadSpec
 from benchlab.workloads.base import metric_directions
 from benchlab.workloads.command import find_executable
-from benchlab.workloads.gbench_json import benchmark_metrics, parse_document
+from benchlab.workloads.gbench_json import benchmark_results, parse_document
 
 
 def file_digest(path: str) -> str:
@@ -45,5 +51,13 @@ class GbenchWorkload:
     def argv(self) -> list[str]:
         return [self.binary, *self.spec.args, "--benchmark_format=json"]
 
+    def _results(self, finished: Finished) -> tuple[list[Metric], dict[str, str]]:
+        return benchmark_results(parse_document(finished.stdout), metric_directions(self.spec))  # type: ignore[arg-type]
+
     def metrics(self, finished: Finished) -> list[Metric]:
-        return benchmark_metrics(parse_document(finished.stdout), metric_directions(self.spec))  # type: ignore[arg-type]
+        return self._results(finished)[0]
+
+    def details(self, finished: Finished) -> dict[str, Any]:
+        """The benchmarks that failed in this run, each with its message (none: nothing to record)."""
+        failed = self._results(finished)[1]
+        return {"failed_benchmarks": failed} if failed else {}

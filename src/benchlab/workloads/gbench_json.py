@@ -1,8 +1,11 @@
 """Google Benchmark JSON into metrics, for the probe and for any third-party binary.
 
 Repetitions inside one process are reduced to their median (aggregate rows
-are not samples); `error_occurred` or `skipped` entries fail the run, since a
-benchmark that did not run cannot give a number.
+are not samples). A benchmark with `error_occurred` or `skipped` entries
+(`SkipWithError`, `SkipWithMessage`) gives no metrics: `benchmark_results` keeps
+the binary's other benchmarks and returns the failures beside them, to be
+recorded with the run and shown in reports; `benchmark_metrics` (the probe's
+workloads, one benchmark each) fails the run instead.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from benchlab.errors import WorkloadFailed
 from benchlab.measure.rusage import RESERVED
 from benchlab.metrics import Direction, Metric
 
+MESSAGE_MAX = 1000  # of a failed benchmark's message, as stored with the run
 _NOT_COUNTERS = {
     "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
     "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
@@ -60,19 +64,39 @@ def _standard_fields(entry: Mapping[str, Any]) -> list[tuple[str, float, str, Di
 
 
 def benchmark_metrics(doc: Mapping[str, Any], directions: Mapping[str, Direction] | None = None) -> list[Metric]:
-    """One metric per (benchmark, field); the benchmark prefix is dropped when there is only one
-    benchmark and the field does not share a name with what benchlab measures of every run."""
+    """The metrics of every benchmark (see `benchmark_results`); any failed benchmark fails the run."""
+    metrics, failed = benchmark_results(doc, directions)
+    if failed:
+        name, reason = next(iter(failed.items()))
+        raise WorkloadFailed(f"benchmark {name} reported an error: {reason}")
+    return metrics
+
+
+def benchmark_results(
+    doc: Mapping[str, Any], directions: Mapping[str, Direction] | None = None
+) -> tuple[list[Metric], dict[str, str]]:
+    """One metric per (benchmark, field) of the benchmarks that ran, and the message of each one that
+    reported an error or a skip; the benchmark prefix is dropped when there is only one benchmark and
+    the field does not share a name with what benchlab measures of every run. The run fails only
+    when no benchmark gave a result."""
     directions = directions or {}
     per_run: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    failed: dict[str, str] = {}
     for entry in doc["benchmarks"]:
         if not isinstance(entry, dict) or entry.get("run_type") == "aggregate":
             continue
         name = str(entry.get("run_name") or entry.get("name"))
         if entry.get("error_occurred") or entry.get("skipped"):
-            reason = entry.get("error_message") or entry.get("skip_message") or "no reason given"
-            raise WorkloadFailed(f"benchmark {name} reported an error: {reason}")
-        per_run[name].append(entry)
+            failed[name] = str(entry.get("error_message") or entry.get("skip_message") or "no reason given")[:MESSAGE_MAX]
+        else:
+            per_run[name].append(entry)
+    alone = len({*per_run, *failed}) == 1  # a failed benchmark still counts: metric names stay the same run to run
+    per_run = {name: entries for name, entries in per_run.items() if name not in failed}  # a repetition failed
     if not per_run:
+        if failed:
+            name, reason = next(iter(failed.items()))
+            more = f" (and {len(failed) - 1} other benchmark(s))" if len(failed) > 1 else ""
+            raise WorkloadFailed(f"benchmark {name} reported an error: {reason}{more}")
         raise WorkloadFailed("the benchmark reported no results (check its filter)")
     metrics = []
     for name, entries in per_run.items():
@@ -86,7 +110,7 @@ def benchmark_metrics(doc: Mapping[str, Any], directions: Mapping[str, Direction
         except (KeyError, TypeError, ValueError) as exc:
             raise WorkloadFailed(f"benchmark {name} has a malformed entry ({exc})") from None
         for field, values in collected.items():
-            metric = field if len(per_run) == 1 and field not in RESERVED else f"{name}:{field}"
+            metric = field if alone and field not in RESERVED else f"{name}:{field}"
             unit, direction = units[field]
             metrics.append(Metric(metric, statistics.median(values), unit, directions.get(metric, direction)))
-    return metrics
+    return metrics, failed
