@@ -26,7 +26,12 @@ fn command(catalogue: &[&'static dyn Workload]) -> Command {
         .subcommand_required(true)
         .subcommand(Command::new("list").about("list workloads, options and metrics").arg(format_arg()));
     for w in catalogue {
-        let mut sub = Command::new(w.name()).about(w.description()).arg(format_arg());
+        let mut sub = Command::new(w.name()).about(w.description()).arg(format_arg()).arg(
+            Arg::new("check")
+                .long("check")
+                .action(ArgAction::SetTrue)
+                .help("check the options against their bounds and the CPUs this process may use, then exit without running"),
+        );
         for o in w.options() {
             sub = sub.arg(
                 Arg::new(o.name).long(o.name).default_value(o.default).help(o.help).action(ArgAction::Set),
@@ -50,7 +55,11 @@ fn list(catalogue: &[&'static dyn Workload], format: &str) {
                 "modes": w.modes(),
                 "iterations": w.default_iterations(),
                 "suite_version": w.section().map(|_| workloads::cpu::SUITE_VERSION),
-                "options": w.options().iter().map(|o| json!({"name": o.name, "default": o.default, "help": o.help})).collect::<Vec<_>>(),
+                "options": w.options().iter().map(|o| {
+                    let mut option = json!({"name": o.name, "default": o.default, "help": o.help});
+                    option.as_object_mut().unwrap().extend(o.kind.describe().as_object().unwrap().clone());
+                    option
+                }).collect::<Vec<_>>(),
                 "metrics": w.metrics().iter().map(|m| json!({"name": m.name, "unit": m.unit, "direction": m.direction, "help": m.help})).collect::<Vec<_>>(),
             })
         })
@@ -74,12 +83,18 @@ fn main() {
         return;
     }
     let w = catalogue.iter().find(|w| w.name() == name).expect("clap only accepts known workloads");
-    let values: BTreeMap<String, String> = w
+    let given: BTreeMap<String, String> = w
         .options()
         .iter()
         .filter_map(|o| sub.get_one::<String>(o.name).map(|v| (o.name.to_string(), v.clone())))
         .collect();
-    let opts = Options { values };
+    let opts = Options::parse(w.options(), given).unwrap_or_else(|msg| fail(name, &msg));
+    if let Err(msg) = w.check(&opts) {
+        fail(name, &msg);
+    }
+    if sub.get_flag("check") {
+        return;
+    }
     if format == "android" {
         match w.run_android(&opts) {
             Some(Ok(doc)) => println!("{}", serde_json::to_string_pretty(&doc).unwrap()),

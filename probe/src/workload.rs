@@ -8,6 +8,40 @@ pub struct OptionSpec {
     pub name: &'static str,
     pub default: &'static str,
     pub help: &'static str,
+    pub kind: Kind,
+}
+
+/// The values an option takes, declared once beside it: the probe parses and bounds every
+/// value by it, and `list --format json` hands it to benchlab, which refuses a bad value in a
+/// spec before anything runs.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// a count in min..=max
+    Int { min: u64, max: u64 },
+    /// bytes in min..=max; k, m and g suffixes (powers of 1024) accepted
+    Size { min: u64, max: u64 },
+    /// 0 or 1
+    Flag,
+    /// one of a fixed set of words
+    Choice(&'static [&'static str]),
+    /// free text: a path, a list
+    Text,
+}
+
+/// A seed: any 64-bit number.
+pub const SEED: Kind = Kind::Int { min: 0, max: u64::MAX };
+
+impl Kind {
+    /// How `list --format json` describes the kind.
+    pub fn describe(&self) -> serde_json::Value {
+        match *self {
+            Kind::Int { min, max } => serde_json::json!({"kind": "int", "min": min, "max": max}),
+            Kind::Size { min, max } => serde_json::json!({"kind": "size", "min": min, "max": max}),
+            Kind::Flag => serde_json::json!({"kind": "bool", "min": 0, "max": 1}),
+            Kind::Choice(words) => serde_json::json!({"kind": "choice", "choices": words}),
+            Kind::Text => serde_json::json!({"kind": "text"}),
+        }
+    }
 }
 
 pub struct MetricSpec {
@@ -40,6 +74,12 @@ pub trait Workload: Sync {
     fn modes(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Whether the options can run here, with the CPUs this process may use, without doing the
+    /// work: `--check` asks only this, so benchlab refuses before running (too few CPUs to pin
+    /// two pairs apart, say). Every run checks it first too.
+    fn check(&self, _opts: &Options) -> Result<(), String> {
+        Ok(())
+    }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String>;
     /// The run reported in the Android latency test's JSON shape, for the
     /// workloads that reproduce it; None for the others.
@@ -48,14 +88,62 @@ pub trait Workload: Sync {
     }
 }
 
-/// Parsed option values of one invocation, with typed accessors that turn a
-/// bad value into a message naming the option.
+/// Parsed option values of one invocation, each checked against its declared kind, with
+/// typed accessors that turn a bad value into a message naming the option.
 pub struct Options {
     pub values: BTreeMap<String, String>,
+    specs: &'static [OptionSpec],
 }
 
 impl Options {
-    pub fn u64(&self, name: &str) -> Result<u64, String> {
+    /// The given values over the declared defaults, every one checked against its kind.
+    pub fn parse(specs: &'static [OptionSpec], given: BTreeMap<String, String>) -> Result<Options, String> {
+        let mut values: BTreeMap<String, String> = specs.iter().map(|o| (o.name.to_string(), o.default.to_string())).collect();
+        for (name, value) in given {
+            if !values.contains_key(&name) {
+                return Err(format!("no option --{name}"));
+            }
+            values.insert(name, value);
+        }
+        let opts = Options { values, specs };
+        for o in specs {
+            match o.kind {
+                Kind::Int { .. } | Kind::Size { .. } | Kind::Flag => opts.int(o.name).map(drop)?,
+                Kind::Choice(_) => opts.choice(o.name).map(drop)?,
+                Kind::Text => {}
+            }
+        }
+        Ok(opts)
+    }
+
+    fn kind(&self, name: &str) -> Result<Kind, String> {
+        self.specs.iter().find(|o| o.name == name).map(|o| o.kind).ok_or_else(|| format!("no option --{name}"))
+    }
+
+    /// A count, a size or a flag, within its declared bounds.
+    pub fn int(&self, name: &str) -> Result<u64, String> {
+        let (lo, hi) = match self.kind(name)? {
+            Kind::Int { min, max } | Kind::Size { min, max } => (min, max),
+            Kind::Flag => (0, 1),
+            _ => return Err(format!("option --{name} is not a number")),
+        };
+        let v = self.u64(name)?;
+        if v < lo || v > hi {
+            return Err(format!("option --{name}: {v} is outside {lo}..={hi}"));
+        }
+        Ok(v)
+    }
+
+    pub fn flag(&self, name: &str) -> Result<bool, String> {
+        self.int(name).map(|v| v == 1)
+    }
+
+    /// Free text, as given.
+    pub fn text(&self, name: &str) -> &str {
+        self.values.get(name).map_or("", String::as_str)
+    }
+
+    fn u64(&self, name: &str) -> Result<u64, String> {
         let raw = self.values.get(name).ok_or_else(|| format!("option --{name} is missing"))?;
         let cleaned = raw.replace('_', "");
         let (digits, scale) = match cleaned.chars().last() {
@@ -71,8 +159,11 @@ impl Options {
             .ok_or_else(|| format!("option --{name}: '{raw}' is not a non-negative integer"))
     }
 
-    /// One of a fixed set of words.
-    pub fn choice<'a>(&self, name: &str, allowed: &[&'a str]) -> Result<&'a str, String> {
+    /// One of the option's declared words.
+    pub fn choice(&self, name: &str) -> Result<&'static str, String> {
+        let Kind::Choice(allowed) = self.kind(name)? else {
+            return Err(format!("option --{name} is not a choice"));
+        };
         let raw = self.values.get(name).ok_or_else(|| format!("option --{name} is missing"))?;
         allowed
             .iter()
@@ -81,9 +172,10 @@ impl Options {
             .ok_or_else(|| format!("option --{name}: '{raw}' is not one of {}", allowed.join(", ")))
     }
 
-    /// An integer that must lie in [lo, hi].
+    /// A number within its declared bounds and within [lo, hi], for a bound that depends on
+    /// another option or on the task (max-payload from min-payload).
     pub fn bounded(&self, name: &str, lo: u64, hi: u64) -> Result<u64, String> {
-        let v = self.u64(name)?;
+        let v = self.int(name)?;
         if v < lo || v > hi {
             return Err(format!("option --{name}: {v} is outside {lo}..={hi}"));
         }
@@ -115,24 +207,39 @@ impl Digest {
 mod tests {
     use super::*;
 
-    fn opts(pairs: &[(&str, &str)]) -> Options {
-        Options { values: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+    const SIZE: Kind = Kind::Size { min: 0, max: u64::MAX };
+    static SPECS: &[OptionSpec] = &[
+        OptionSpec { name: "a", default: "0", help: "", kind: SIZE },
+        OptionSpec { name: "b", default: "0", help: "", kind: SIZE },
+        OptionSpec { name: "c", default: "0", help: "", kind: SIZE },
+        OptionSpec { name: "d", default: "0", help: "", kind: SIZE },
+        OptionSpec { name: "threads", default: "1", help: "", kind: Kind::Int { min: 1, max: 4096 } },
+        OptionSpec { name: "ops", default: "1", help: "", kind: Kind::Int { min: 1, max: 10 } },
+        OptionSpec { name: "mode", default: "copies", help: "", kind: Kind::Choice(&["copies", "shared"]) },
+    ];
+
+    fn opts(pairs: &[(&str, &str)]) -> Result<Options, String> {
+        Options::parse(SPECS, pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
     }
 
     #[test]
     fn integers_accept_suffixes_and_underscores() {
-        let o = opts(&[("a", "256k"), ("b", "1_000"), ("c", "2M"), ("d", "3g")]);
-        assert_eq!(o.u64("a").unwrap(), 256 * 1024);
-        assert_eq!(o.u64("b").unwrap(), 1000);
-        assert_eq!(o.u64("c").unwrap(), 2 * 1024 * 1024);
-        assert_eq!(o.u64("d").unwrap(), 3 << 30);
+        let o = opts(&[("a", "256k"), ("b", "1_000"), ("c", "2M"), ("d", "3g")]).unwrap();
+        assert_eq!(o.int("a").unwrap(), 256 * 1024);
+        assert_eq!(o.int("b").unwrap(), 1000);
+        assert_eq!(o.int("c").unwrap(), 2 * 1024 * 1024);
+        assert_eq!(o.int("d").unwrap(), 3 << 30);
+        assert_eq!(o.choice("mode").unwrap(), "copies");
     }
 
     #[test]
     fn bad_and_out_of_range_values_name_the_option() {
-        let o = opts(&[("threads", "-1"), ("ops", "0")]);
-        assert!(o.u64("threads").unwrap_err().contains("--threads"));
-        assert!(o.bounded("ops", 1, 10).unwrap_err().contains("outside"));
+        assert!(opts(&[("threads", "-1")]).err().unwrap().contains("--threads"));
+        assert!(opts(&[("ops", "11")]).err().unwrap().contains("outside 1..=10"));
+        assert!(opts(&[("threads", "0")]).err().unwrap().contains("outside 1..=4096"));
+        assert!(opts(&[("mode", "both")]).err().unwrap().contains("not one of copies, shared"));
+        assert!(opts(&[("colour", "1")]).err().unwrap().contains("no option --colour"));
+        assert!(opts(&[]).unwrap().bounded("ops", 2, 10).unwrap_err().contains("outside 2..=10"));
     }
 
     #[test]

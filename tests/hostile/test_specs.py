@@ -152,6 +152,58 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "sweep field with a newline": (sweep('[[sweep.parameters]]\nfield = "env.A\\nB"\nvalues = [1]'), "sweep.parameters[0].field"),
     "unknown sweep field": (sweep('[[sweep.parameters]]\nfield = "colour"\nvalues = [1]'), "colour"),
+    # built-in workloads' options, checked against the kinds and bounds the probe declares
+    "negative threads": (HEAD + PROBE + "options = { threads = -1 }\n" + VAR, "workloads[0].options.threads"),
+    "zero threads": (HEAD + PROBE + "options = { threads = 0 }\n" + VAR, "1..4096"),
+    "ops as a huge float": (HEAD + PROBE + "options = { ops = 1e30 }\n" + VAR, "workloads[0].options.ops"),
+    "threads as a word": (HEAD + PROBE + 'options = { threads = "two" }\n' + VAR, "workloads[0].options.threads"),
+    "threads as a flag": (HEAD + PROBE + "options = { threads = true }\n" + VAR, "workloads[0].options.threads"),
+    "size with a bad suffix": (HEAD + PROBE + 'options = { max-size = "12q" }\n' + VAR, "workloads[0].options.max-size"),
+    "size beyond its bound": (HEAD + PROBE + 'options = { max-size = "2g" }\n' + VAR, "workloads[0].options.max-size"),
+    "seed beyond 64 bits": (HEAD + PROBE + "options = { seed = 99999999999999999999 }\n" + VAR, "workloads[0].options.seed"),
+    "unknown choice": (
+        HEAD + '[[workloads]]\nname = "l"\nbuiltin = "ipc.pipe.latency"\noptions = { placement = "diagonal" }\n' + VAR,
+        "workloads[0].options.placement",
+    ),
+    "flag out of range": (
+        HEAD + '[[workloads]]\nname = "l"\nbuiltin = "ipc.pipe.latency"\noptions = { force = 2 }\n' + VAR,
+        "workloads[0].options.force",
+    ),
+    "two pairs pinned to one CPU": (
+        HEAD + '[[workloads]]\nname = "l"\nbuiltin = "ipc.pipe.latency"\noptions = { pair = 2 }\n'
+        '[[variants]]\nname = "one"\ncpus = [0]\n',
+        "workloads[0] under variants[0]",
+    ),
+    "payloads that shrink": (
+        HEAD
+        + '[[workloads]]\nname = "t"\nbuiltin = "ipc.pipe.throughput"\noptions = { min-payload = 64, max-payload = 8 }\n'
+        + VAR,
+        "max-payload",
+    ),
+    # allocator settings given twice, or to the wrong allocator
+    "LD_PRELOAD beside an allocator": (variant('allocator = "jemalloc"\nenv = { LD_PRELOAD = "/x.so" }'), "LD_PRELOAD"),
+    "LD_PRELOAD beside the shim": (variant('shim = {}\nenv = { LD_PRELOAD = "/x.so" }'), "LD_PRELOAD"),
+    "MALLOC_CONF beside tunables": (
+        variant('allocator = "jemalloc"\ntunables = { narenas = 2 }\nenv = { MALLOC_CONF = "narenas:4" }'),
+        "once, as tunables",
+    ),
+    "GLIBC_TUNABLES beside tunables": (
+        variant('tunables = { arena_max = 2 }\nenv = { GLIBC_TUNABLES = "glibc.malloc.arena_max=4" }'),
+        "once, as tunables",
+    ),
+    "MALLOC_CONF for tcmalloc": (variant('allocator = "tcmalloc"\nenv = { MALLOC_CONF = "narenas:1" }'), "runs tcmalloc"),
+    "MALLOC_CONF that is not pairs": (
+        variant('allocator = "jemalloc"\nenv = { MALLOC_CONF = "narenas" }'),
+        "variants[1].env.MALLOC_CONF",
+    ),
+    "MALLOC_CONF jemalloc does not know": (
+        variant('allocator = "jemalloc"\nenv = { MALLOC_CONF = "no_such_option:1" }'),
+        "variants[1].env.MALLOC_CONF.no_such_option",
+    ),
+    "tunable value smuggling a pair": (
+        variant('allocator = "jemalloc"\ntunables = { narenas = "1,abort:true" }'),
+        "variants[1].tunables.narenas",
+    ),
     # the file itself and the spec's size
     "array nested 5000 deep": (nested(5000), "nested too deeply"),
     "300 variants": (many_variants(300), "variants"),

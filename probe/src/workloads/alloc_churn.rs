@@ -7,7 +7,7 @@
 
 use crate::report::Entry;
 use crate::timing::Stopwatch;
-use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -16,11 +16,11 @@ pub struct AllocChurn;
 const PAGE: usize = 4096;
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "threads", default: "2", help: "threads churning at once" },
-    OptionSpec { name: "ops", default: "1000000", help: "allocations per thread" },
-    OptionSpec { name: "slots", default: "8192", help: "live blocks per thread (10% of them hot)" },
-    OptionSpec { name: "max-size", default: "256k", help: "largest block in bytes" },
-    OptionSpec { name: "seed", default: "1", help: "seed of the size and lifetime sequence" },
+    OptionSpec { name: "threads", default: "2", help: "threads churning at once" , kind: Kind::Int { min: 1, max: 4096 } },
+    OptionSpec { name: "ops", default: "1000000", help: "allocations per thread" , kind: Kind::Int { min: 1, max: u64::MAX / 4096 } },
+    OptionSpec { name: "slots", default: "8192", help: "live blocks per thread (10% of them hot)" , kind: Kind::Int { min: 1, max: 1 << 24 } },
+    OptionSpec { name: "max-size", default: "256k", help: "largest block in bytes" , kind: Kind::Size { min: 16, max: 1 << 30 } },
+    OptionSpec { name: "seed", default: "1", help: "seed of the size and lifetime sequence" , kind: SEED },
 ];
 
 static METRICS: &[MetricSpec] = &[
@@ -164,11 +164,11 @@ impl Workload for AllocChurn {
         METRICS
     }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
-        let threads = opts.bounded("threads", 1, 4096)?;
-        let ops = opts.bounded("ops", 1, u64::MAX / 4096)?;
-        let slots = opts.bounded("slots", 1, 1 << 24)? as usize;
-        let max_size = opts.bounded("max-size", 16, 1 << 30)? as usize;
-        let seed = opts.u64("seed")?;
+        let threads = opts.int("threads")?;
+        let ops = opts.int("ops")?;
+        let slots = opts.int("slots")? as usize;
+        let max_size = opts.int("max-size")? as usize;
+        let seed = opts.int("seed")?;
         let watch = Stopwatch::start(false);
         let digests: Vec<Result<Digest, String>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)

@@ -5,7 +5,7 @@
 
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
-use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use crate::workloads::ipc::channel::{Channel, Mechanism, MECHANISMS};
 use crate::workloads::children::{fork_with, reap};
 use rand::{RngCore, SeedableRng};
@@ -18,10 +18,10 @@ pub struct PipePingPong;
 static PIPE: &Mechanism = &MECHANISMS[0];
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "roundtrips", default: "20000", help: "timed round trips" },
-    OptionSpec { name: "warmup", default: "1000", help: "untimed round trips first" },
-    OptionSpec { name: "payload", default: "64", help: "bytes sent each way per round trip" },
-    OptionSpec { name: "seed", default: "1", help: "seed of the payload bytes" },
+    OptionSpec { name: "roundtrips", default: "20000", help: "timed round trips" , kind: Kind::Int { min: 1, max: 1 << 32 } },
+    OptionSpec { name: "warmup", default: "1000", help: "untimed round trips first" , kind: Kind::Int { min: 0, max: 1 << 32 } },
+    OptionSpec { name: "payload", default: "64", help: "bytes sent each way per round trip" , kind: Kind::Size { min: 1, max: 1 << 24 } },
+    OptionSpec { name: "seed", default: "1", help: "seed of the payload bytes" , kind: SEED },
 ];
 
 static METRICS: &[MetricSpec] = &[
@@ -61,10 +61,10 @@ impl Workload for PipePingPong {
         METRICS
     }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
-        let roundtrips = opts.bounded("roundtrips", 1, 1 << 32)?;
-        let warmup = opts.bounded("warmup", 0, 1 << 32)?;
-        let payload = opts.bounded("payload", 1, 1 << 24)? as usize;
-        let mut rng = Pcg64::seed_from_u64(opts.u64("seed")?);
+        let roundtrips = opts.int("roundtrips")?;
+        let warmup = opts.int("warmup")?;
+        let payload = opts.int("payload")? as usize;
+        let mut rng = Pcg64::seed_from_u64(opts.int("seed")?);
         let (client, server) = (PIPE.make)(payload)?;
         let (child, mut client) = fork_with("ipc.pipe.pingpong echo", server, client, |mut server| {
             echo(server.as_mut(), payload);

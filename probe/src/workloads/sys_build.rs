@@ -11,7 +11,7 @@
 //! the namespace's last PID is the number of tasks the build started.
 
 use crate::report::{Counter, Direction, Entry};
-use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use std::fmt::Write as _;
@@ -25,13 +25,13 @@ use std::time::Instant;
 pub struct Build;
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "units", default: "120", help: "translation units in the library" },
-    OptionSpec { name: "programs", default: "4", help: "programs linked against the library" },
-    OptionSpec { name: "jobs", default: "0", help: "make -j N (0: the CPUs this run may use)" },
-    OptionSpec { name: "cache", default: "warm", help: "warm, or cold (page cache dropped before the build; needs root)" },
-    OptionSpec { name: "dir", default: "", help: "where the project is generated (default: a folder under $TMPDIR)" },
-    OptionSpec { name: "seed", default: "1", help: "seed of the generated project" },
-    OptionSpec { name: "cc", default: "cc", help: "the C compiler" },
+    OptionSpec { name: "units", default: "120", help: "translation units in the library" , kind: Kind::Int { min: 1, max: 100_000 } },
+    OptionSpec { name: "programs", default: "4", help: "programs linked against the library" , kind: Kind::Int { min: 1, max: 1000 } },
+    OptionSpec { name: "jobs", default: "0", help: "make -j N (0: the CPUs this run may use)" , kind: Kind::Int { min: 0, max: 4096 } },
+    OptionSpec { name: "cache", default: "warm", help: "warm, or cold (page cache dropped before the build; needs root)" , kind: Kind::Choice(&["warm", "cold"]) },
+    OptionSpec { name: "dir", default: "", help: "where the project is generated (default: a folder under $TMPDIR)" , kind: Kind::Text },
+    OptionSpec { name: "seed", default: "1", help: "seed of the generated project" , kind: SEED },
+    OptionSpec { name: "cc", default: "cc", help: "the C compiler" , kind: Kind::Text },
 ];
 
 static METRICS: &[MetricSpec] = &[
@@ -306,22 +306,22 @@ impl Workload for Build {
         METRICS
     }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
-        let units = opts.bounded("units", 1, 100_000)? as usize;
-        let programs = opts.bounded("programs", 1, 1000)? as usize;
-        let jobs = match opts.bounded("jobs", 0, 4096)? as usize {
+        let units = opts.int("units")? as usize;
+        let programs = opts.int("programs")? as usize;
+        let jobs = match opts.int("jobs")? as usize {
             // as the CPU suite's --threads 0: the CPUs this process may use (affinity, cgroup quota)
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let cold = opts.choice("cache", &["warm", "cold"])? == "cold";
-        let seed = opts.u64("seed")?;
-        let cc = opts.values["cc"].clone();
+        let cold = opts.choice("cache")? == "cold";
+        let seed = opts.int("seed")?;
+        let cc = opts.text("cc").to_string();
         for (tool, package) in [(cc.as_str(), "gcc"), ("make", "make"), ("ar", "binutils")] {
             if !on_path(tool) {
                 return Err(format!("skipped: no {tool} on PATH, sys.build needs a C toolchain (apt-get install {package})"));
             }
         }
-        let root = match opts.values["dir"].as_str() {
+        let root = match opts.text("dir") {
             "" => std::env::temp_dir().join(format!("benchlab-build-{units}-{programs}-{seed}")),
             dir => PathBuf::from(dir),
         };

@@ -10,7 +10,7 @@
 
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
-use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload};
 use crate::workloads::children::reap;
 use std::ffi::CString;
 use std::time::Instant;
@@ -20,12 +20,12 @@ pub struct Spawn;
 const METHODS: &[&str] = &["fork", "vfork", "posix_spawn"];
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "address-space", default: "512m", help: "bytes the parent maps and touches before spawning" },
-    OptionSpec { name: "spawns", default: "200", help: "children started per method" },
-    OptionSpec { name: "parallel", default: "1", help: "threads spawning at once" },
-    OptionSpec { name: "methods", default: "fork,vfork,posix_spawn", help: "comma-separated: fork, vfork, posix_spawn" },
-    OptionSpec { name: "program", default: "/bin/true", help: "the program every child execs (it must exit 0)" },
-    OptionSpec { name: "warmup", default: "10", help: "untimed spawns per method first" },
+    OptionSpec { name: "address-space", default: "512m", help: "bytes the parent maps and touches before spawning" , kind: Kind::Size { min: 0, max: 1 << 40 } },
+    OptionSpec { name: "spawns", default: "200", help: "children started per method" , kind: Kind::Int { min: 1, max: 1 << 24 } },
+    OptionSpec { name: "parallel", default: "1", help: "threads spawning at once" , kind: Kind::Int { min: 1, max: 1024 } },
+    OptionSpec { name: "methods", default: "fork,vfork,posix_spawn", help: "comma-separated: fork, vfork, posix_spawn" , kind: Kind::Text },
+    OptionSpec { name: "program", default: "/bin/true", help: "the program every child execs (it must exit 0)" , kind: Kind::Text },
+    OptionSpec { name: "warmup", default: "10", help: "untimed spawns per method first" , kind: Kind::Int { min: 0, max: 1 << 20 } },
 ];
 
 static METRICS: &[MetricSpec] = &[
@@ -145,15 +145,15 @@ impl Workload for Spawn {
         METRICS
     }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
-        let bytes = opts.bounded("address-space", 0, 1 << 40)? as usize;
-        let spawns = opts.bounded("spawns", 1, 1 << 24)?;
-        let parallel = opts.bounded("parallel", 1, 1024)?;
-        let warmup = opts.bounded("warmup", 0, 1 << 20)?;
-        let methods: Vec<&str> = opts.values["methods"].split(',').map(str::trim).collect();
+        let bytes = opts.int("address-space")? as usize;
+        let spawns = opts.int("spawns")?;
+        let parallel = opts.int("parallel")?;
+        let warmup = opts.int("warmup")?;
+        let methods: Vec<&str> = opts.text("methods").split(',').map(str::trim).collect();
         if let Some(bad) = methods.iter().find(|m| !METHODS.contains(m)) {
             return Err(format!("option --methods: '{bad}' is not one of {}", METHODS.join(", ")));
         }
-        let path = opts.values["program"].clone();
+        let path = opts.text("program").to_string();
         let c_path = CString::new(path.clone()).map_err(|_| "option --program: a path without NUL bytes".to_string())?;
         if std::fs::metadata(&path).map(|m| !m.is_file()).unwrap_or(true) {
             return Err(format!("option --program: no program at {path}"));

@@ -16,7 +16,7 @@ from benchlab.variants.cpus import affinity_for
 from benchlab.variants.environment import PreparedEnvironment
 from benchlab.variants.knobs import validate_knob_path
 from benchlab.variants.shim import shim_environment, shim_preload
-from benchlab.variants.tunables import tunable_environment
+from benchlab.variants.tunables import options_from_env, tunable_environment
 from benchlab.variants.wrapper import wrapper_argv
 
 
@@ -42,13 +42,15 @@ class PreparedVariant:
         preload = [*shim, *allocator]
         cpus = affinity_for(spec.cpus, f"{where}.cpus")
         usable = len(cpus if cpus is not None else os.sched_getaffinity(0))
-        tuned = tunable_environment(spec.allocator, spec.tunables, f"{where}.tunables", cpus=usable)
+        tunables, env = options_from_env(spec.allocator, spec.tunables, spec.env, preloads=bool(preload), where=where)
+        given = "tunables" if spec.tunables else "env.MALLOC_CONF"
+        tuned = tunable_environment(spec.allocator, tunables, f"{where}.{given}", cpus=usable)
         written = {**tuned, **shim_environment(spec.shim)}
         if spec.environment.kind == "ssh" and spec.knobs:
             raise SpecError("knobs are written on this machine; they cannot apply to a remote host", where=f"{where}.knobs")
         if spec.environment.kind == "ssh" and spec.background:
             raise SpecError("a background load runs on this machine; it cannot load a remote host", where=f"{where}.background")
-        clash = sorted(set(written) & set(spec.env))
+        clash = sorted(set(written) & set(env))
         if clash:
             raise SpecError(f"env sets {', '.join(clash)}, which tunables or the shim write", where=f"{where}.env")
         return cls(
@@ -56,8 +58,8 @@ class PreparedVariant:
             preload=tuple(preload),
             environment=PreparedEnvironment.prepare(spec.environment, next(iter(shim), None), allocator, f"{where}.environment"),
             options=written,
-            overrides=child_environment({}, {**spec.env, **written}, preload),
-            env=child_environment(os.environ, {**spec.env, **written}, preload),
+            overrides=child_environment({}, {**env, **written}, preload),
+            env=child_environment(os.environ, {**env, **written}, preload),
             wrapper=wrapper_argv(spec.wrapper, f"{where}.wrapper"),
             background=background_argv(spec.background, f"{where}.background"),
             cpus=cpus,

@@ -105,6 +105,49 @@ def _prefixed(prefix: str, known: frozenset[str], tunables: Mapping[str, Value],
 
 CPUS = "cpus"  # a tunable's value meaning "as many as the CPUs the variant may use": narenas = "cpus"
 
+# the environment variables through which each allocator reads its options (a trailing _: a prefix)
+OPTION_VARIABLES = {"glibc": "GLIBC_TUNABLES", "jemalloc": "MALLOC_CONF", "mimalloc": "MIMALLOC_", "tcmalloc": "TCMALLOC_"}
+
+
+def _reads(variable: str) -> str | None:
+    """The allocator that takes its options from `variable`, if any."""
+    return next((a for a, v in OPTION_VARIABLES.items() if variable == v or (v.endswith("_") and variable.startswith(v))), None)
+
+
+def options_from_env(
+    allocator: str | None, tunables: Mapping[str, Value], env: Mapping[str, str], *, preloads: bool, where: str
+) -> tuple[dict[str, Value], dict[str, str]]:
+    """(tunables, env) with the allocator settings `env` carries judged as the fields that set them:
+    a variable an allocator, tunables or shim field writes may not be given beside it too (one would
+    silently replace the other), a variable of another allocator than the variant's is refused, and
+    `env.MALLOC_CONF` beside `allocator = "jemalloc"` becomes that allocator's tunables, checked and
+    recorded with each run like them."""
+    if preloads and "LD_PRELOAD" in env:
+        raise SpecError("LD_PRELOAD is set by the allocator and shim fields; give the library there", where=f"{where}.env")
+    tunables, env = dict(tunables), dict(env)
+    for variable in sorted(env):
+        owner = _reads(variable)
+        if owner is None:
+            continue
+        if allocator is not None and owner != allocator:
+            raise SpecError(f"{variable} configures {owner}, but the variant runs {allocator}", where=f"{where}.env")
+        if tunables:
+            raise SpecError(f"{variable} is what tunables write; give {owner}'s options once, as tunables", where=f"{where}.env")
+    if allocator == "jemalloc" and "MALLOC_CONF" in env:
+        tunables = _conf_pairs(env.pop("MALLOC_CONF"), f"{where}.env.MALLOC_CONF")
+    return tunables, env
+
+
+def _conf_pairs(conf: str, where: str) -> dict[str, Value]:
+    """MALLOC_CONF's `name:value,name:value` as tunables."""
+    pairs: dict[str, Value] = {}
+    for pair in conf.split(","):
+        name, sep, value = pair.partition(":")
+        if not (sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name) and value):
+            raise SpecError(f"'{pair[:60]}' is not a name:value pair of MALLOC_CONF", where=where)
+        pairs[name] = int(value) if re.fullmatch(r"-?\d{1,18}", value) else value
+    return pairs
+
 
 def tunable_environment(allocator: str | None, tunables: Mapping[str, Value], where: str, *, cpus: int) -> dict[str, str]:
     """The environment variables that carry `tunables` to `allocator`, each checked first."""
@@ -112,7 +155,7 @@ def tunable_environment(allocator: str | None, tunables: Mapping[str, Value], wh
         return {}
     tunables = {key: cpus if value == CPUS else value for key, value in tunables.items()}
     for key, value in tunables.items():  # separators of MALLOC_CONF and GLIBC_TUNABLES must not hide in a value
-        if isinstance(value, str) and not re.fullmatch(r"[\w.+-]+", value):
+        if isinstance(value, str) and not re.fullmatch(r"[\w.+-]+", value, re.ASCII):
             raise SpecError(f"'{value}' is not a plain value", where=f"{where}.{key}")
     name = allocator or "glibc"
     if name == "glibc":

@@ -27,4 +27,11 @@ def resolve_workload(spec: WorkloadSpec, where: str) -> Workload:
     return CommandWorkload.resolve(spec, where)
 
 
-__all__ = ["Workload", "resolve_workload"]
+def check_fits(workload: Workload, cpus: frozenset[int] | None, where: str) -> None:
+    """Refuses a built-in workload whose options cannot run on a variant's CPUs (the probe says
+    why); other workloads run on whatever they are given."""
+    if isinstance(workload, ProbeWorkload):
+        workload.fits(cpus, where)
+
+
+__all__ = ["Workload", "check_fits", "resolve_workload"]

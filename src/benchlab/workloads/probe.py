@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import re
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +14,7 @@ from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import probe_path
 from benchlab.measure.process import Finished
 from benchlab.metrics import Metric
+from benchlab.spec.load import shown
 from benchlab.spec.models import WorkloadSpec
 from benchlab.workloads.base import metric_directions
 from benchlab.workloads.gbench_json import benchmark_metrics, parse_document
@@ -42,16 +45,41 @@ def probe_version(name: str, version: int) -> str:
     return f"probe:{name}:{version}"
 
 
-def _option_value(value: object) -> str:
-    if isinstance(value, bool):
+_SIZE = re.compile(r"^(\d{1,20})([kKmMgG]?)$")
+
+
+def option_value(option: dict[str, Any], value: object, where: str) -> str:
+    """`value` as the probe's command line takes it, checked against the kind and bounds the
+    probe declares for the option (`benchlab-probe list --format json`), so a bad value is
+    refused before anything runs instead of failing every run."""
+    kind, low, high = option["kind"], option.get("min", 0), option.get("max", 0)
+    integer = isinstance(value, int) and not isinstance(value, bool)
+    number: int | None = None
+    if kind == "bool" and (isinstance(value, bool) or value in (0, 1)) and not isinstance(value, float):
         return "1" if value else "0"
-    return str(value)
+    if kind in ("int", "size") and integer:
+        number = int(value)  # type: ignore[call-overload]
+    elif kind == "size" and isinstance(value, str) and (found := _SIZE.match(value)):
+        number = int(found[1]) * 1024 ** " kmg".index(found[2].lower() or " ")
+    elif (kind == "choice" and value in option["choices"]) or (kind == "text" and (integer or isinstance(value, str))):
+        return str(value)
+    if number is not None and low <= number <= high:
+        return str(number)
+    wanted = {
+        "int": f"an integer in {low}..{high}",
+        "size": f"a size in bytes in {low}..{high} (k, m, g suffixes)",
+        "bool": "true or false",
+        "choice": f"one of {', '.join(option.get('choices', []))}",
+        "text": "text",
+    }.get(kind, kind)
+    raise SpecError(f"{shown(value)} is not {wanted}", where=where)
 
 
 @dataclass
 class ProbeWorkload:
     spec: WorkloadSpec
     info: dict[str, Any]
+    values: dict[str, str]  # option -> value as the probe's command line takes it
 
     @classmethod
     def resolve(cls, spec: WorkloadSpec, where: str) -> ProbeWorkload:
@@ -61,24 +89,42 @@ class ProbeWorkload:
                 f"no built-in workload '{spec.builtin}'", where=f"{where}.builtin", hint="`benchlab workloads` lists them"
             )
         info = known[spec.builtin]
-        option_names = {o["name"] for o in info["options"]}
-        for key in spec.options:
-            if key not in option_names:
+        declared = {o["name"]: o for o in info["options"]}
+        values = {}
+        for key, value in spec.options.items():
+            if key not in declared:
                 raise SpecError(
-                    f"{spec.builtin} has no option '{key}' (it has: {', '.join(sorted(option_names))})",
+                    f"{spec.builtin} has no option '{key}' (it has: {', '.join(sorted(declared))})",
                     where=f"{where}.options.{key}",
                 )
-        return cls(spec, info)
+            values[key] = option_value(declared[key], value, f"{where}.options.{key}")
+        return cls(spec, info, values)
+
+    def fits(self, cpus: frozenset[int] | None, where: str) -> None:
+        """Asks the probe whether these options can run on `cpus` (two pairs pinned apart need
+        four CPUs), so a variant with too few is refused before running rather than failing
+        every run."""
+
+        def pin() -> None:
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
+
+        try:
+            proc = subprocess.run([*self.argv()[:-2], "--check"], capture_output=True, timeout=60, preexec_fn=pin)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise EnvironmentProblem(f"{probe_path()} could not check {self.spec.builtin}'s options: {exc}") from None
+        if proc.returncode != 0:
+            said = proc.stderr.decode(errors="replace").strip().splitlines() or [f"exit {proc.returncode}"]
+            reason = said[0].removeprefix(f"benchlab-probe {self.spec.builtin}: ")
+            raise SpecError(f"{self.spec.builtin} cannot run with these options here: {reason}", where=where)
 
     @property
     def version(self) -> str:
         return probe_version(self.info["name"], self.info["version"])
 
     def argv(self) -> list[str]:
-        argv = [probe_path(), str(self.spec.builtin)]
-        for key, value in self.spec.options.items():
-            argv += [f"--{key}", _option_value(value)]
-        return [*argv, "--format", "json"]
+        options = [f"--{key}={value}" for key, value in self.values.items()]  # `=`: a value may start with '-'
+        return [probe_path(), str(self.spec.builtin), *options, "--format", "json"]
 
     def metrics(self, finished: Finished) -> list[Metric]:
         doc = parse_document(finished.stdout)

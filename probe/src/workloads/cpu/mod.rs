@@ -32,7 +32,7 @@ mod vector_rendering;
 
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
-use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 
@@ -84,12 +84,12 @@ pub trait Task: Sync {
 }
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "threads", default: "1", help: "threads (0: every CPU this process may run on)" },
-    OptionSpec { name: "mode", default: "copies", help: "copies: a copy of the task per thread; shared: the threads split one task" },
-    OptionSpec { name: "iterations", default: "0", help: "rounds per copy (0: the task's default)" },
-    OptionSpec { name: "seed", default: "1", help: "seed of the generated input" },
-    OptionSpec { name: "part", default: "all", help: "only this part of each round (to compare one codec with its own tool)" },
-    OptionSpec { name: "save-input", default: "", help: "write the generated input to this file first" },
+    OptionSpec { name: "threads", default: "1", help: "threads (0: every CPU this process may run on)" , kind: Kind::Int { min: 0, max: 4096 } },
+    OptionSpec { name: "mode", default: "copies", help: "copies: a copy of the task per thread; shared: the threads split one task" , kind: Kind::Choice(&["copies", "shared"]) },
+    OptionSpec { name: "iterations", default: "0", help: "rounds per copy (0: the task's default)" , kind: Kind::Int { min: 0, max: 1 << 40 } },
+    OptionSpec { name: "seed", default: "1", help: "seed of the generated input" , kind: SEED },
+    OptionSpec { name: "part", default: "all", help: "only this part of each round (to compare one codec with its own tool)" , kind: Kind::Text },
+    OptionSpec { name: "save-input", default: "", help: "write the generated input to this file first" , kind: Kind::Text },
 ];
 
 static METRICS: &[MetricSpec] = &[
@@ -252,29 +252,31 @@ impl<T: Task> Workload for Cpu<T> {
         METRICS
     }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
-        let mut threads = opts.bounded("threads", 0, 4096)? as usize;
+        let mut threads = opts.int("threads")? as usize;
         if threads == 0 {
             threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         }
-        let mut iterations = opts.u64("iterations")?;
+        let mut iterations = opts.int("iterations")?;
         if iterations == 0 {
             iterations = T::ITERATIONS;
         }
-        let input = self.0.prepare(opts.u64("seed")?);
+        let input = self.0.prepare(opts.int("seed")?);
         if let Some(path) = opts.values.get("save-input").filter(|p| !p.is_empty()) {
             let bytes = self.0.input_file(&input).ok_or_else(|| format!("{} has no input file to save", T::NAME))?;
             std::fs::write(path, bytes).map_err(|e| format!("cannot write {path}: {e}"))?;
         }
-        if opts.values.get("part").is_some_and(|p| p != "all") {
-            let part = opts.bounded("part", 0, T::PARTS.saturating_sub(1) as u64)? as usize;
+        if opts.text("part") != "all" {
             if T::PARTS == 0 {
                 return Err(format!("{} has no parts", T::NAME));
             }
+            let part = opts.text("part").parse::<usize>().ok().filter(|p| *p < T::PARTS).ok_or_else(|| {
+                format!("option --part: '{}' is not all or a part 0..={}", opts.text("part"), T::PARTS - 1)
+            })?;
             let (c, t) = self.copies_of(&input, threads, iterations, |scratch| self.0.part(&input, scratch, part))?;
             return Ok(vec![self.entry(&input, c, iterations, iterations * threads as u64, threads, t.wall_ns, t.cpu_ns)]);
         }
         // rounds: whole rounds of the task done, over all threads
-        let (checksum, rounds, wall, cpu) = match opts.choice("mode", &["copies", "shared"])? {
+        let (checksum, rounds, wall, cpu) = match opts.choice("mode")? {
             "copies" => {
                 let (c, t) = self.copies_of(&input, threads, iterations, |scratch| self.0.round(&input, scratch))?;
                 (c, iterations * threads as u64, t.wall_ns, t.cpu_ns)

@@ -19,7 +19,7 @@ use super::{current_cpu, migrations_of, pin, placement_cpus, thread_cpu_ns, Ledg
 use crate::workloads::children::{fork_with, pipe, reap};
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::percentile;
-use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload};
 use serde_json::{json, Map, Value};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -28,20 +28,20 @@ use std::time::{Duration, Instant};
 per_mechanism!(Latency, "latency");
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "iterations", default: "2000", help: "iterations per pair (Android's -i); each makes a SCHED_OTHER and a SCHED_FIFO transaction" },
-    OptionSpec { name: "pair", default: "1", help: "client/server process pairs run at once (Android's -pair)" },
-    OptionSpec { name: "deadline-us", default: "2500", help: "a transaction slower than this misses its deadline (Android's -deadline_us)" },
-    OptionSpec { name: "payload", default: "32", help: "bytes per message, its 16-byte header included" },
-    OptionSpec { name: "warmup", default: "100", help: "untimed iterations first" },
-    OptionSpec { name: "placement", default: "unpinned", help: "unpinned, same (client and server on one CPU) or different (a CPU each)" },
-    OptionSpec { name: "spin-us", default: "0", help: "spin up to this many microseconds before each blocking receive (0: block)" },
-    OptionSpec { name: "fifo-priority", default: "1", help: "the SCHED_FIFO caller's priority (1-99)" },
-    OptionSpec { name: "inheritance", default: "pi", help: "the priority-inheritance check's lock: pi (should PASS), plain (shows the inversion: FAIL) or off" },
-    OptionSpec { name: "verbose", default: "0", help: "1: print every process's pid, tid, CPU and policy on stderr (Android's -v)" },
-    OptionSpec { name: "trace", default: "0", help: "1: on the first miss write a trace_marker and stop tracing (Android's -trace)" },
-    OptionSpec { name: "force", default: "0", help: "1: allow more pairs than CPUs" },
-    OptionSpec { name: "inject-delay-us", default: "0", help: "the server sleeps this long before replying, every --inject-every iterations (tests deadline counting)" },
-    OptionSpec { name: "inject-every", default: "10", help: "which iterations get the injected delay (the last of every N)" },
+    OptionSpec { name: "iterations", default: "2000", help: "iterations per pair (Android's -i); each makes a SCHED_OTHER and a SCHED_FIFO transaction" , kind: Kind::Int { min: 1, max: 1 << 26 } },
+    OptionSpec { name: "pair", default: "1", help: "client/server process pairs run at once (Android's -pair)" , kind: Kind::Int { min: 1, max: Ledger::SLOTS as u64 } },
+    OptionSpec { name: "deadline-us", default: "2500", help: "a transaction slower than this misses its deadline (Android's -deadline_us)" , kind: Kind::Int { min: 1, max: 1 << 32 } },
+    OptionSpec { name: "payload", default: "32", help: "bytes per message, its 16-byte header included" , kind: Kind::Size { min: HEADER as u64, max: 1 << 20 } },
+    OptionSpec { name: "warmup", default: "100", help: "untimed iterations first" , kind: Kind::Int { min: 0, max: 1 << 26 } },
+    OptionSpec { name: "placement", default: "unpinned", help: "unpinned, same (client and server on one CPU) or different (a CPU each)" , kind: Kind::Choice(PLACEMENTS) },
+    OptionSpec { name: "spin-us", default: "0", help: "spin up to this many microseconds before each blocking receive (0: block)" , kind: Kind::Int { min: 0, max: 1_000_000 } },
+    OptionSpec { name: "fifo-priority", default: "1", help: "the SCHED_FIFO caller's priority (1-99)" , kind: Kind::Int { min: 1, max: 99 } },
+    OptionSpec { name: "inheritance", default: "pi", help: "the priority-inheritance check's lock: pi (should PASS), plain (shows the inversion: FAIL) or off" , kind: Kind::Choice(LOCKS) },
+    OptionSpec { name: "verbose", default: "0", help: "1: print every process's pid, tid, CPU and policy on stderr (Android's -v)" , kind: Kind::Flag },
+    OptionSpec { name: "trace", default: "0", help: "1: on the first miss write a trace_marker and stop tracing (Android's -trace)" , kind: Kind::Flag },
+    OptionSpec { name: "force", default: "0", help: "1: allow more pairs than CPUs" , kind: Kind::Flag },
+    OptionSpec { name: "inject-delay-us", default: "0", help: "the server sleeps this long before replying, every --inject-every iterations (tests deadline counting)" , kind: Kind::Int { min: 0, max: 10_000_000 } },
+    OptionSpec { name: "inject-every", default: "10", help: "which iterations get the injected delay (the last of every N)" , kind: Kind::Int { min: 1, max: 1 << 32 } },
 ];
 
 static METRICS: &[MetricSpec] = &[
@@ -81,24 +81,23 @@ struct Config {
 
 impl Config {
     fn parse(opts: &Options) -> Result<Config, String> {
-        let flag = |name: &str| opts.bounded(name, 0, 1).map(|v| v == 1);
-        let delay = opts.bounded("inject-delay-us", 0, 10_000_000)?;
+        let delay = opts.int("inject-delay-us")?;
         let config = Config {
-            iterations: opts.bounded("iterations", 1, 1 << 26)?,
-            pairs: opts.bounded("pair", 1, Ledger::SLOTS as u64)? as usize,
-            deadline_ns: opts.bounded("deadline-us", 1, 1 << 32)? * 1000,
-            payload: opts.bounded("payload", HEADER as u64, 1 << 20)? as usize,
-            warmup: opts.bounded("warmup", 0, 1 << 26)?,
-            placement: opts.choice("placement", PLACEMENTS)?,
-            spin_us: opts.bounded("spin-us", 0, 1_000_000)?,
-            fifo_priority: opts.bounded("fifo-priority", 1, 99)? as i32,
-            inheritance: opts.choice("inheritance", LOCKS)?,
-            verbose: flag("verbose")?,
-            trace: flag("trace")?,
-            inject: (delay > 0).then_some((Duration::from_micros(delay), opts.bounded("inject-every", 1, 1 << 32)?)),
+            iterations: opts.int("iterations")?,
+            pairs: opts.int("pair")? as usize,
+            deadline_ns: opts.int("deadline-us")? * 1000,
+            payload: opts.int("payload")? as usize,
+            warmup: opts.int("warmup")?,
+            placement: opts.choice("placement")?,
+            spin_us: opts.int("spin-us")?,
+            fifo_priority: opts.int("fifo-priority")? as i32,
+            inheritance: opts.choice("inheritance")?,
+            verbose: opts.flag("verbose")?,
+            trace: opts.flag("trace")?,
+            inject: (delay > 0).then_some((Duration::from_micros(delay), opts.int("inject-every")?)),
         };
         let cpus = super::allowed_cpus()?.len();
-        if config.pairs > cpus && !flag("force")? {
+        if config.pairs > cpus && !opts.flag("force")? {
             return Err(format!(
                 "--pair {} is more than the {cpus} CPUs this run may use: the pairs would wait for each other's CPUs, \
                  not for IPC (as Android's guidance warns); pass --force 1 to run anyway",
@@ -553,6 +552,10 @@ impl Workload for Latency {
     }
     fn metrics(&self) -> &'static [MetricSpec] {
         METRICS
+    }
+    fn check(&self, opts: &Options) -> Result<(), String> {
+        let config = Config::parse(opts)?;
+        placement_cpus(config.placement, config.pairs).map(drop)
     }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
         let (config, outcome) = self.measure(opts)?;

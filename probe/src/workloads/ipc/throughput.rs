@@ -12,20 +12,20 @@ use super::{migrations_of, payloads, pin, placement_cpus, thread_cpu_ns, Ledger,
 use crate::workloads::children::{fork_with, reap};
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
-use crate::workload::{Digest, MetricSpec, OptionSpec, Options, Workload};
+use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
 
 per_mechanism!(Throughput, "throughput");
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "min-payload", default: "4", help: "smallest payload in bytes" },
-    OptionSpec { name: "max-payload", default: "64k", help: "largest payload in bytes (payloads double up to it)" },
-    OptionSpec { name: "iterations", default: "5000", help: "timed transactions per payload" },
-    OptionSpec { name: "warmup", default: "200", help: "untimed transactions per payload first" },
-    OptionSpec { name: "seed", default: "1", help: "seed of the payload bytes" },
-    OptionSpec { name: "placement", default: "unpinned", help: "unpinned, same (one CPU for both) or different (a CPU each)" },
-    OptionSpec { name: "spin-us", default: "0", help: "spin up to this many microseconds before each blocking receive (0: block)" },
+    OptionSpec { name: "min-payload", default: "4", help: "smallest payload in bytes" , kind: Kind::Size { min: 1, max: 1 << 20 } },
+    OptionSpec { name: "max-payload", default: "64k", help: "largest payload in bytes (payloads double up to it)" , kind: Kind::Size { min: 1, max: 1 << 20 } },
+    OptionSpec { name: "iterations", default: "5000", help: "timed transactions per payload" , kind: Kind::Int { min: 1, max: 1 << 32 } },
+    OptionSpec { name: "warmup", default: "200", help: "untimed transactions per payload first" , kind: Kind::Int { min: 0, max: 1 << 32 } },
+    OptionSpec { name: "seed", default: "1", help: "seed of the payload bytes" , kind: SEED },
+    OptionSpec { name: "placement", default: "unpinned", help: "unpinned, same (one CPU for both) or different (a CPU each)" , kind: Kind::Choice(PLACEMENTS) },
+    OptionSpec { name: "spin-us", default: "0", help: "spin up to this many microseconds before each blocking receive (0: block)" , kind: Kind::Int { min: 0, max: 1_000_000 } },
 ];
 
 static METRICS: &[MetricSpec] = &[
@@ -76,15 +76,19 @@ impl Workload for Throughput {
     fn metrics(&self) -> &'static [MetricSpec] {
         METRICS
     }
+    fn check(&self, opts: &Options) -> Result<(), String> {
+        opts.bounded("max-payload", opts.int("min-payload")?, 1 << 20)?;
+        placement_cpus(opts.choice("placement")?, 1).map(drop)
+    }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
-        let min = opts.bounded("min-payload", 1, 1 << 20)? as usize;
+        let min = opts.int("min-payload")? as usize;
         let max = opts.bounded("max-payload", min as u64, 1 << 20)? as usize;
-        let iterations = opts.bounded("iterations", 1, 1 << 32)?;
-        let warmup = opts.bounded("warmup", 0, 1 << 32)?;
-        let spin_us = opts.bounded("spin-us", 0, 1_000_000)?;
-        let mut rng = Pcg64::seed_from_u64(opts.u64("seed")?);
+        let iterations = opts.int("iterations")?;
+        let warmup = opts.int("warmup")?;
+        let spin_us = opts.int("spin-us")?;
+        let mut rng = Pcg64::seed_from_u64(opts.int("seed")?);
         let sizes = payloads(min, max);
-        let cpus = placement_cpus(opts.choice("placement", PLACEMENTS)?, 1)?.map(|c| c[0]);
+        let cpus = placement_cpus(opts.choice("placement")?, 1)?.map(|c| c[0]);
         let (client, server) = (self.mechanism.make)(max)?;
         let (client, server) = (with_spin(client, spin_us), with_spin(server, spin_us));
         let ledger = Ledger::new()?;
