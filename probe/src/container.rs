@@ -100,7 +100,9 @@ impl Container {
         let root = cstring(&self.rootfs)?;
         // SAFETY: a NUL-terminated path.
         check("chroot", unsafe { libc::chroot(root.as_ptr()) })?;
-        let dir = cstring(if inside(cwd).is_dir() { cwd } else { Path::new("/") })?;
+        // the folder the run was started in, now seen inside the root: a workload's `cwd` is always
+        // bound in; a run without one started wherever benchlab was, which the container may lack
+        let dir = cstring(if cwd.is_dir() { cwd } else { Path::new("/") })?;
         // SAFETY: a NUL-terminated path.
         check("chdir", unsafe { libc::chdir(dir.as_ptr()) })
     }

@@ -46,7 +46,7 @@ def test_a_load_on_the_runs_cpu_makes_its_wall_time_worse(tmp_path: Path) -> Non
 
 def test_a_load_that_stops_early_fails_the_run_and_its_children_are_killed(tmp_path: Path) -> None:
     proc = run(tmp_path, "early", json.dumps("true"), blocks=2)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 5, proc.stderr  # runs failed: the report first, then exit 5
     failed = json.loads(proc.stdout)["failed_runs"]
     assert failed and all(
         "the background load `" in r["message"] and "ended (exit 0) before the run did" in r["message"] for r in failed

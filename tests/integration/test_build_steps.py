@@ -70,7 +70,7 @@ def test_a_failing_clean_step_fails_the_run_and_says_so(tmp_path: Path) -> None:
     path = spec(root, "broken")
     path.write_text(path.read_text().replace('clean = "make clean"', 'clean = "make no-such-target"'))
     proc = cli("run", str(path), "--format", "json", timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 5, proc.stderr
     failed = json.loads(proc.stdout)["failed_runs"]
     assert len(failed) == 6 and all("the clean step `make no-such-target` exited 2" in r["message"] for r in failed)
 

@@ -56,6 +56,23 @@ def test_limits_are_in_force_cpu_quota_seen_by_the_workload_and_memory_enforced(
     assert starved.signal == 9 and starved.usage.tree_peak_kib is not None and starved.usage.tree_peak_kib <= 64 << 10
 
 
+def test_memory_samples_and_the_workloads_folder_work_inside(rootfs: str, tmp_path: Path) -> None:
+    """The sampler thread is made after the launcher re-entered its own PID namespace (the kernel
+    refuses a thread in a namespace made for children: EINVAL), and the run starts in its `cwd`."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "here.txt").write_text("inside\n")
+    launch = (
+        prepared(rootfs)
+        .variants["box"]
+        .launch(["sh", "-c", "sleep 0.2; pwd; cat here.txt"], cwd=str(folder), timeout=120, memory_interval=0.01)
+    )
+    finished = LocalExecutor().run(launch)
+    assert finished.ok, finished.stderr
+    assert finished.stdout.decode().split() == [str(folder), "inside"]
+    assert finished.usage.memory["samples"] > 0 and finished.usage.memory["rss_peak_kib"] > 0
+
+
 def test_a_container_variant_runs_the_containers_own_allocator(rootfs: str, tmp_path: Path) -> None:
     spec = tmp_path / "c.toml"
     spec.write_text(

@@ -38,7 +38,7 @@ class SuiteMachine:
     def run(self, launch: Launch) -> Finished:
         argv = list(launch.argv)
         task = argv[1]
-        option = dict(zip(argv[2::2], argv[3::2], strict=False))
+        option = dict(arg.split("=", 1) for arg in argv[2:] if arg.startswith("--") and "=" in arg)  # --threads=2
         cpus = len(launch.cpus) if launch.cpus else MACHINE_CPUS
         threads = int(option.get("--threads", "1")) or cpus
         speed = float(launch.env.get("FAKE_SPEED", "1")) * min(threads, cpus) * math.exp(self.noise.gauss(0, 0.01))

@@ -43,7 +43,7 @@ def check_failures(analyses: list[Analysis], what: str, *, allow: bool) -> None:
         return
     parts = []
     if failed:
-        kinds = f" ({', '.join(f'{n} {status}' for status, n in failed.items())})" if set(failed) != {"failed"} else ""
+        kinds = f" ({', '.join(f'{n} {status}' for status, n in sorted(failed.items()))})" if set(failed) != {"failed"} else ""
         parts.append(f"{failed.total()} of {len(runs)} runs of {what} failed{kinds}")
     if benchmarks:
         first = benchmarks[0]
@@ -58,7 +58,8 @@ def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None
     """The spec with the command line's sequential settings (they win over the spec's)."""
     if not until_decided:
         if min_blocks is not None or max_blocks is not None:
-            raise SpecError("--min-blocks and --max-blocks apply with --until-decided", where="--max-blocks")
+            flag = "--min-blocks" if min_blocks is not None else "--max-blocks"
+            raise SpecError("--min-blocks and --max-blocks apply with --until-decided", where=flag)
         return spec
     given = spec.until_decided.model_dump() if spec.until_decided else {}
     given.update({k: v for k, v in (("min_blocks", min_blocks), ("max_blocks", max_blocks)) if v is not None})
@@ -131,7 +132,7 @@ def compare(
 ) -> None:
     """Compare variants without a spec file."""
     spec = quick_spec(
-        name=name or time.strftime("compare-%Y%m%d-%H%M%S"),
+        name=time.strftime("compare-%Y%m%d-%H%M%S") if name is None else name,
         builtins=workload, commands=cmd, gbench=gbench, variants=variant, blocks=blocks,
         warmup=warmup, seed=seed, baseline=baseline, timeout=timeout,
     )  # fmt: skip
