@@ -16,12 +16,11 @@ The one line on stderr is escaped like every rendering (see `benchlab.report.saf
 
 from __future__ import annotations
 
-import signal
 import sys
-from types import FrameType
 
 import typer
 
+from benchlab import interrupts
 from benchlab.cli import calibrate, container, experiment, ipc, results, score, system
 from benchlab.cli.console import err
 from benchlab.errors import BenchlabError, Interrupted
@@ -39,12 +38,8 @@ for module in (experiment, score, results, system, container, ipc, calibrate):
     module.register(app)
 
 
-def _terminate(signum: int, _frame: FrameType | None) -> None:
-    raise Interrupted(f"stopped by {signal.Signals(signum).name}")
-
-
 def main() -> None:
-    signal.signal(signal.SIGTERM, _terminate)
+    interrupts.install()  # done already by the executable (benchlab.entry): here for other callers
     try:
         code = app(standalone_mode=False)
     except BenchlabError as exc:

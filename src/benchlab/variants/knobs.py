@@ -14,18 +14,22 @@ the journal, or measuring runs under another experiment's values.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from benchlab import interrupts
 from benchlab.errors import EnvironmentProblem, SpecError, StaleJournal
+from benchlab.spec.models import KNOB_ROOTS, knob_spelling_problem
 
-ALLOWED_ROOTS = ("/proc/sys/", "/sys/")
+NOTE_WAIT_S = 1.0  # a holder writes its note within milliseconds of taking the lock
 MAX_VALUE_CHARS = 65536  # far beyond any knob (cpu masks included); a longer journal value is not one we wrote
 _SELECTED = re.compile(r"\[([^\]]+)\]")
 
@@ -41,9 +45,10 @@ def state_dir() -> Path:
 def knob_path_problem(path: str) -> str | None:
     """Why `path` is no knob benchlab may write, or None: one rule for specs and for `restore`,
     which must not trust a journal any more than a spec."""
-    if "\0" in path or not os.path.isabs(path) or ".." in Path(path).parts:
-        return "must be an absolute path without '..'"
-    if not path.startswith(ALLOWED_ROOTS) or not os.path.realpath(path).startswith(ALLOWED_ROOTS):
+    spelling = knob_spelling_problem(path)
+    if spelling is not None:
+        return spelling
+    if not os.path.realpath(path).startswith(KNOB_ROOTS):
         return "is not under /proc/sys or /sys"
     if not os.path.isfile(path):
         return "no such knob"
@@ -76,10 +81,16 @@ def read_knob(path: str) -> str:
 
 
 def _write(path: str, value: str) -> None:
+    """Writes a knob; a value the kernel rejects as such (EINVAL, ERANGE) is bad input, anything
+    else (a vanished file, a refused privilege) a problem of the machine."""
     try:
         with open(path, "w") as f:
             f.write(value)
     except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.ERANGE, errno.EOVERFLOW):
+            raise SpecError(
+                f"the kernel refused {value[:80]!r} for {path}: {exc.strerror}", hint="give a value it takes"
+            ) from None
         raise EnvironmentProblem(f"writing '{value}' to {path} failed: {exc.strerror or exc}") from None
 
 
@@ -89,7 +100,10 @@ def _entry_problem(entry: Any) -> str | None:
         return "a malformed journal entry"
     if "\0" in entry["original"] or len(entry["original"]) > MAX_VALUE_CHARS:
         return "a malformed original value"
-    return knob_path_problem(entry["path"])
+    problem = knob_path_problem(entry["path"])
+    if problem is None and os.geteuid() == 0 and not os.access(entry["path"], os.W_OK):
+        return "cannot be written even by root, so no experiment changed it"
+    return problem
 
 
 @dataclass
@@ -101,6 +115,13 @@ class Restoration:
     restored: list[tuple[str, str]] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+
+
+def _open_own(path: Path, flags: int) -> IO[str]:
+    """A state file opened for writing, never through a symlink: a link planted in the state
+    directory must not make root append to, or replace, a file elsewhere."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | flags, 0o600)
+    return os.fdopen(fd, "w")
 
 
 class KnobJournal:
@@ -117,12 +138,12 @@ class KnobJournal:
             return []
         except OSError as exc:
             raise EnvironmentProblem(f"cannot read the knob journal {self.path}: {exc.strerror or exc}") from None
-        entries = []
+        entries: list[Any] = []
         for line in lines:
             try:
                 entries.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line torn by a crash mid-write: its knob was never written
+            except json.JSONDecodeError:  # a line torn by a crash mid-write (its knob was never written) or
+                entries.append(line)  # not benchlab's: `restore` drops it and says so
         return entries
 
     def ensure_clean(self) -> None:
@@ -138,7 +159,7 @@ class KnobJournal:
         cannot be written stops the experiment before that knob changes."""
         if not knobs:
             return
-        with self._open() as journal:
+        with interrupts.deferred(), self._open() as journal:  # a knob is never written without its record
             for path, value in knobs.items():
                 try:
                     original = read_knob(path)
@@ -155,7 +176,7 @@ class KnobJournal:
     def _open(self) -> IO[str]:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            return open(self.path, "a")  # noqa: SIM115 - the caller's `with` closes it
+            return _open_own(self.path, os.O_APPEND)
         except OSError as exc:
             raise self._unwritable(exc) from None
 
@@ -168,17 +189,24 @@ class KnobJournal:
         """Writes every original value back, last change first. Each path is checked as a spec's
         would be; what can never be restored is dropped with a note, and only knobs whose write
         failed stay journalled, so one vanished knob blocks neither the others nor later experiments."""
+        with interrupts.deferred():  # a Ctrl-C waits until every knob is back
+            return self._restore()
+
+    def _restore(self) -> Restoration:
         done = Restoration()
         kept: list[Any] = []
         for entry in reversed(self.entries()):
             problem = _entry_problem(entry)
             if problem is not None:
                 path = entry.get("path") if isinstance(entry, dict) else None
-                shown = repr(path)[:200] if isinstance(path, str) else "an entry"
+                shown = repr(path)[:200] if isinstance(path, str) else f"the line {str(entry)[:60]!r}"
                 done.dropped.append(f"{shown}: {problem}; not restored")
                 continue
             try:
                 _write(entry["path"], entry["original"])
+            except SpecError as exc:  # the kernel refuses the value: it was never this knob's
+                done.dropped.append(f"{exc.message}; not restored")
+                continue
             except EnvironmentProblem as exc:
                 done.failed.append(exc.message)
                 kept.append(entry)
@@ -194,7 +222,8 @@ class KnobJournal:
             return
         part = self.path.with_name(self.path.name + ".part")
         try:
-            with open(part, "w") as f:
+            part.unlink(missing_ok=True)
+            with _open_own(part, os.O_EXCL) as f:
                 f.writelines(json.dumps(e) + "\n" for e in entries)
                 f.flush()
                 os.fsync(f.fileno())
@@ -276,7 +305,7 @@ class MachineLock:
             if exclusive:  # notes of holders killed before they could remove them
                 for stale in note.parent.glob("*.json"):
                     stale.unlink(missing_ok=True)
-            with open(note, "w") as f:
+            with _open_own(note, os.O_TRUNC) as f:
                 f.write(json.dumps({"pid": os.getpid(), "experiment": experiment, "knobs": exclusive}))
                 f.flush()
                 os.fsync(f.fileno())
@@ -289,6 +318,10 @@ class MachineLock:
 
     def _refusal(self, experiment: str, exclusive: bool, purpose: str) -> EnvironmentProblem:
         holders = self.holders()
+        deadline = time.monotonic() + NOTE_WAIT_S
+        while not holders and time.monotonic() < deadline:  # it took the lock and is writing its note
+            time.sleep(0.01)
+            holders = self.holders()
         named = ", ".join(map(str, holders)) or "another experiment"
         if exclusive:
             why = f"{named} is running; {experiment!r} {purpose} and needs the machine to itself"

@@ -1,0 +1,67 @@
+"""Ctrl-C and SIGTERM: the first one stops benchlab, and nothing stops its clean-up.
+
+The first SIGINT or SIGTERM raises KeyboardInterrupt where the program is, so the runner
+unwinds: the run in flight is killed with its process tree, knobs are written back, cgroups
+removed. People press Ctrl-C twice and service managers follow SIGTERM with another, so a
+later signal is ignored: raised inside that clean-up it would skip a knob's restore (the
+machine left changed, the message saying otherwise), leak the run's cgroup, or end the process
+by the signal instead of exit code 130. `kill -9` still ends everything; `benchlab restore`
+and the next experiment clear up after it.
+
+They are ignored by the kernel (SIG_IGN), not by a Python handler: the interpreter puts its
+handlers back to the default while it exits, and a signal then would still end it. A signal in
+the interpreter's own first tens of milliseconds, before `install`, is beyond any Python code.
+
+A knob's write and its journal line, and the restore that undoes them, run `deferred()`: a
+first signal arriving inside waits for the block to end, so a knob is never left written
+without its record or restored half-way. The flag is checked in Python rather than blocking
+the signal with pthread_sigmask, which only holds it off in the calling thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator
+from types import FrameType
+
+_STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _State:
+    stopping = False  # a stopping signal was raised: clean-up is under way
+    deferring = 0  # depth of deferred() blocks
+    pending = 0  # a signal that arrived inside one, raised when it ends
+
+
+def install() -> None:
+    """Takes over SIGINT and SIGTERM; called first thing, before the slow imports."""
+    for signum in _STOPPING_SIGNALS:
+        signal.signal(signum, _on_signal)
+
+
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    if _State.deferring:
+        _State.pending = signum
+        return
+    _stop()
+
+
+def _stop() -> None:
+    _State.stopping = True
+    for signum in _STOPPING_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A block that a first stopping signal does not cut in two: it is raised when the block ends."""
+    _State.deferring += 1
+    try:
+        yield
+    finally:
+        _State.deferring -= 1
+        if not _State.deferring and _State.pending and not _State.stopping:
+            _State.pending = 0
+            _stop()
