@@ -20,7 +20,7 @@ from benchlab.measure.cgroup import clear_stale_runs
 from benchlab.measure.host import fingerprint, machine_state
 from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished, LocalExecutor
 from benchlab.measure.remote import RemoteExecutor
-from benchlab.measure.rusage import usage_metrics
+from benchlab.measure.rusage import RESERVED, usage_metrics
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
 from benchlab.store.db import ExperimentRecord, Store, spec_digest
@@ -28,7 +28,7 @@ from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.background import background_load
 from benchlab.variants.knobs import KnobJournal, MachineLock, Restoration
-from benchlab.variants.shim import shim_findings
+from benchlab.variants.shim import FINDING, shim_findings
 from benchlab.workloads import Workload, check_fits, resolve_workload
 from benchlab.workloads.base import RecordsDetails
 from benchlab.workloads.probe import probe_notes
@@ -52,6 +52,13 @@ class Prepared:
                 f"workload {stepped[0]} has setup/clean steps, which run on this machine, "
                 f"and variant {remote[0]} runs on another host"
             )
+        for i, w in enumerate(spec.workloads):  # a command's metrics are known before it runs: a misspelt one is not
+            unknown = sorted(set(w.metrics) - RESERVED - {FINDING}) if w.command is not None else []
+            if unknown:
+                raise SpecError(
+                    f"{unknown[0]!r} is not a metric of a command workload ({', '.join(sorted(RESERVED))}, {FINDING})",
+                    where=f"workloads[{i}].metrics",
+                )
         workloads = {w.name: resolve_workload(w, f"workloads[{i}]") for i, w in enumerate(spec.workloads)}
         variants = {v.name: PreparedVariant.prepare(v, f"variants[{i}]") for i, v in enumerate(spec.variants)}
         local = [(f"variants[{i}]", v.cpus) for i, v in enumerate(variants.values()) if v.spec.environment.kind != "ssh"]

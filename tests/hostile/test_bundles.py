@@ -155,6 +155,15 @@ def host_key(b: Bundle) -> None:
 
 
 # (case id, mutation, what the one line must mention)
+def knob_outside(b: Bundle) -> None:
+    spec(b)["variants"][0]["knobs"] = experiment(b)["variants"][0]["config"]["knobs"] = {"/etc/passwd": "x"}
+
+
+def knob_spelt_twice(b: Bundle) -> None:
+    knobs = {"/proc/sys/vm//swappiness": "10"}
+    spec(b)["variants"][0]["knobs"] = experiment(b)["variants"][0]["config"]["knobs"] = knobs
+
+
 CASES: list[tuple[str, Callable[[Bundle], None], str]] = [
     ("unknown-top-level-key", setting(top, "extra", 1), "extra"),
     ("no-runs", dropping(top, "runs"), "runs"),
@@ -237,6 +246,30 @@ CASES: list[tuple[str, Callable[[Bundle], None], str]] = [
     ("spec-unknown-key", setting(spec, "evil", True), "experiment.spec.evil"),
     ("spec-no-workloads", dropping(spec, "workloads"), "experiment.spec.workloads"),
     ("spec-null", setting(experiment, "spec", None), "experiment.spec"),
+    # the second batch: what reports read is typed, and a run must belong to the spec it came with
+    (
+        "details-failed-benchmarks-a-list",
+        lambda b: run0(b).update(details={"failed_benchmarks": ["BM_x"]}),
+        "runs[0].details.failed_benchmarks",
+    ),
+    (
+        "details-failed-benchmarks-text",
+        lambda b: run0(b).update(details={"failed_benchmarks": "BM_x"}),
+        "runs[0].details.failed_benchmarks",
+    ),
+    (
+        "details-failed-benchmark-escape",
+        lambda b: run0(b).update(details={"failed_benchmarks": {"BM\x1b[2J": "x"}}),
+        "failed_benchmarks",
+    ),
+    ("details-machine-nested", lambda b: run0(b).update(details={"machine": {"swap_kib": {"x": 1}}}), "runs[0].details.machine"),
+    ("details-allocator-a-number", lambda b: run0(b).update(details={"allocator": 3}), "runs[0].details.allocator"),
+    ("uuid-upper-case", lambda b: run0(b).update(uuid=run0(b)["uuid"].upper()), "runs[0].uuid"),
+    ("warm-up-run-without-warm-up", setting(run0, "warmup", True), "runs[0].block"),
+    ("block-beyond-the-spec", setting(run0, "block", 99_999), "runs[0].block"),
+    ("ended-in-the-future", lambda b: run0(b).update(started_at=9.9e10, ended_at=9.9e10), "runs[0].ended_at"),
+    ("knob-outside-proc-in-the-spec", knob_outside, "experiment.spec.variants[0].knobs"),
+    ("knob-spelt-twice-in-the-spec", knob_spelt_twice, "experiment.spec.variants[0].knobs"),
 ]
 
 
@@ -258,6 +291,8 @@ RAW_CASES: list[tuple[str, Callable[[Bundle], bytes | str], str]] = [
     ("minus-infinity-timeout", lambda b: json.dumps(b).replace('"timeout": 600.0', '"timeout": -Infinity'), "Infinity"),
     ("nested-deeply", lambda b: '{"schema": "benchlab.bundle/1", "x": ' + "[" * 200_000 + "]" * 200_000 + "}", "nested"),
     ("integer-5000-digits", lambda b: json.dumps(b).replace('"block": 0', '"block": ' + "9" * 5000, 1), "not a benchlab"),
+    ("a-float-beyond-a-double", lambda b: json.dumps(b).replace('"value": ', '"value": 1e400, "x": ', 1), "beyond the numbers"),
+    ("empty", lambda b: "", "is empty"),
 ]
 
 
@@ -275,6 +310,32 @@ def test_paths_that_are_no_bundle_file_are_refused(bundle: Bundle, tmp_path: Pat
     with sparse.open("wb") as f:  # a sparse file over the cap: refused by its size, never read
         f.truncate((1 << 30) + 1)
     refused("import", str(sparse), mentions="1 GiB")
+
+
+def test_a_named_pipe_nobody_writes_is_read_as_empty_not_waited_on(bundle: Bundle, tmp_path: Path) -> None:
+    fifo = tmp_path / "bundle.fifo"
+    os.mkfifo(fifo)
+    refused("import", str(fifo), mentions="is empty", timeout=30)
+
+
+def test_values_in_another_unit_than_the_stored_ones_are_refused(bundle: Bundle, tmp_path: Path) -> None:
+    """Another host's runs of the same experiment merge, but not a metric in another unit: the
+    database keeps one unit per metric, and `ms` read as `s` would be a 1000x change."""
+    cli("import", write(tmp_path, bundle), check=True)
+    other = copy.deepcopy(bundle)
+    other["bundle_id"] = str(uuid.uuid4())
+    host(other)["hostname"] = "another-host"
+    for run in other["runs"]:
+        run["uuid"] = str(uuid.uuid4())
+        for metric in run["metrics"]:
+            if metric["name"] == "wall":
+                metric.update(unit="ms", value=metric["value"] * 1000)
+    refused("import", write(tmp_path, other), code=4, mentions="different units")
+    for run in other["runs"]:  # the same runs in the stored unit merge as another host's column
+        for metric in run["metrics"]:
+            if metric["name"] == "wall":
+                metric.update(unit="s", value=metric["value"] / 1000)
+    cli("import", write(tmp_path, other), check=True)
 
 
 def test_a_refused_bundle_creates_no_database(made: tuple[Bundle, Path], tmp_path: Path) -> None:
@@ -312,6 +373,7 @@ def big_bundle(good: Bundle, runs: int) -> Bundle:
         {**copy.deepcopy(template[i % len(template)]), "uuid": str(uuid.uuid4()), "block": i // len(template), "position": i}
         for i in range(runs)
     ]
+    out["experiment"]["spec"]["blocks"] = max(2, -(-runs // len(template)))  # a spec those blocks belong to
     return out
 
 

@@ -4,6 +4,8 @@ Every entry is one bug class; the suite grows with every bug found (issue 14).""
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -212,6 +214,85 @@ CASES: dict[str, tuple[str, str]] = {
     "suite with nan rounds": (top('suite = { name = "cpu", rounds = nan }'), "suite.rounds"),
     "suite with absurd iterations": (top('suite = { name = "cpu", iterations = 9223372036854775807 }'), "suite.iterations"),
     "suite beside workloads that are not a list": ('name = "x"\nworkloads = "t"\nsuite = "cpu"\n' + VAR, "workloads"),
+    # the second batch: every value read as written, nothing silently dropped or re-read
+    "timeout too short to start a process": (top("timeout = 1e-300"), "timeout"),
+    "workload timeout of a denormal": (workload("timeout = 5e-324"), "workloads[0].timeout"),
+    "CPU list with a space inside": (variant('cpus = "0 1"'), "variants[1].cpus"),
+    "CPU list in Arabic-Indic digits": (variant('cpus = "\u0660"'), "variants[1].cpus"),
+    "CPU list with a trailing newline": (variant('cpus = "0\\n"'), "variants[1].cpus"),
+    "CPU list padded past its cap": (variant('cpus = "0' + " " * 5000 + ',1"'), "variants[1].cpus"),
+    "size in Arabic-Indic digits": (HEAD + PROBE + 'options = { max-size = "\u0666\u0664k" }\n' + VAR, "options.max-size"),
+    "size with a trailing newline": (HEAD + PROBE + 'options = { max-size = "64k\\n" }\n' + VAR, "options.max-size"),
+    "container memory in Arabic-Indic digits": (variant('environment = { kind = "container", memory = "\u0665G" }'), "memory"),
+    "container memory with a fraction of a byte": (
+        variant('environment = { kind = "container", memory = "8388608.7" }'),
+        "memory",
+    ),
+    "container memory with a stray i": (variant('environment = { kind = "container", memory = "8388608i" }'), "memory"),
+    "container cpus of a denormal": (variant('environment = { kind = "container", cpus = 1e-300 }'), "environment.cpus"),
+    "ssh port in Arabic-Indic digits": (variant('environment = "ssh://lab:\u0662\u0662"'), "variants[1].environment"),
+    "ssh host that is an option": (variant('environment = { kind = "ssh", host = "-oProxyCommand=x" }'), "no leading -"),
+    "ssh URL host that is an option": (variant('environment = "ssh://-v"'), "no leading -"),
+    "knob outside /proc/sys and /sys": (variant('knobs = { "/etc/hostname" = "x" }'), "not under /proc/sys"),
+    "knob under two spellings": (variant('knobs = { "/proc/sys//vm/swappiness" = "10" }'), "one spelling per knob"),
+    "knob through a dot folder": (variant('knobs = { "/proc/sys/./vm/swappiness" = "10" }'), "one spelling per knob"),
+    "knob value of infinity": (variant('knobs = { "/proc/sys/vm/swappiness" = 1e400 }'), "variants[1].knobs"),
+    "shim scope with a newline": (variant('shim = { scope = "a\\nb" }'), "variants[1].shim.scope"),
+    "shim scope with an escape": (variant('shim = { scope = "\\u001b[31mmake" }'), "variants[1].shim.scope"),
+    "args of a builtin": (HEAD + PROBE + 'args = ["--threads=9"]\n' + VAR, "a builtin takes options"),
+    "sweep base env that is text": (
+        sweep('[sweep]\nbase = { env = "X=1" }\n[[sweep.parameters]]\nfield = "env.X"\nvalues = [1]'),
+        "not a table",
+    ),
+    "sweep base shim that is a number": (
+        sweep('[sweep]\nbase = { shim = 5 }\n[[sweep.parameters]]\nfield = "shim.sampling"\nvalues = [1]'),
+        "not a table",
+    ),
+    "sweep base tunables that are a list": (
+        sweep('[sweep]\nbase = { tunables = [] }\n[[sweep.parameters]]\nfield = "tunables.arena_max"\nvalues = [1]'),
+        "not a table",
+    ),
+    "variants as a number beside a sweep": (
+        'name = "x"\nvariants = 5\n' + CMD + '[sweep]\n[[sweep.parameters]]\nfield = "env.X"\nvalues = [1]\n',
+        "a list of variants",
+    ),
+    "one field swept twice": (
+        sweep('[[sweep.parameters]]\nfield = "env.X"\nvalues = [1, 2]\n[[sweep.parameters]]\nfield = "env.X"\nvalues = [3, 4]'),
+        "swept twice",
+    ),
+    "sweep base naming the variants": (
+        sweep('[sweep]\nbase = { name = "mine" }\n[[sweep.parameters]]\nfield = "env.X"\nvalues = [1]'),
+        "base.name",
+    ),
+    "a sweep point written by hand": (variant('sweep = { "env.X" = 5 }'), "variants[1].sweep"),
+    "a sweep point its fields contradict": (variant('env = { X = "1" }\nsweep = { "env.X" = 5 }'), "variants[1].sweep"),
+    "a command metric that is none": (workload('metrics = { wal = { direction = "lower" } }'), "workloads[0].metrics"),
+    "a command metric with a zero-width space": (
+        workload('metrics = { "wall\\u200b" = { direction = "lower" } }'),
+        "workloads[0].metrics",
+    ),
+    "spawn methods that are none": (
+        HEAD + '[[workloads]]\nname = "s"\nbuiltin = "sys.spawn"\noptions = { methods = "fork,bogus" }\n' + VAR,
+        "'bogus' is not one of",
+    ),
+    "spawn methods empty": (
+        HEAD + '[[workloads]]\nname = "s"\nbuiltin = "sys.spawn"\noptions = { methods = "" }\n' + VAR,
+        "option --methods",
+    ),
+    "spawn method twice": (
+        HEAD + '[[workloads]]\nname = "s"\nbuiltin = "sys.spawn"\noptions = { methods = "fork,fork" }\n' + VAR,
+        "given twice",
+    ),
+    "spawn program that is not there": (
+        HEAD + '[[workloads]]\nname = "s"\nbuiltin = "sys.spawn"\noptions = { program = "/nonexistent/prog" }\n' + VAR,
+        "option --program",
+    ),
+    "a part of a task that it lacks": (
+        HEAD + '[[workloads]]\nname = "c"\nbuiltin = "cpu.hdr"\noptions = { part = "bogus" }\n' + VAR,
+        "option --part",
+    ),
+    "a union branch name in the place": (HEAD + PROBE + "options = { threads = [2] }\n" + VAR, "workloads[0].options.threads:"),
+    "a key that starts like a type": (variant("env = { int_x = true }"), "variants[1].env.int_x"),
 }
 
 
@@ -240,6 +321,60 @@ def test_hostile_spec_file_is_refused(case: str, tmp_path: Path) -> None:
 
 def test_a_folder_is_not_a_spec(tmp_path: Path) -> None:
     refused("run", str(tmp_path), mentions="cannot read")
+
+
+def test_a_named_pipe_nobody_writes_is_read_as_empty_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "spec.fifo"
+    os.mkfifo(fifo)
+    refused("run", str(fifo), mentions="empty, not a spec", timeout=30)
+
+
+def test_a_spec_from_a_process_substitution_is_read_whole(tmp_path: Path) -> None:
+    """`benchlab run <(generate-spec)`: a pipe with a writer is read like a file."""
+    read, write = os.pipe()
+    os.write(write, (GOOD + "blocks = 0\n").encode())
+    os.close(write)
+    try:
+        refused("run", f"/proc/{os.getpid()}/fd/{read}", mentions="blocks")
+    finally:
+        os.close(read)
+
+
+# the quick form and flags: one meaning per value, nothing silently dropped or re-read
+COMMAND_LINES = {
+    "a variant key given twice": (["-v", "a: cpus=0 cpus=1"], "'cpus' is given twice"),
+    "an allocator given twice": (["-v", "a: allocator=jemalloc allocator=glibc"], "given twice"),
+    "an option given twice": (["-w", "alloc.churn threads=1 threads=2"], "given twice"),
+    "a CPU list with a space": (["-v", "a: cpus='0 1'"], "cpus"),
+    "an option in Arabic-Indic digits": (["-w", "alloc.churn threads=\u0662"], "options.threads"),
+    "a tunable in Arabic-Indic digits": (["-v", "a: tunables.arena_max=\u0661"], "tunables.arena_max"),
+    "an ssh host that is an option": (["-v", "a: environment=ssh://-oProxyCommand"], "no leading -"),
+    "an empty name": (["--name", ""], "name"),
+    "an empty baseline": (["-v", "a", "-v", "b", "--baseline", ""], "baseline"),
+    "a timeout too short": (["--timeout", "1e-300"], "timeout"),
+    "min-blocks without until-decided": (["--min-blocks", "3"], "--min-blocks"),
+}
+
+
+@pytest.mark.parametrize("case", COMMAND_LINES, ids=list(COMMAND_LINES))
+def test_hostile_command_line_is_refused(case: str) -> None:
+    args, mentions = COMMAND_LINES[case]
+    workload = [] if "-w" in args else ["--cmd", "true"]
+    refused("compare", *workload, "-n", "2", *args, mentions=mentions)
+
+
+@pytest.mark.parametrize(
+    ("db", "mentions"),
+    [("", "empty string"), ("mysql://u@127.0.0.1:1/x", "mysql://"), ("{foreign}", "not a benchlab results database")],
+    ids=["empty", "unknown-scheme", "another-programs-sqlite"],
+)
+def test_a_database_that_is_no_benchlab_database_is_refused(db: str, mentions: str, tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE experiment (x)")
+    before = foreign.read_bytes()
+    refused("compare", "--cmd", "true", "-n", "2", "--db", db.format(foreign=foreign), code=4, mentions=mentions)
+    assert foreign.read_bytes() == before  # not one table of benchlab's added to it
 
 
 VALID = {

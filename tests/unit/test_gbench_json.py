@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -65,3 +66,59 @@ def test_a_counter_named_like_a_run_metric_keeps_its_benchmark_name() -> None:
     assert {m.name for m in usage_metrics(full)} == RESERVED  # the list is every name a run records
     names = {m.name for m in benchmark_metrics({"benchmarks": [entry("sys.build", 5.0, user=3.0, tasks=7.0)]})}
     assert names == {"real_time", "cpu_time", "sys.build:user", "tasks"}
+
+
+def test_a_failed_benchmark_loses_only_its_own_metrics() -> None:
+    from benchlab.workloads.gbench_json import benchmark_results
+
+    doc = {"benchmarks": [entry("BM_a", 10.0), {**entry("BM_b", 0.0), "error_occurred": True, "error_message": "no device"}]}
+    metrics, failed = benchmark_results(doc)
+    assert {m.name for m in metrics} == {"BM_a:real_time", "BM_a:cpu_time"}  # named as when BM_b runs
+    assert failed == {"BM_b": "no device"}
+    with pytest.raises(WorkloadFailed, match="BM_b reported an error: no device"):
+        benchmark_metrics(doc)  # the probe's workloads: one benchmark each, any error fails the run
+
+
+def test_a_failed_repetition_fails_its_benchmark_and_all_failed_fails_the_run() -> None:
+    from benchlab.workloads.gbench_json import benchmark_results
+
+    doc = {"benchmarks": [entry("BM_a", 10.0), {**entry("BM_a", 1.0), "skipped": True, "skip_message": "flaky"}, entry("c", 1.0)]}
+    metrics, failed = benchmark_results(doc)
+    assert failed == {"BM_a": "flaky"} and {m.name for m in metrics} == {"c:real_time", "c:cpu_time"}
+    with pytest.raises(WorkloadFailed, match="BM_a reported an error: flaky \\(and 1 other"):
+        benchmark_results({"benchmarks": [doc["benchmarks"][1], {**entry("d", 1.0), "error_occurred": True}]})
+
+
+def test_control_characters_in_a_message_are_still_json() -> None:
+    raw = b'{"benchmarks": [{"name": "x", "error_occurred": true, "error_message": "no \x1b[31mdevice"}]}'
+    assert parse_document(raw)["benchmarks"][0]["error_message"] == "no \x1b[31mdevice"
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_a_value_no_statistic_can_use_fails_only_its_benchmark(value: float) -> None:
+    from benchlab.workloads.gbench_json import benchmark_results
+
+    doc = {"benchmarks": [entry("BM_a", 10.0), entry("BM_b", 1.0, rate=value)]}
+    metrics, failed = benchmark_results(doc)
+    assert {m.name for m in metrics} == {"BM_a:real_time", "BM_a:cpu_time"}
+    assert failed == {"BM_b": f"reported rate = {value}, not a finite number"}
+    with pytest.raises(WorkloadFailed, match="not a finite number"):
+        benchmark_results({"benchmarks": [entry("x", value)]})
+
+
+def test_names_a_binary_prints_become_labels_every_database_takes() -> None:
+    from benchlab.spec.fields import METRIC_NAME_MAX
+
+    long_a, long_b = "BM_" + "t" * 300 + "a", "BM_" + "t" * 300 + "b"
+    doc = {"benchmarks": [entry("BM_\x1b[31mred", 1.0), entry(long_a, 2.0), entry(long_b, 3.0)]}
+    names = {m.name for m in benchmark_metrics(doc)}
+    assert "BM_\\x1b[31mred:real_time" in names
+    assert all(len(n) <= METRIC_NAME_MAX and n.isprintable() for n in names)
+    assert len(names) == 6  # two long names that differ at the end stay two (a digest of the whole)
+    assert names == {m.name for m in benchmark_metrics(doc)}  # the same labels in every run
+
+
+@pytest.mark.parametrize("unit", ["minutes", 3, None])
+def test_a_time_unit_google_benchmark_never_writes_is_a_malformed_entry(unit: object) -> None:
+    with pytest.raises(WorkloadFailed, match="malformed entry .*time_unit"):
+        benchmark_metrics({"benchmarks": [{**entry("x", 1.0), "time_unit": unit}]})

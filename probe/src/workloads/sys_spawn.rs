@@ -128,6 +128,30 @@ fn grow(bytes: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// `--methods`: each of METHODS at most once, in the order given.
+fn methods(opts: &Options) -> Result<Vec<&str>, String> {
+    let methods: Vec<&str> = opts.text("methods").split(',').map(str::trim).collect();
+    if let Some(bad) = methods.iter().find(|m| !METHODS.contains(m)) {
+        return Err(format!("option --methods: '{bad}' is not one of {}", METHODS.join(", ")));
+    }
+    if let Some((i, twice)) = methods.iter().enumerate().find(|(i, m)| methods[..*i].contains(m)) {
+        return Err(format!("option --methods: '{twice}' is given twice (entry {})", i + 1));
+    }
+    Ok(methods)
+}
+
+/// `--program`: a file this process may execute, as every child will.
+fn program_path(opts: &Options) -> Result<CString, String> {
+    let path = opts.text("program");
+    let c_path = CString::new(path).map_err(|_| "option --program: a path without NUL bytes".to_string())?;
+    let is_file = std::fs::metadata(path).map(|m| m.is_file()).unwrap_or(false);
+    // SAFETY: a NUL-terminated path.
+    if !is_file || unsafe { libc::access(c_path.as_ptr(), libc::X_OK) } != 0 {
+        return Err(format!("option --program: no program at {path} that this user may execute"));
+    }
+    Ok(c_path)
+}
+
 impl Workload for Spawn {
     fn name(&self) -> &'static str {
         "sys.spawn"
@@ -144,20 +168,17 @@ impl Workload for Spawn {
     fn metrics(&self) -> &'static [MetricSpec] {
         METRICS
     }
+    fn check(&self, opts: &Options) -> Result<(), String> {
+        methods(opts)?;
+        program_path(opts).map(|_| ())
+    }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
         let bytes = opts.int("address-space")? as usize;
         let spawns = opts.int("spawns")?;
         let parallel = opts.int("parallel")?;
         let warmup = opts.int("warmup")?;
-        let methods: Vec<&str> = opts.text("methods").split(',').map(str::trim).collect();
-        if let Some(bad) = methods.iter().find(|m| !METHODS.contains(m)) {
-            return Err(format!("option --methods: '{bad}' is not one of {}", METHODS.join(", ")));
-        }
-        let path = opts.text("program").to_string();
-        let c_path = CString::new(path.clone()).map_err(|_| "option --program: a path without NUL bytes".to_string())?;
-        if std::fs::metadata(&path).map(|m| !m.is_file()).unwrap_or(true) {
-            return Err(format!("option --program: no program at {path}"));
-        }
+        let methods = methods(opts)?;
+        let c_path = program_path(opts)?;
         let mut program = Program { path: c_path, argv: [std::ptr::null(); 2], envp: [std::ptr::null()] };
         program.argv[0] = program.path.as_ptr();
         grow(bytes)?;

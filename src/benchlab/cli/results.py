@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import errno
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,6 +16,7 @@ from rich.table import Table
 
 from benchlab.cli.console import err, out
 from benchlab.cli.options import Db, Format
+from benchlab.errors import EnvironmentProblem, SpecError
 from benchlab.report import check_format, render, safe
 from benchlab.report import table as table_report
 
@@ -104,6 +108,29 @@ def show(name: Annotated[str, typer.Argument()], db: Db = None) -> None:
             out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False)
 
 
+def write_whole(path: Path, data: bytes) -> None:
+    """`data` at `path` whole or not at all: a file is written beside it and renamed into place, so
+    a full disk or a kill leaves no truncated bundle that a later import would take for a whole
+    one; what is not a file (/dev/stdout, a pipe) is written to as it is, never replaced."""
+    target = path.resolve() if path.is_symlink() else path  # a link stays a link to the new file
+    part = target.with_name(f".{target.name}.{os.getpid()}.part")
+    try:
+        if path.exists() and not path.is_file() and not path.is_dir():
+            with open(path, "wb") as f:
+                f.write(data)
+            return
+        with open(part, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(part, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            part.unlink()
+        problem = EnvironmentProblem if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else SpecError
+        raise problem(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def export(
     name: Annotated[str, typer.Argument()],
     output: Annotated[
@@ -117,7 +144,7 @@ def export(
     bundle = export_bundle(open_store(db, create=False), name)
     # a stored name may come from another machine's bundle: it names a file here, never a folder
     path = output or Path(safe.file_name(name) + ".benchlab.json")
-    path.write_text(json.dumps(bundle))
+    write_whole(path, json.dumps(bundle).encode())
     err.print(safe.text(f"wrote {len(bundle['runs'])} runs to {path}", limit=safe.LINE_MAX), highlight=False)
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from benchlab.spec.fields import escaped
+
 TEXT_MAX = 1000  # a name, a message or a cell: longer text is cut, with a count of what was left out
 LINE_MAX = 4096  # a line of benchlab's own with data in it: an error, a title, a note, a footer
 BLOCK_MAX = 64 * 1024  # a block printed deliberately (a stderr tail)
@@ -24,15 +26,10 @@ NOT_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9._+-]+")
 MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\|`*<>"})
 
 
-def _escape(c: str) -> str:
-    code = ord(c)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
 def _shown(c: str, newlines: bool) -> str:
     if c.isprintable() or (newlines and c == "\n") or unicodedata.category(c) == "Zs":
         return c
-    return _escape(c)
+    return escaped(c)
 
 
 def text(value: object, *, newlines: bool = False, limit: int = TEXT_MAX) -> str:

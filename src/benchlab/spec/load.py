@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,13 +34,18 @@ def shown(value: object) -> str:
     return text if len(text) <= 40 else f"{text[:37]}..."
 
 
+# how pydantic names a union's branch in an error's location: `int`, `constrained-int`, `list[str]`,
+# `function-after[_one_line(), str]`; a key a user wrote that merely starts so (`int_x`) is kept
+_UNION_BRANCH = re.compile(r"(str|int|float|bool|none|constrained-[a-z]+|[a-z-]+\[.*\])", re.DOTALL)
+
+
 def error_place(loc: tuple[int | str, ...]) -> str:
     """('variants', 1, 'allocator') -> 'variants[1].allocator'."""
     place = ""
     for part in loc:
         if isinstance(part, int):
             place += f"[{part}]"
-        elif part.startswith(("function-", "literal[", "list[", "dict[", "str", "int", "float", "bool", "tagged-")):
+        elif _UNION_BRANCH.fullmatch(part):
             continue  # pydantic names the union branch it tried; a user never wrote that
         elif part == "[key]":
             place += part  # the key itself is what is wrong
@@ -56,7 +65,8 @@ def spec_error(exc: ValidationError, source: str, prefix: str = "") -> SpecError
         message += f", not {type(first['input']).__name__} {shown(first['input'])}"
     message = message.removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    return SpecError(f"{message}{more}", where=f"{source}: {prefix}{error_place(tuple(first['loc']))}")
+    place = f"{prefix}{error_place(tuple(first['loc']))}" if first["loc"] or not prefix else prefix.rstrip(".")
+    return SpecError(f"{message}{more}", where=f"{source}: {place}")
 
 
 def take_section(data: Mapping[str, Any], key: str, model: type[M], source: str) -> tuple[dict[str, Any], M | None]:
@@ -85,12 +95,29 @@ def spec_from_dict(data: dict[str, Any], source: str = "spec") -> ExperimentSpec
 MAX_SPEC_BYTES = 1 << 20  # a spec is a page or two of TOML; a bigger file is something else
 
 
+def read_capped(path: Path, cap: int) -> bytes:
+    """At most `cap + 1` bytes of a file a user named, which may be anything: /dev/zero, a huge
+    file, a directory, or a named pipe. A pipe is opened without waiting for a writer (a FIFO
+    nobody writes reads as empty, as `<(command)` still reads whole), since a plain open would
+    block until one came, perhaps forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(cap + 1)
+    finally:
+        os.close(fd)
+
+
 def load_spec(path: Path) -> ExperimentSpec:
     try:
-        with path.open("rb") as f:  # read no more than the cap: the path may be /dev/zero or a huge file
-            raw = f.read(MAX_SPEC_BYTES + 1)
+        raw = read_capped(path, MAX_SPEC_BYTES)
         if len(raw) > MAX_SPEC_BYTES:
             raise SpecError(f"{path}: larger than {MAX_SPEC_BYTES >> 20} MiB, not a spec")
+        if not raw.strip():
+            raise SpecError(f"{path}: empty, not a spec")
         data = tomllib.loads(raw.decode())
     except FileNotFoundError:
         raise SpecError(f"no spec file at {path}") from None

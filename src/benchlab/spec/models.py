@@ -8,6 +8,8 @@ there, is the library installed) happen later, in `resolve`.
 
 from __future__ import annotations
 
+import math
+import posixpath
 import re
 import shlex
 from typing import Annotated, Literal
@@ -26,7 +28,8 @@ MAX_SEED = 2**63 - 1  # what the planner's RNG and the database's integers hold
 MAX_TIMEOUT = 7 * 86400.0  # a week: a run that long is a typo, not a benchmark
 Word = Annotated[Arg, Field(min_length=1)]  # a path, a program: never empty
 Args = Annotated[list[Arg], Field(max_length=MAX_ITEMS)]  # a command line
-Seconds = Annotated[Finite, Field(gt=0, le=MAX_TIMEOUT)]
+MIN_TIMEOUT = 0.01  # seconds: below this no process even starts, so every run would time out
+Seconds = Annotated[Finite, Field(ge=MIN_TIMEOUT, le=MAX_TIMEOUT)]
 Scalar = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] | Finite | bool | Arg
 
 Direction = Literal["lower", "higher", "none"]
@@ -96,6 +99,8 @@ class WorkloadSpec(Strict):
             raise ValueError("give exactly one of builtin, gbench or command")
         if self.options and self.builtin is None:
             raise ValueError("options apply to builtin workloads only (use args for the others)")
+        if self.args and self.builtin is not None:
+            raise ValueError("args apply to gbench and command workloads; a builtin takes options = { NAME = VALUE }")
         return self
 
     @property
@@ -103,14 +108,17 @@ class WorkloadSpec(Strict):
         return "builtin" if self.builtin else "gbench" if self.gbench else "command"
 
 
-_CPU_RANGE = re.compile(r"^\d+(-\d+)?$")
+_CPU_RANGE = re.compile(r"[0-9]+(-[0-9]+)?")  # ASCII digits only: "٠" is no CPU number
 
 
 def parse_cpu_list(text: str) -> list[int]:
-    """Parses the kernel's cpu-list syntax ("0-3,6") as taskset and cpusets write it."""
+    """Parses the kernel's cpu-list syntax ("0-3,6", spaces after commas allowed) as taskset and
+    cpusets write it; anything else is refused whole, never read as a part of itself."""
+    if len(text) > MAX_ITEMS:
+        raise ValueError(f"a CPU list of {len(text)} characters; at most {MAX_ITEMS}")
     cpus: set[int] = set()
-    for part in text[:MAX_ITEMS].replace(" ", "").split(","):
-        if not _CPU_RANGE.match(part):
+    for part in (p.strip(" ") for p in text.split(",")):
+        if not _CPU_RANGE.fullmatch(part):
             raise ValueError(f"'{text[:40]}' is not a CPU list such as 0-3,6")
         lo, _, hi = part.partition("-")
         if len(lo) > 5 or len(hi) > 5 or int(hi or lo) >= MAX_CPU:  # bounded before a range is built
@@ -122,27 +130,55 @@ def parse_cpu_list(text: str) -> list[int]:
     return sorted(cpus)
 
 
+KNOB_ROOTS = ("/proc/sys/", "/sys/")
+
+
+def knob_spelling_problem(path: str) -> str | None:
+    """Why `path` is no knob by its spelling, or None: one rule for specs, bundles and `restore`,
+    which trust a journal no more than a spec."""
+    if "\0" in path or not path.startswith("/") or ".." in path.split("/"):
+        return "must be an absolute path without '..'"
+    if posixpath.normpath(path) != path:
+        return f"is written {posixpath.normpath(path)!r} (one spelling per knob)"
+    if not path.startswith(KNOB_ROOTS):
+        return "is not under /proc/sys or /sys"
+    return None
+
+
+def _finite_number(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
 class ShimSpec(Strict):
     """benchlab's allocator shim, preloaded ahead of the allocator: one free in `sampling` per
     thread is quarantined and pattern-checked (0 = installed, doing nothing else)."""
 
     sampling: Annotated[int, Field(ge=0, le=2**62)] = 0
-    scope: Annotated[str, Field(min_length=1, pattern=r"^[^\x00=]+$")] | None = None  # program-name glob: "make", "cc*"
+    scope: Annotated[Line, Field(min_length=1, pattern=r"^[^=]+$")] | None = None  # program-name glob: "make", "cc*"
     quarantine: Annotated[int, Field(ge=1, le=65536)] = 1024  # blocks parked at most
     quarantine_kib: Annotated[int, Field(ge=0, le=2**30)] = 16384  # bytes parked at most, in KiB
 
 
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?$", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?) ?(?:([KMGT])i?B?|B?)", re.IGNORECASE)
 
 
 def parse_size(value: object) -> object:
-    """Bytes from 1073741824, "1G", "512MiB" or "64k" (powers of 1024)."""
+    """Bytes from 1073741824, "1G", "512MiB", "1.5G" or "64k" (powers of 1024), in whole bytes."""
     if isinstance(value, str):
-        found = _SIZE.match(value.strip())
+        found = _SIZE.fullmatch(value)
         if not found:
-            raise ValueError(f"'{value}' is not a size such as 512M or 2G")
-        return int(float(found[1]) * 1024 ** "KMGT".find(found[2].upper()) * (1024 if found[2] else 1))
+            raise ValueError(f"{value[:40]!r} is not a size such as 512M or 2G")
+        size = float(found[1]) * 1024 ** ("KMGT".find(found[2].upper()) + 1 if found[2] else 0)
+        if size != int(size):
+            raise ValueError(f"{value!r} is not a whole number of bytes")
+        return int(size)
     return value
+
+
+# [user@]host: a word ssh cannot take for one of its options (a leading '-' would be `-oProxyCommand=...`)
+_SSH_HOST = r"([\w][\w.-]*@)?([\w][\w.-]*|\[[0-9A-Fa-f:]+\])"
 
 
 class EnvironmentSpec(Strict):
@@ -152,7 +188,8 @@ class EnvironmentSpec(Strict):
 
     kind: Literal["local", "container", "ssh"] = "local"
     rootfs: Word | None = None  # container: the root filesystem (default: `benchlab container build`'s)
-    cpus: Annotated[Finite, Field(gt=0, le=4096)] | None = None  # container: CPU limit (cgroup quota), in CPUs
+    # container: CPU limit (cgroup quota), in CPUs; the kernel's smallest quota is 1 ms a 100 ms period
+    cpus: Annotated[Finite, Field(ge=0.01, le=4096)] | None = None
     memory: Annotated[int, Field(ge=4 << 20, le=1 << 50)] | None = None  # container: memory limit in bytes ("1G" accepted)
     host: Line | None = None  # ssh: [user@]host
     port: Annotated[int, Field(ge=1, le=65535)] | None = None  # ssh
@@ -167,7 +204,7 @@ class EnvironmentSpec(Strict):
         if not isinstance(value, str):
             return value
         if value.startswith("ssh://"):
-            found = re.fullmatch(r"(.*?)(?::(\d+))?/?", value.removeprefix("ssh://"))
+            found = re.fullmatch(r"(.*?)(?::([0-9]+))?/?", value.removeprefix("ssh://"))
             host, port = found.groups() if found else (value, None)
             return {"kind": "ssh", "host": host, **({"port": int(port)} if port else {})}
         return {"kind": value}
@@ -180,8 +217,8 @@ class EnvironmentSpec(Strict):
             raise ValueError("rootfs, cpus and memory apply to a container environment")
         if self.kind != "ssh" and any(v is not None for v in ssh):
             raise ValueError("host, port and ssh_options apply to an ssh environment")
-        if self.kind == "ssh" and not (self.host and re.fullmatch(r"([\w.-]+@)?([\w.-]+|\[[0-9A-Fa-f:]+\])", self.host)):
-            raise ValueError("an ssh environment needs a host such as ssh://user@lab-2")
+        if self.kind == "ssh" and not (self.host and re.fullmatch(_SSH_HOST, self.host, re.ASCII)):
+            raise ValueError("an ssh environment needs a host such as ssh://user@lab-2 (letters, digits, . _ -; no leading -)")
         return self
 
     @property
@@ -238,12 +275,24 @@ class VariantSpec(Strict):
                 raise ValueError(f"{key[:60]!r} is not an environment variable name")
         return value
 
+    @field_validator("knobs")
+    @classmethod
+    def _knob_paths(cls, value: dict[str, str]) -> dict[str, str]:
+        """Where a knob may be, by its spelling alone (whether it exists is checked where it is
+        written): one spelling per file, so that one knob cannot be journalled twice."""
+        for path in value:
+            problem = knob_spelling_problem(path)
+            if problem is not None:
+                raise ValueError(f"{path[:80]!r} {problem}")
+        return value
+
     @field_validator("env", "knobs", mode="before")
     @classmethod
     def _numbers_as_text(cls, value: object) -> object:
-        """`X = 1` in TOML means the text "1" for an environment variable or a sysfs file."""
+        """`X = 1` in TOML means the text "1" for an environment variable or a sysfs file (a number
+        that is not finite stays a number, and is refused as one)."""
         if isinstance(value, dict):
-            return {k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for k, v in value.items()}
+            return {k: str(v) if _finite_number(v) else v for k, v in value.items()}
         return value
 
 

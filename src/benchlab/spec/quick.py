@@ -24,9 +24,9 @@ def typed(text: str) -> int | float | bool | str:
     true a flag, anything else text. Strict validation then judges it as if a spec held it."""
     if text in ("true", "false"):
         return text == "true"
-    if re.fullmatch(r"[+-]?\d{1,19}", text):
+    if re.fullmatch(r"[+-]?[0-9]{1,20}", text):  # ASCII digits: int() would read "٢" as 2
         return int(text)
-    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d{1,3})", text):
+    if re.fullmatch(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(\.[0-9]*)?[eE][+-]?[0-9]{1,3})", text):
         return float(text)
     return text
 
@@ -36,13 +36,15 @@ def _pairs(text: str, where: str) -> list[tuple[str, str]]:
         tokens = shlex.split(text)
     except ValueError as exc:
         raise SpecError(f"cannot split {shown(text)}: {exc}", where=where) from None
-    pairs = []
+    pairs: dict[str, str] = {}
     for token in tokens:
         key, sep, value = token.partition("=")
         if not sep or not key:
             raise SpecError(f"{shown(token)} is not key=value", where=where)
-        pairs.append((key, value))
-    return pairs
+        if key in pairs:  # which one was meant is the user's to say, not the last one's to win
+            raise SpecError(f"{shown(key)} is given twice", where=where)
+        pairs[key] = value
+    return list(pairs.items())
 
 
 def parse_variant(text: str) -> dict[str, Any]:
@@ -88,6 +90,6 @@ def quick_spec(
         "seed": seed,
         "timeout": timeout,
     }
-    if baseline:
+    if baseline is not None:
         data["baseline"] = baseline
     return spec_from_dict(data, "command line")

@@ -14,6 +14,7 @@ values = [5000, 15000, 20000, 30000]   # or: range = { start = 1, stop = 1e6, st
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import re
@@ -21,12 +22,12 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from benchlab.errors import SpecError
 from benchlab.spec.fields import Finite, Line
-from benchlab.spec.models import MAX_VARIANTS, Scalar, Strict
-from benchlab.spec.variant_fields import set_field
+from benchlab.spec.models import MAX_VARIANTS, Scalar, Strict, VariantSpec
+from benchlab.spec.variant_fields import set_field, shown
 
 
 class RangeSpec(Strict):
@@ -77,6 +78,15 @@ class SweepSpec(Strict):
     base: dict[str, Any] = {}
     fit: Literal["value", "reciprocal", "none"] = "value"
 
+    @model_validator(mode="after")
+    def _distinct(self) -> SweepSpec:
+        if len({p.field for p in self.parameters}) < len(self.parameters):
+            raise ValueError(f"the field {self.parameters[0].field!r} is swept twice")
+        made = next((key for key in ("name", "sweep") if key in self.base), None)
+        if made is not None:
+            raise ValueError(f"base.{made} is made by the sweep for each variant; remove it")
+        return self
+
 
 def _label(value: Scalar) -> str:
     text = f"{value:g}" if isinstance(value, float) else str(value).lower()
@@ -87,14 +97,35 @@ def _short(field: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]", "_", field.rsplit(".", 1)[-1].rsplit("/", 1)[-1])
 
 
+def _check_point(variant: object, where: str) -> None:
+    """A stored swept variant carries the point it stands for (`sweep`), which the fit reads; a
+    point that its own fields contradict (written by hand: `sweep = { "env.X" = 5 }` beside
+    `env.X = "1"`, or beside no env.X at all) would put its runs at a place they never ran."""
+    if not isinstance(variant, dict) or not isinstance(variant.get("sweep"), dict) or not variant["sweep"]:
+        return
+    claimed = copy.deepcopy(variant)
+    for field, value in variant["sweep"].items():
+        set_field(claimed, str(field), value, where)
+    try:
+        agrees = VariantSpec.model_validate(claimed) == VariantSpec.model_validate(variant)
+    except ValidationError:
+        return  # the variant's own errors are reported where the spec is validated
+    if not agrees:
+        raise SpecError("is not what the variant's fields hold (a sweep point is written by [sweep])", where=where)
+
+
 def expand_sweep(data: Mapping[str, Any], source: str) -> dict[str, Any]:
     """The spec with its `sweep` section replaced by the variants it stands for."""
     from benchlab.spec.load import take_section
 
     out, sweep = take_section(data, "sweep", SweepSpec, source)
+    variants = out.get("variants") or []
+    if not isinstance(variants, list):
+        raise SpecError(f"a list of variants, not {type(variants).__name__} {shown(variants)}", where=f"{source}: variants")
+    for i, given in enumerate(variants):
+        _check_point(given, f"{source}: variants[{i}].sweep")
     if sweep is None:
         return out
-    variants = list(out.get("variants") or [])
     grid = [p.points() for p in sweep.parameters]
     count = math.prod(map(len, grid))  # counted before a single variant is built
     if count + len(variants) > MAX_VARIANTS:
@@ -103,6 +134,7 @@ def expand_sweep(data: Mapping[str, Any], source: str) -> dict[str, Any]:
             f"{f' beside {len(variants)} others' if variants else ''}; at most {MAX_VARIANTS} are allowed",
             where=f"{source}: sweep.parameters",
         )
+    variants = list(variants)
     for point in itertools.product(*grid):
         variant: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in sweep.base.items()}
         for i, (parameter, value) in enumerate(zip(sweep.parameters, point, strict=True)):

@@ -18,7 +18,10 @@ def set_field(variant: dict[str, Any], key: str, value: Any, where: str) -> None
     """Sets `key` in a variant's raw dict, before validation checks the value."""
     field, dot, sub = key.partition(".")
     if field in MAPPED and dot and sub:
-        variant.setdefault(field, {})[sub] = value
+        table = variant.setdefault(field, {})
+        if not isinstance(table, dict):
+            raise SpecError(f"{field} is {type(table).__name__} {shown(table)}, not a table to set {shown(sub)} in", where=where)
+        table[sub] = value
     elif field in PLAIN and not dot:
         variant[field] = value
     else:

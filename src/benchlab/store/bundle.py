@@ -12,6 +12,7 @@ workload versions: results of different work are never compared.
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Mapping
@@ -25,8 +26,8 @@ from sqlalchemy.exc import IntegrityError
 
 from benchlab.errors import SpecError, StoreError
 from benchlab.metrics import Metric
-from benchlab.spec.fields import Blob, Line, Name
-from benchlab.spec.load import spec_error
+from benchlab.spec.fields import UNIT_MAX, Blob, Label, Line, Name
+from benchlab.spec.load import read_capped, spec_error
 from benchlab.spec.models import Direction, ExperimentSpec, VariantSpec
 from benchlab.store import schema as t
 from benchlab.store.db import ExperimentRecord, Store, is_unique_violation
@@ -35,17 +36,20 @@ BUNDLE_SCHEMA = "benchlab.bundle/1"
 BUNDLE_MAX = 1 << 30  # bytes: refused before reading, a bigger file is not worth holding in memory
 DETAILS_MAX = 64 * 1024  # a run's details as JSON text
 TIME_MAX = 1e11  # seconds since 1970 (the year 5138): a larger timestamp is not a time
+CLOCK_SKEW_S = 86400.0  # a run that ended later than a day from now on this machine's clock never ran
 VALUE_MAX = 1e30  # a metric value beyond this would overflow the statistics' sums of squares
 # units whose values are times, sizes, counts or rates: a negative one was never measured
 NOT_NEGATIVE = frozenset({"s", "ms", "us", "ns", "KiB", "B/s", "1/s", "count"})
 
 Timestamp = Annotated[float, Field(ge=0, le=TIME_MAX, allow_inf_nan=False)]
 Value = Annotated[float, Field(ge=-VALUE_MAX, le=VALUE_MAX, allow_inf_nan=False)]
-RunUuid = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
+# lower case only, as export writes it: the database's UNIQUE(uuid) compares text, so an upper-cased
+# copy of a stored run would be a second run
+RunUuid = Annotated[str, Field(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
 BundleId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,35}$")]  # a uuid as export writes it
-MetricName = Annotated[Line, Field(min_length=1, max_length=200)]  # the schema's column sizes
-Unit = Annotated[Line, Field(max_length=20)]
-Version = Annotated[Line, Field(min_length=1, max_length=200)]
+MetricName = Label  # the schema's column sizes
+Unit = Annotated[Line, Field(max_length=UNIT_MAX)]
+Version = Annotated[Blob, Field(min_length=1)]  # a Google Benchmark workload's holds its arguments
 Fact = Annotated[Line, Field(max_length=4096)] | Annotated[int, Field(ge=-(2**62), le=2**62)] | Value | bool | None
 
 
@@ -95,6 +99,20 @@ class BundleMetric(Strict):
         return self
 
 
+class RunDetails(BaseModel):
+    """What a run ran under (see `Runner._run_one`): the fields reports read are typed; others,
+    from newer versions, are kept as plain JSON."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    __pydantic_extra__: dict[Annotated[str, Field(max_length=100)], JsonValue]
+
+    options: dict[Annotated[str, Field(max_length=100)], JsonValue] | None = None
+    allocator: Line | None = None
+    allocator_library: Line | None = None
+    failed_benchmarks: Annotated[dict[Label, Blob], Field(max_length=100_000)] | None = None
+    machine: dict[Annotated[str, Field(max_length=64)], Fact] | None = None
+
+
 class BundleRun(Strict):
     uuid: RunUuid
     workload: Name
@@ -110,14 +128,14 @@ class BundleRun(Strict):
     message: Blob | None
     stderr_tail: Blob | None
     workload_version: Version
-    details: dict[Annotated[str, Field(max_length=100)], JsonValue] | None = None  # older bundles lack them
+    details: RunDetails | None = None  # older bundles lack them
     metrics: Annotated[list[BundleMetric], Field(max_length=100_000)]
 
     @model_validator(mode="after")
     def _consistent(self) -> BundleRun:
         if self.ended_at < self.started_at:
             raise ValueError(f"it ended ({self.ended_at}) before it started ({self.started_at})")
-        if self.details is not None and len(json.dumps(self.details)) > DETAILS_MAX:
+        if self.details is not None and len(self.details.model_dump_json(exclude_unset=True)) > DETAILS_MAX:
             raise ValueError(f"its details exceed {DETAILS_MAX >> 10} KiB")
         names = [m.name for m in self.metrics]
         twice = next((n for n in names if names.count(n) > 1), None) if len(set(names)) < len(names) else None
@@ -227,17 +245,26 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _finite_float(text: str) -> float:
+    """JSON's numbers as floats, where 1e400 would silently become infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is beyond the numbers a float holds")
+    return value
+
+
 def read_bundle(path: Path) -> CheckedBundle:
     """The bundle at `path`, wholly checked; any problem is one SpecError naming its place."""
     source = str(path)
     try:
         if path.is_file() and path.stat().st_size > BUNDLE_MAX:
             raise SpecError(f"{source}: larger than {BUNDLE_MAX >> 30} GiB, not read")
-        with path.open("rb") as f:  # no more than the cap: the path may be a device or a pipe
-            raw = f.read(BUNDLE_MAX + 1)
+        raw = read_capped(path, BUNDLE_MAX)
         if len(raw) > BUNDLE_MAX:
             raise SpecError(f"{source}: larger than {BUNDLE_MAX >> 30} GiB, not read")
-        data = json.loads(raw.decode(), parse_constant=_no_constant)
+        if not raw.strip():
+            raise SpecError(f"{source} is empty, not a benchlab bundle")
+        data = json.loads(raw.decode(), parse_constant=_no_constant, parse_float=_finite_float)
     except FileNotFoundError:
         raise SpecError(f"no bundle at {source}") from None
     except OSError as exc:
@@ -281,6 +308,8 @@ def _check_references(bundle: Bundle, source: str) -> ExperimentSpec:
             raise SpecError(f"variant '{variant.name}' differs from the spec's", where=f"{source}: experiment.variants[{i}]")
     versions = {w.name: w.version for w in info.workloads}
     variants = {v.name for v in spec.variants}
+    blocks = spec.until_decided.max_blocks if spec.until_decided else spec.blocks
+    latest = time.time() + CLOCK_SKEW_S
     uuids: set[str] = set()
     keys: set[tuple[str, str, str, int, bool]] = set()
     units: dict[tuple[str, str], tuple[str, str]] = {}
@@ -294,12 +323,19 @@ def _check_references(bundle: Bundle, source: str) -> ExperimentSpec:
             raise SpecError(f"no variant '{run.variant}' in the experiment", where=f"{where}.variant")
         if run.workload_version != versions[run.workload]:
             raise SpecError(f"not the version of workload '{run.workload}' in this bundle", where=f"{where}.workload_version")
-        if run.uuid.lower() in uuids:
+        if run.block >= (spec.warmup if run.warmup else blocks):
+            kind, count = ("warm-up round", spec.warmup) if run.warmup else ("block", blocks)
+            raise SpecError(f"{kind} {run.block}, but the spec has {count} (numbered from 0)", where=f"{where}.block")
+        if run.ended_at > latest:
+            raise SpecError(
+                f"ended at {time.strftime('%Y-%m-%d', time.gmtime(run.ended_at))}, in the future", where=f"{where}.ended_at"
+            )
+        if run.uuid in uuids:
             raise SpecError(f"a second run with uuid {run.uuid}", where=f"{where}.uuid")
         key = (run.host, run.workload, run.variant, run.block, run.warmup)
         if key in keys:
             raise SpecError(f"a second run of {run.workload}/{run.variant} block {run.block} on host {run.host}", where=where)
-        uuids.add(run.uuid.lower())
+        uuids.add(run.uuid)
         keys.add(key)
         for j, metric in enumerate(run.metrics):
             first = units.setdefault((run.workload, metric.name), (metric.unit, metric.direction))
@@ -386,11 +422,12 @@ def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: 
         values += [{"run_id": run_id, "name_id": names[m.name], "value": m.value} for m in run.metrics]
     if values:
         conn.execute(insert(t.metric), values)
-    details = [
-        {"run_id": run_id, "details": json.dumps(run.details, sort_keys=True)}
+    given = (
+        (run_id, run.details.model_dump(mode="json", exclude_unset=True))
         for run, run_id in zip(bundle.runs, run_ids, strict=True)
         if run.details
-    ]
+    )
+    details = [{"run_id": run_id, "details": json.dumps(facts, sort_keys=True)} for run_id, facts in given if facts]
     if details:
         conn.execute(insert(t.run_detail), details)
 

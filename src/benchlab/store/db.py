@@ -7,7 +7,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import sqlite3
 import time
+import urllib.parse
 import uuid as uuidlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,10 +19,12 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, CursorResult, Engine, Integer, create_engine, delete, event, func, insert, select
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from benchlab.errors import StoreError
 from benchlab.metrics import Metric
+from benchlab.spec.fields import without_nul
 from benchlab.store import schema as t
 
 
@@ -33,17 +37,37 @@ def default_db() -> str:
     return os.path.join(base, "benchlab", "results.db")
 
 
-def engine_url(target: str, *, create: bool = True) -> str:
+def engine_url(target: str, *, create: bool = True) -> URL:
     """The SQLAlchemy URL of a target; a SQLite file that is not there is made only when `create`
-    (read-only commands must not leave an empty database behind a mistyped path)."""
+    (read-only commands must not leave an empty database behind a mistyped path). A path is
+    never parsed as a URL: `?` and `#` are characters of its name."""
+    if not target:
+        raise StoreError("the results database is named by an empty string (give a SQLite path or a postgresql:// URL)")
     if "://" in target:
         scheme, rest = target.split("://", 1)
-        return f"postgresql+psycopg://{rest}" if scheme in ("postgres", "postgresql") else target
+        if scheme in ("postgres", "postgresql", "postgresql+psycopg"):
+            return make_url(f"postgresql+psycopg://{rest}")
+        raise StoreError(f"{scheme}:// is no results database benchlab can use (a SQLite path or a postgresql:// URL)")
     path = Path(target).expanduser().absolute()
     if not create and not path.is_file():
         raise StoreError(f"no results database at {path}")
+    _refuse_foreign_sqlite(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{path}"
+    return URL.create("sqlite", database=str(path))
+
+
+def _refuse_foreign_sqlite(path: Path) -> None:
+    """Another program's SQLite file is left exactly as it is: looked at read-only, before the
+    connection pragmas (WAL) or the schema would change it."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True)) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open results database {path}: {exc}") from None
+    if tables and t.schema_version.name not in tables:
+        raise StoreError(f"{path} is not a benchlab results database (it holds tables of its own)")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -169,15 +193,23 @@ class Store:
 
     def __init__(self, target: str | None = None, *, create: bool = True) -> None:
         """`create=False` for commands that only read: a missing SQLite file is a StoreError."""
-        self.target = target or default_db()
+        self.target = default_db() if target is None else target
         self._names: dict[int, dict[str, int]] = {}  # workload id -> metric name -> metric_name id
-        url = engine_url(self.target, create=create)
+        made: Path | None = None  # a SQLite file this call creates: removed again if it cannot be set up
         try:
+            url = engine_url(self.target, create=create)
+            if url.drivername == "sqlite" and url.database and not os.path.exists(url.database):
+                made = Path(url.database)
             self.engine: Engine = create_engine(url)
             if self.engine.dialect.name == "sqlite":
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             self._ensure_schema()
         except (SQLAlchemyError, OSError) as exc:
+            if made is not None:  # a full disk must not leave an empty file that reads as a database
+                if hasattr(self, "engine"):
+                    self.engine.dispose()
+                for leftover in (made, Path(f"{made}-wal"), Path(f"{made}-shm")):
+                    leftover.unlink(missing_ok=True)
             raise StoreError(f"cannot open results database {self.target}: {_reason(exc)}") from None
 
     def _ensure_schema(self) -> None:
@@ -400,8 +432,8 @@ class Store:
             "started_at": started_at,
             "ended_at": ended_at,
             "exit_code": exit_code,
-            "message": message,
-            "stderr_tail": stderr_tail,
+            "message": without_nul(message),
+            "stderr_tail": without_nul(stderr_tail),
             "workload_version": workload_version or exp.workload_versions[workload],
         }
         try:
@@ -410,10 +442,12 @@ class Store:
                 self.insert_metrics(conn, run_id, exp.workload_ids[workload], metrics)
                 if details:
                     conn.execute(insert(t.run_detail).values(run_id=run_id, details=json.dumps(details, sort_keys=True)))
-        except IntegrityError:
-            raise StoreError(
-                f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
-            ) from None
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                raise StoreError(
+                    f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
+                ) from None
+            raise StoreError(f"the database refused run {workload}/{variant} block {block}: {_reason(exc)}") from None
 
     def run_identities(self, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
         """run id -> (uuid, workload version), which bundles carry and reports do not need."""
@@ -438,19 +472,30 @@ class Store:
         conn.execute(_INSERT_METRIC, [{"run_id": run_id, "name_id": ids[m.name], "value": m.value} for m in metrics])
 
     def metric_name_ids(self, conn: Connection, workload_id: int, metrics: list[Metric]) -> dict[str, int]:
-        """Ids of the metrics' names for this workload, registering new ones (first unit and direction win)."""
+        """Ids of the metrics' names for this workload, registering new ones. A metric's unit and
+        direction are stored once, with its name: a value in another unit (an imported run in ms
+        where this database holds s) is refused, never read in the stored one."""
         known = self._names.setdefault(workload_id, {})
         missing = [m for m in metrics if m.name not in known]
         if missing:
-            query = select(t.metric_name.c.name, t.metric_name.c.id).where(t.metric_name.c.workload_id == workload_id)
-            known.update(dict(conn.execute(query).all()))
-            new = {m.name: m for m in missing if m.name not in known}
+            names = t.metric_name.c
+            query = select(names.name, names.id, names.unit, names.direction).where(names.workload_id == workload_id)
+            stored = {row.name: row for row in conn.execute(query)}
+            for m in missing:
+                row = stored.get(m.name)
+                if row is not None and (row.unit, row.direction) != (m.unit, m.direction):
+                    raise StoreError(
+                        f"metric {m.name!r} is stored here in {row.unit!r} ({row.direction}), not {m.unit!r} "
+                        f"({m.direction}); values in different units are never compared"
+                    )
+            new = {m.name: m for m in missing if m.name not in stored}
             if new:
                 conn.execute(
                     insert(t.metric_name),
                     [{"workload_id": workload_id, "name": n, "unit": m.unit, "direction": m.direction} for n, m in new.items()],
                 )
-                known.update(dict(conn.execute(query).all()))
+                stored = {row.name: row for row in conn.execute(query)}
+            known.update({name: row.id for name, row in stored.items()})
         return known
 
     def load(self, exp: ExperimentRecord) -> ExperimentData:

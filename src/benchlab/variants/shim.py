@@ -34,7 +34,10 @@ def shim_environment(spec: ShimSpec | None) -> dict[str, str]:
     return env
 
 
+FINDING = "uaf_writes_caught"  # the one metric the shim adds to a run
+
+
 def shim_findings(stderr: bytes) -> list[Metric]:
     """Use-after-free writes the quarantine caught in the run's processes. A finding, not
     a cost: it carries no direction, and a workload with one deserves a bug report."""
-    return [Metric("uaf_writes_caught", float(len(_CAUGHT.findall(stderr))), "count", "none")]
+    return [Metric(FINDING, float(len(_CAUGHT.findall(stderr))), "count", "none")]

@@ -145,7 +145,7 @@ def _conf_pairs(conf: str, where: str) -> dict[str, Value]:
         name, sep, value = pair.partition(":")
         if not (sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name) and value):
             raise SpecError(f"'{pair[:60]}' is not a name:value pair of MALLOC_CONF", where=where)
-        pairs[name] = int(value) if re.fullmatch(r"-?\d{1,18}", value) else value
+        pairs[name] = int(value) if re.fullmatch(r"-?[0-9]{1,18}", value) else value
     return pairs
 
 

@@ -45,7 +45,7 @@ def probe_version(name: str, version: int) -> str:
     return f"probe:{name}:{version}"
 
 
-_SIZE = re.compile(r"^(\d{1,20})([kKmMgG]?)$")
+_SIZE = re.compile(r"([0-9]{1,20})([kKmMgG]?)")
 
 
 def option_value(option: dict[str, Any], value: object, where: str) -> str:
@@ -59,7 +59,7 @@ def option_value(option: dict[str, Any], value: object, where: str) -> str:
         return "1" if value else "0"
     if kind in ("int", "size") and integer:
         number = int(value)  # type: ignore[call-overload]
-    elif kind == "size" and isinstance(value, str) and (found := _SIZE.match(value)):
+    elif kind == "size" and isinstance(value, str) and (found := _SIZE.fullmatch(value)):
         number = int(found[1]) * 1024 ** " kmg".index(found[2].lower() or " ")
     elif (kind == "choice" and value in option["choices"]) or (kind == "text" and (integer or isinstance(value, str))):
         return str(value)

@@ -136,6 +136,21 @@ fn timed<T: Task, R: Send>(
 pub struct Cpu<T: Task>(pub T);
 
 impl<T: Task> Cpu<T> {
+    /// `--part`: None for all of each round, else the one part to run (checked before running).
+    fn part_option(opts: &Options) -> Result<Option<usize>, String> {
+        let text = opts.text("part");
+        if text == "all" {
+            return Ok(None);
+        }
+        if T::PARTS == 0 {
+            return Err(format!("option --part: {} has no parts (only all)", T::NAME));
+        }
+        match text.parse::<usize>() {
+            Ok(part) if part < T::PARTS => Ok(Some(part)),
+            _ => Err(format!("option --part: '{text}' is not all or a part 0..={}", T::PARTS - 1)),
+        }
+    }
+
     /// Every thread runs all rounds; returns the common checksum.
     fn copies_of(
         &self,
@@ -251,6 +266,9 @@ impl<T: Task> Workload for Cpu<T> {
     fn metrics(&self) -> &'static [MetricSpec] {
         METRICS
     }
+    fn check(&self, opts: &Options) -> Result<(), String> {
+        Self::part_option(opts).map(|_| ())
+    }
     fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
         let mut threads = opts.int("threads")? as usize;
         if threads == 0 {
@@ -265,13 +283,7 @@ impl<T: Task> Workload for Cpu<T> {
             let bytes = self.0.input_file(&input).ok_or_else(|| format!("{} has no input file to save", T::NAME))?;
             std::fs::write(path, bytes).map_err(|e| format!("cannot write {path}: {e}"))?;
         }
-        if opts.text("part") != "all" {
-            if T::PARTS == 0 {
-                return Err(format!("{} has no parts", T::NAME));
-            }
-            let part = opts.text("part").parse::<usize>().ok().filter(|p| *p < T::PARTS).ok_or_else(|| {
-                format!("option --part: '{}' is not all or a part 0..={}", opts.text("part"), T::PARTS - 1)
-            })?;
+        if let Some(part) = Self::part_option(opts)? {
             let (c, t) = self.copies_of(&input, threads, iterations, |scratch| self.0.part(&input, scratch, part))?;
             return Ok(vec![self.entry(&input, c, iterations, iterations * threads as u64, threads, t.wall_ns, t.cpu_ns)]);
         }
