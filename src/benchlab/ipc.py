@@ -17,6 +17,7 @@ from typing import Any
 
 from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import probe_path
+from benchlab.workloads.probe import catalogue, option_value
 
 MECHANISMS = ("pipe", "unix", "seqpacket", "eventfd", "futex", "binder")
 BINDER_DEVICES = ("binderfs/binder", "binder")  # under /dev, in the order the probe looks
@@ -60,10 +61,18 @@ class ProbeOutput:
 
 
 def run_probe(workload: str, options: Mapping[str, object], fmt: str) -> ProbeOutput:
-    """One direct probe run; a failure becomes one line naming what the probe said."""
+    """One direct probe run. Its options are checked first, as a spec's would be (the declared
+    kinds and bounds, then `--check` for what needs this machine: pairs beyond its CPUs), so a bad
+    value is bad input (exit 2) naming the flag; a failure of the run itself is one line naming
+    what the probe said."""
+    declared = {o["name"]: o for o in catalogue()[workload]["options"]}
     argv = [probe_path(), workload]
     for key, value in options.items():
-        argv += [f"--{key}", str(int(value) if isinstance(value, bool) else value)]
+        argv.append(f"--{key}={option_value(declared[key], value, f'--{key}')}")  # `=`: a value may start with '-'
+    check = subprocess.run([*argv, "--check"], capture_output=True, text=True, check=False)
+    if check.returncode != 0:
+        last = (check.stderr.strip().splitlines() or [f"exit {check.returncode}"])[-1]
+        raise SpecError(last.removeprefix(f"benchlab-probe {workload}: "))
     proc = subprocess.run([*argv, "--format", fmt], capture_output=True, text=True, check=False)
     messages = proc.stderr.splitlines()
     if proc.returncode != 0:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from benchlab.variants.knobs import KnobJournal, MachineLock, Restoration
 from benchlab.variants.shim import FINDING, shim_findings
 from benchlab.workloads import Workload, check_fits, resolve_workload
 from benchlab.workloads.base import RecordsDetails
-from benchlab.workloads.probe import probe_notes
+from benchlab.workloads.probe import ProbeWorkload, probe_notes
 from benchlab.workloads.steps import run_step
 
 
@@ -52,14 +53,9 @@ class Prepared:
                 f"workload {stepped[0]} has setup/clean steps, which run on this machine, "
                 f"and variant {remote[0]} runs on another host"
             )
-        for i, w in enumerate(spec.workloads):  # a command's metrics are known before it runs: a misspelt one is not
-            unknown = sorted(set(w.metrics) - RESERVED - {FINDING}) if w.command is not None else []
-            if unknown:
-                raise SpecError(
-                    f"{unknown[0]!r} is not a metric of a command workload ({', '.join(sorted(RESERVED))}, {FINDING})",
-                    where=f"workloads[{i}].metrics",
-                )
         workloads = {w.name: resolve_workload(w, f"workloads[{i}]") for i, w in enumerate(spec.workloads)}
+        for i, workload in enumerate(workloads.values()):
+            _check_metric_settings(workload, f"workloads[{i}].metrics")
         variants = {v.name: PreparedVariant.prepare(v, f"variants[{i}]") for i, v in enumerate(spec.variants)}
         local = [(f"variants[{i}]", v.cpus) for i, v in enumerate(variants.values()) if v.spec.environment.kind != "ssh"]
         placed = {cpus: where for where, cpus in reversed(local)}  # each distinct set of CPUs once, named by its first variant
@@ -70,6 +66,28 @@ class Prepared:
 
     def spec_json(self) -> dict[str, object]:
         return self.spec.model_dump(mode="json")
+
+
+def _check_metric_settings(workload: Workload, where: str) -> None:
+    """A `metrics` entry must name a metric the workload has, where that is known before it runs
+    (commands and built-ins; a Google Benchmark binary's are known only from its output): a
+    misspelt name would otherwise be silently ignored, and its direction with it."""
+    if isinstance(workload, ProbeWorkload):
+        # declared with placeholders: "sys.spawn/<method>:p50" stands for sys.spawn/fork:p50 and the others
+        own = [re.sub(r"<[^>]*>", "[^:]+", re.escape(m["name"])) for m in workload.info.get("metrics", [])]
+    elif workload.spec.command is not None:
+        own = []
+    else:
+        return
+    known = re.compile("|".join([*map(re.escape, sorted(RESERVED | {FINDING})), *own]))
+    unknown = next((name for name in workload.spec.metrics if not known.fullmatch(name)), None)
+    if unknown is not None:
+        named = ", ".join(m["name"] for m in workload.info["metrics"]) if isinstance(workload, ProbeWorkload) else ""
+        raise SpecError(
+            f"{unknown!r} is no metric of this workload (it has {named + ', ' if named else ''}"
+            f"{', '.join(sorted(RESERVED))}, {FINDING})",
+            where=where,
+        )
 
 
 LENGTH = ("blocks", "until_decided")  # what a resumed experiment may change: how long it runs

@@ -270,6 +270,8 @@ CASES: list[tuple[str, Callable[[Bundle], None], str]] = [
     ("ended-in-the-future", lambda b: run0(b).update(started_at=9.9e10, ended_at=9.9e10), "runs[0].ended_at"),
     ("knob-outside-proc-in-the-spec", knob_outside, "experiment.spec.variants[0].knobs"),
     ("knob-spelt-twice-in-the-spec", knob_spelt_twice, "experiment.spec.variants[0].knobs"),
+    ("ok-run-that-crashed", setting(run0, "exit_code", 139), "an ok run exited 139"),
+    ("failed-run-with-metrics", setting(run0, "status", "failed"), "a failed run has no metrics"),
 ]
 
 
@@ -293,6 +295,7 @@ RAW_CASES: list[tuple[str, Callable[[Bundle], bytes | str], str]] = [
     ("integer-5000-digits", lambda b: json.dumps(b).replace('"block": 0', '"block": ' + "9" * 5000, 1), "not a benchlab"),
     ("a-float-beyond-a-double", lambda b: json.dumps(b).replace('"value": ', '"value": 1e400, "x": ', 1), "beyond the numbers"),
     ("empty", lambda b: "", "is empty"),
+    ("a-key-twice", lambda b: json.dumps(b).replace('"bundle_id": ', '"bundle_id": "x", "bundle_id": ', 1), "appears twice"),
 ]
 
 

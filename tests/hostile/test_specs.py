@@ -5,6 +5,7 @@ Every entry is one bug class; the suite grows with every bug found (issue 14).""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -293,6 +294,11 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "a union branch name in the place": (HEAD + PROBE + "options = { threads = [2] }\n" + VAR, "workloads[0].options.threads:"),
     "a key that starts like a type": (variant("env = { int_x = true }"), "variants[1].env.int_x"),
+    "a builtin metric that is none": (HEAD + PROBE + 'metrics = { real_tme = { direction = "lower" } }\n' + VAR, "real_tme"),
+    "a range whose steps round together": (
+        sweep('[[sweep.parameters]]\nfield = "env.X"\nrange = { start = 1, stop = 2, steps = 10 }'),
+        "round to 2 whole numbers",
+    ),
 }
 
 
@@ -363,10 +369,63 @@ def test_hostile_command_line_is_refused(case: str) -> None:
     refused("compare", *workload, "-n", "2", *args, mentions=mentions)
 
 
+# the other commands' flags: bad input is exit 2 naming the flag, never a traceback or exit 1
+OTHER_COMMANDS = {
+    "ipc pairs of zero": (["ipc", "latency", "-m", "pipe", "-i", "5", "--pair", "0"], "--pair"),
+    "ipc pairs beyond the CPUs": (["ipc", "latency", "-m", "pipe", "-i", "5", "--pair", "512"], "benchlab ipc latency --force"),
+    "ipc payload too small": (["ipc", "latency", "-m", "pipe", "-i", "5", "--payload", "15"], "--payload"),
+    "ipc placement unknown": (["ipc", "latency", "-m", "pipe", "-i", "5", "--placement", "SAME"], "--placement"),
+    "ipc lock unknown": (["ipc", "latency", "-m", "pipe", "-i", "5", "--inheritance", "bogus"], "--inheritance"),
+    "ipc payload as a float": (["ipc", "throughput", "-m", "pipe", "-i", "5", "--max-payload", "1e9"], "--max-payload"),
+    "ipc payload in Arabic-Indic digits": (
+        ["ipc", "throughput", "-m", "pipe", "--max-payload", "\u0666\u0664k"],
+        "--max-payload",
+    ),
+    "ipc payloads that shrink": (["ipc", "throughput", "-m", "pipe", "--min-payload", "64k", "--max-payload", "4"], "payload"),
+    "score of zero blocks": (["score", "--quick", "-w", "aes_xts", "-n", "0"], "blocks"),
+    "score with an empty name": (["score", "--quick", "-w", "aes_xts", "--name", ""], "name"),
+    "score with an empty baseline": (["score", "--quick", "-w", "aes_xts", "--baseline", ""], "baseline"),
+    "workloads in xml": (["workloads", "-f", "xml"], "--format"),
+    "calibrate a billion experiments": (
+        ["calibrate", "--cmd", "true", "-n", "2", "--experiments", "1000000000"],
+        "--experiments",
+    ),
+    "export to no file name": (["export", "x", "-o", ""], ""),
+    "container suite that is an option": (
+        ["container", "build", "--path", "/nonexistent/r", "--suite", "--setup-hook=touch /x"],
+        "--suite",
+    ),
+    "container mirror that is an option": (["container", "build", "--path", "/nonexistent/r", "--mirror", "--help"], "--mirror"),
+    "container package list": (["container", "build", "--path", "/nonexistent/r", "-p", "a,b;c"], "--package"),
+}
+
+
+@pytest.mark.parametrize("case", OTHER_COMMANDS, ids=list(OTHER_COMMANDS))
+def test_hostile_flags_of_other_commands_are_refused(case: str) -> None:
+    args, mentions = OTHER_COMMANDS[case]
+    if args[0] == "export":  # an experiment to export, so that the refusal is about the file
+        from tests.conftest import cli
+
+        cli("compare", "--cmd", "true", "-n", "2", "--name", "x", check=True)
+    refused(*args, mentions=mentions)
+
+
+def test_a_container_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    if shutil.which("mmdebstrap") is None:
+        pytest.skip("mmdebstrap is not installed (the README's test command installs it)")
+    (tmp_path / "file").write_text("x")
+    refused("container", "build", "--path", str(tmp_path / "file"), mentions="not a folder")
+
+
 @pytest.mark.parametrize(
     ("db", "mentions"),
-    [("", "empty string"), ("mysql://u@127.0.0.1:1/x", "mysql://"), ("{foreign}", "not a benchlab results database")],
-    ids=["empty", "unknown-scheme", "another-programs-sqlite"],
+    [
+        ("", "empty string"),
+        ("mysql://u@127.0.0.1:1/x", "mysql://"),
+        ("{foreign}", "not a benchlab results database"),
+        ("postgresql://u@localhost:notaport/x", "cannot open results database"),
+    ],
+    ids=["empty", "unknown-scheme", "another-programs-sqlite", "port-that-is-no-number"],
 )
 def test_a_database_that_is_no_benchlab_database_is_refused(db: str, mentions: str, tmp_path: Path) -> None:
     foreign = tmp_path / "foreign.db"

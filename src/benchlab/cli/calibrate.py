@@ -14,6 +14,8 @@ from benchlab.cli.progress import BarProgress
 from benchlab.report import safe
 from benchlab.spec.quick import quick_spec
 
+MAX_EXPERIMENTS = 10_000  # a batch's specs are built before its first run: bounded, and days of work already
+
 
 def calibrate(
     workload: Annotated[list[str], typer.Option("-w", "--workload", help="built-in workload, e.g. 'alloc.churn threads=4'")] = [],  # noqa: B006
@@ -36,8 +38,8 @@ def calibrate(
     from benchlab.stats.experiment import analyze
     from benchlab.store.db import Calibration
 
-    if experiments < 1:
-        raise SpecError("give at least one experiment", where="--experiments")
+    if not 1 <= experiments <= MAX_EXPERIMENTS:
+        raise SpecError(f"give 1 to {MAX_EXPERIMENTS} experiments (a batch is run and stored whole)", where="--experiments")
     if any(w.split()[0].startswith("cpu.") for w in workload if w.strip()):
         raise SpecError(
             "the CPU suite's workloads are judged as scores, which calibrate does not batch yet",

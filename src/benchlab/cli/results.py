@@ -112,6 +112,8 @@ def write_whole(path: Path, data: bytes) -> None:
     """`data` at `path` whole or not at all: a file is written beside it and renamed into place, so
     a full disk or a kill leaves no truncated bundle that a later import would take for a whole
     one; what is not a file (/dev/stdout, a pipe) is written to as it is, never replaced."""
+    if not path.name:
+        raise SpecError(f"cannot write {str(path)!r}: give a file name")
     target = path.resolve() if path.is_symlink() else path  # a link stays a link to the new file
     part = target.with_name(f".{target.name}.{os.getpid()}.part")
     try:

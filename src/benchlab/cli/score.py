@@ -58,7 +58,7 @@ def score(
     from benchlab.spec import spec_from_dict
 
     data: dict[str, Any] = {
-        "name": name or time.strftime("score-%Y%m%d-%H%M%S"),
+        "name": time.strftime("score-%Y%m%d-%H%M%S") if name is None else name,
         "suite": {
             "name": "cpu",
             "workloads": workload,
@@ -68,10 +68,10 @@ def score(
         },  # fmt: skip
         "workloads": [],
         "variants": [parse_variant(v) for v in variant] or [{"name": "base"}],
-        "blocks": blocks or (QUICK_BLOCKS if quick else FULL_BLOCKS),
+        "blocks": (QUICK_BLOCKS if quick else FULL_BLOCKS) if blocks is None else blocks,
         "seed": seed,
     }
-    if baseline:
+    if baseline is not None:
         data["baseline"] = baseline
     spec = spec_from_dict(data, "command line")
     check_suite_version()

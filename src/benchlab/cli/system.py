@@ -11,13 +11,15 @@ from rich.text import Text
 
 from benchlab.cli.console import out
 from benchlab.doctor import findings
-from benchlab.errors import EnvironmentProblem
+from benchlab.errors import EnvironmentProblem, SpecError
 from benchlab.variants.knobs import KnobJournal, MachineLock
 from benchlab.workloads.probe import catalogue
 
 
 def workloads(fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table") -> None:
     """List the built-in workloads with their options and metrics."""
+    if fmt not in ("table", "json"):
+        raise SpecError(f"--format {fmt}: use table or json")
     items = catalogue()
     if fmt == "json":
         out.file.write(json.dumps(list(items.values()), indent=2) + "\n")

@@ -44,6 +44,10 @@ class RangeSpec(Strict):
         points = self._points()
         if not np.isfinite(points).all() or (self.integer and np.abs(points).max() >= 2**63):
             raise ValueError("the range's steps overflow (give a start and stop of sane size)")
+        if len(self.values()) < self.steps:  # never fewer variants than asked for, silently
+            raise ValueError(
+                f"its {self.steps} steps round to {len(self.values())} whole numbers (fewer steps, or integer = false)"
+            )
         return self
 
     def _points(self) -> np.ndarray:

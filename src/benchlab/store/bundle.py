@@ -135,6 +135,10 @@ class BundleRun(Strict):
     def _consistent(self) -> BundleRun:
         if self.ended_at < self.started_at:
             raise ValueError(f"it ended ({self.ended_at}) before it started ({self.started_at})")
+        if self.status == "ok" and self.exit_code not in (0, None):
+            raise ValueError(f"an ok run exited {self.exit_code}")
+        if self.status != "ok" and self.metrics:
+            raise ValueError(f"a {self.status} run has no metrics; this one has {len(self.metrics)}")
         if self.details is not None and len(self.details.model_dump_json(exclude_unset=True)) > DETAILS_MAX:
             raise ValueError(f"its details exceed {DETAILS_MAX >> 10} KiB")
         names = [m.name for m in self.metrics]
@@ -245,6 +249,16 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _no_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct: with a key twice, which value is meant is not the
+    parser's to choose (Python's json would keep the last)."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        twice = next(key for i, (key, _) in enumerate(pairs) if key in dict(pairs[:i]))
+        raise ValueError(f"the key {twice[:60]!r} appears twice in one object")
+    return out
+
+
 def _finite_float(text: str) -> float:
     """JSON's numbers as floats, where 1e400 would silently become infinity."""
     value = float(text)
@@ -264,7 +278,7 @@ def read_bundle(path: Path) -> CheckedBundle:
             raise SpecError(f"{source}: larger than {BUNDLE_MAX >> 30} GiB, not read")
         if not raw.strip():
             raise SpecError(f"{source} is empty, not a benchlab bundle")
-        data = json.loads(raw.decode(), parse_constant=_no_constant, parse_float=_finite_float)
+        data = json.loads(raw.decode(), parse_constant=_no_constant, parse_float=_finite_float, object_pairs_hook=_no_twice)
     except FileNotFoundError:
         raise SpecError(f"no bundle at {source}") from None
     except OSError as exc:

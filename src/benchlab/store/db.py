@@ -204,7 +204,7 @@ class Store:
             if self.engine.dialect.name == "sqlite":
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             self._ensure_schema()
-        except (SQLAlchemyError, OSError) as exc:
+        except (SQLAlchemyError, OSError, ValueError) as exc:  # ValueError: a URL's port that is no number
             if made is not None:  # a full disk must not leave an empty file that reads as a database
                 if hasattr(self, "engine"):
                     self.engine.dispose()

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -75,13 +76,22 @@ class PreparedEnvironment:
         return ContainerLaunch(rootfs=self.rootfs, binds=tuple(sorted(binds)), memory_limit=self.spec.memory, cpus=self.spec.cpus)
 
 
+# a suite, a package or a mirror URL as mmdebstrap takes them: words, never an option or a list
+_ARGUMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+~:/_@%=-]*")
+
+
 def build_rootfs(path: Path | None, *, suite: str, mirror: str, extra: list[str], say: Callable[[str], None]) -> Path:
     """A minimal Debian (mmdebstrap's `minbase`) with the allocators, built beside and then
     moved into place, so that a failed build never leaves a half root filesystem behind."""
     mmdebstrap = shutil.which("mmdebstrap")
     if mmdebstrap is None:
         raise EnvironmentProblem("mmdebstrap is not installed", hint="apt-get install mmdebstrap")
+    for value, flag in ((suite, "--suite"), (mirror, "--mirror"), *((p, "--package") for p in extra)):
+        if not _ARGUMENT.fullmatch(value):  # each becomes one of mmdebstrap's arguments, never an option
+            raise SpecError(f"{value[:60]!r} is not a Debian name or URL (no leading '-', no ',' or ';')", where=flag)
     target = (path or default_rootfs()).resolve()
+    if target.exists() and not target.is_dir():
+        raise SpecError(f"{target} is not a folder", where="--path")
     if target.exists() and any(target.iterdir()):
         raise SpecError(f"{target} exists and is not empty; remove it first or choose another --path")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -100,7 +100,8 @@ impl Config {
         if config.pairs > cpus && !opts.flag("force")? {
             return Err(format!(
                 "--pair {} is more than the {cpus} CPUs this run may use: the pairs would wait for each other's CPUs, \
-                 not for IPC (as Android's guidance warns); pass --force 1 to run anyway",
+                 not for IPC (as Android's guidance warns); force it to run anyway (`benchlab ipc latency --force`, \
+                 `force = true` in a spec)",
                 config.pairs
             ));
         }
