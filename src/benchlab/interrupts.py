@@ -1,12 +1,12 @@
-"""Ctrl-C and SIGTERM: the first one stops benchlab, and nothing stops its clean-up.
+"""Ctrl-C, SIGTERM and hang-ups: the first one stops benchlab, and nothing stops its clean-up.
 
-The first SIGINT or SIGTERM raises KeyboardInterrupt where the program is, so the runner
-unwinds: the run in flight is killed with its process tree, knobs are written back, cgroups
-removed. People press Ctrl-C twice and service managers follow SIGTERM with another, so a
-later signal is ignored: raised inside that clean-up it would skip a knob's restore (the
-machine left changed, the message saying otherwise), leak the run's cgroup, or end the process
-by the signal instead of exit code 130. `kill -9` still ends everything; `benchlab restore`
-and the next experiment clear up after it.
+The first SIGINT, SIGTERM, SIGHUP (its terminal or ssh session closed) or SIGQUIT raises
+KeyboardInterrupt where the program is, so the runner unwinds: the run in flight is killed
+with its process tree, knobs are written back, cgroups removed. People press Ctrl-C twice and
+service managers follow SIGTERM with another, so a later signal is ignored: raised inside that
+clean-up it would skip a knob's restore (the machine left changed, the message saying
+otherwise), leak the run's cgroup, or end the process by the signal instead of exit code 130.
+`kill -9` still ends everything; `benchlab restore` and the next experiment clear up after it.
 
 They are ignored by the kernel (SIG_IGN), not by a Python handler: the interpreter puts its
 handlers back to the default while it exits, and a signal then would still end it. A signal in
@@ -25,7 +25,7 @@ import signal
 from collections.abc import Iterator
 from types import FrameType
 
-_STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class _State:
@@ -35,9 +35,11 @@ class _State:
 
 
 def install() -> None:
-    """Takes over SIGINT and SIGTERM; called first thing, before the slow imports."""
+    """Takes over the stopping signals; called first thing, before the slow imports. A signal
+    ignored already stays ignored: `nohup benchlab run ...` must outlive its terminal."""
     for signum in _STOPPING_SIGNALS:
-        signal.signal(signum, _on_signal)
+        if signal.getsignal(signum) != signal.SIG_IGN:
+            signal.signal(signum, _on_signal)
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:

@@ -369,13 +369,13 @@ def test_kill_9_at_a_random_point_leaves_no_process_no_cgroup_and_resume_loses_n
 
 
 @root_only
-@pytest.mark.parametrize("gap", [0.0, 0.001, 0.005, 0.02, 0.08])
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("gap", [0.0, 0.002, 0.02, 0.08])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_a_second_signal_during_clean_up_leaves_no_knob_changed_and_no_cgroup(
     tmp_path: Path, knob: str, signum: int, gap: float
 ) -> None:
-    """Ctrl-C pressed twice, or SIGTERM followed by another: knobs written back, the run's cgroup
-    removed, exit 130 and an honest message, whenever in the clean-up the second one lands."""
+    """Ctrl-C pressed twice, SIGTERM followed by another, a closed terminal: knobs written back,
+    the run's cgroup removed, exit 130 and an honest message, whenever the second one lands."""
     marker = f"bl-sig-{os.getpid()}-{signum}-{int(gap * 1000)}"
     spec = marker_spec(tmp_path / "s.toml", marker, blocks=6, knob=str(int(knob) + 13))
     before = run_cgroups()
@@ -407,3 +407,16 @@ def test_a_signal_while_benchlab_starts_exits_130_in_one_line(delay: float, sign
         return
     assert proc.returncode == 130, (proc.returncode, err)
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+@root_only
+def test_a_hang_up_ignored_already_stays_ignored_as_under_nohup(tmp_path: Path, knob: str) -> None:
+    spec = knob_spec(tmp_path / "n.toml", "nohup", str(int(knob) + 17), blocks=3)
+    proc = subprocess.Popen(
+        ["nohup", BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    settle(lambda: Path(KNOB).read_text().strip() != str(int(knob) + 17), 60)
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err  # it ran to the end
+    assert Path(KNOB).read_text().strip() == knob

@@ -10,7 +10,8 @@ Exit codes:
        but some stored run of the experiment failed or timed out (a resumed experiment counts
        its earlier runs too), or a benchmark inside a run reported an error; one line on
        stderr says how many (`benchlab: 3 of 20 runs of 'x' failed (2 failed, 1 timed out)`)
-  130  interrupted (Ctrl-C, SIGTERM): finished runs are stored, continue with --resume
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT): finished runs are stored, knobs restored;
+       continue with --resume
 The one line on stderr is escaped like every rendering (see `benchlab.report.safe`).
 """
 
