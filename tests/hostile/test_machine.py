@@ -420,3 +420,89 @@ def test_a_hang_up_ignored_already_stays_ignored_as_under_nohup(tmp_path: Path, 
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err  # it ran to the end
     assert Path(KNOB).read_text().strip() == knob
+
+
+# --- the third batch: files root cannot write, odd state files, zombies ------------------------
+
+READ_ONLY_SYSFS = "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"  # mode 0444: os.access says yes to root
+
+
+@root_only
+def test_a_knob_root_cannot_write_is_bad_input_and_blocks_nothing(tmp_path: Path) -> None:
+    if not Path(READ_ONLY_SYSFS).exists():
+        pytest.skip(f"{READ_ONLY_SYSFS} is not on this kernel")
+    value = Path(READ_ONLY_SYSFS).read_text().strip()
+    spec = tmp_path / "ro.toml"
+    spec.write_text(
+        f'name = "ro"\n[[workloads]]\nname = "w"\ncommand = "true"\n[[variants]]\nname = "a"\n'
+        f'knobs = {{ "{READ_ONLY_SYSFS}" = "{value}" }}\n'
+    )
+    cli("compare", "--cmd", "true", "-v", "a", "-n", "2", "--name", "first", check=True)  # the database and host exist
+    refused("run", str(spec), code=2, mentions="cannot be written, even by root")
+    cli("compare", "--cmd", "true", "-v", "a", "-n", "2", check=True)  # no stale journal left behind
+    write_journal({"path": READ_ONLY_SYSFS, "original": str(int(value) * 2)})
+    proc = cli("restore")
+    assert proc.returncode == 0 and "even by root" in proc.stdout, proc.stdout + proc.stderr
+
+
+@root_only
+def test_a_journal_that_is_a_named_pipe_is_refused_without_hanging() -> None:
+    state = Path(os.environ["BENCHLAB_STATE_DIR"])
+    state.mkdir(parents=True)
+    os.mkfifo(state / "knobs.journal")
+    for args in (["restore"], ["compare", "--cmd", "true", "-v", "a", "-n", "2"]):
+        proc = cli(*args, timeout=30)
+        assert proc.returncode == 3 and "not a regular file" in proc.stderr, proc.stderr
+
+
+@root_only
+def test_a_running_folder_that_is_a_symlink_is_never_followed(tmp_path: Path, knob: str) -> None:
+    state = Path(os.environ["BENCHLAB_STATE_DIR"])
+    state.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.json").write_text("{}")
+    (state / "running").symlink_to(victim)
+    proc = cli("run", str(knob_spec(tmp_path / "s.toml", "linked", str(int(knob) + 2))))
+    assert proc.returncode == 3 and "symbolic link" in proc.stderr, proc.stderr
+    assert [p.name for p in victim.iterdir()] == ["precious.json"]
+    assert Path(KNOB).read_text().strip() == knob
+
+
+def test_a_killed_launcher_not_yet_reaped_counts_as_dead(tmp_path: Path) -> None:
+    """A zombie keeps its name until it is reaped: the runs it left must still be cleared."""
+    from benchlab.measure.cgroup import _launcher_alive
+
+    fake = tmp_path / "benchlab-launch"
+    fake.symlink_to("/bin/sleep")
+    proc = subprocess.Popen([str(fake), "60"])
+    try:
+        settle(lambda: Path(f"/proc/{proc.pid}/comm").read_text().strip() != "benchlab-launch")
+        assert _launcher_alive(proc.pid)
+        proc.kill()
+        settle(lambda: Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z")
+        assert not _launcher_alive(proc.pid)  # a zombie, comm and all
+    finally:
+        proc.wait()
+
+
+@root_only
+def test_a_read_only_state_directory_still_runs_and_restore_still_puts_knobs_back(knob: str) -> None:
+    state = Path(os.environ["BENCHLAB_STATE_DIR"])
+    state.mkdir(parents=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(state)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode().strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro", str(state)], check=True)
+        cli("compare", "--cmd", "true", "-v", "a", "-n", "2", check=True)  # no knobs: nothing to write there
+        subprocess.run(["mount", "-o", "remount,rw", str(state)], check=True)
+        write_journal({"path": KNOB, "original": knob})
+        Path(KNOB).write_text(str(int(knob) + 4))  # left changed by a killed experiment
+        subprocess.run(["mount", "-o", "remount,ro", str(state)], check=True)
+        proc = cli("restore")
+        assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
+        assert "the knobs are back" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert Path(KNOB).read_text().strip() == knob
+    finally:
+        subprocess.run(["umount", str(state)], check=True)

@@ -56,7 +56,7 @@ def restore() -> None:
     Every journalled path is checked as a spec's would be; what can be restored is, what never
     can (a vanished knob, a path outside /proc/sys and /sys) is dropped with a note, and knobs
     whose write failed stay journalled and make the command fail (exit 3)."""
-    with MachineLock().hold("benchlab restore", exclusive=True, purpose="puts knobs back"):
+    with MachineLock().hold("benchlab restore", exclusive=True, purpose="puts knobs back", writes=False):
         done = KnobJournal().restore()
     if not (done.restored or done.dropped or done.failed):
         out.print("nothing to restore: no knob was left changed")

@@ -98,10 +98,13 @@ def remove_run_cgroup(launcher_pid: int) -> None:
 
 
 def _launcher_alive(pid: int) -> bool:
+    """A running launcher: a killed one stays a zombie, comm and all, until it is reaped."""
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip() == "benchlab-launch"
-    except OSError:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return False
+    return comm == "benchlab-launch" and state not in ("Z", "X")
 
 
 def clear_stale_runs() -> list[str]:

@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from benchlab.errors import EnvironmentProblem, SpecError, StaleJournal
 from benchlab.spec.models import KNOB_ROOTS, knob_spelling_problem
 
 NOTE_WAIT_S = 1.0  # a holder writes its note within milliseconds of taking the lock
+MAX_JOURNAL_BYTES = 64 << 20  # thousands of knobs; a larger journal is not one benchlab wrote
 MAX_VALUE_CHARS = 65536  # far beyond any knob (cpu masks included); a longer journal value is not one we wrote
 _SELECTED = re.compile(r"\[([^\]]+)\]")
 
@@ -80,6 +82,13 @@ def read_knob(path: str) -> str:
     return selected.group(1) if selected else text
 
 
+def _current(path: str) -> str | None:
+    try:
+        return read_knob(path)
+    except OSError:
+        return None
+
+
 def _write(path: str, value: str) -> None:
     """Writes a knob; a value the kernel rejects as such (EINVAL, ERANGE) is bad input, anything
     else (a vanished file, a refused privilege) a problem of the machine."""
@@ -91,6 +100,8 @@ def _write(path: str, value: str) -> None:
             raise SpecError(
                 f"the kernel refused {value[:80]!r} for {path}: {exc.strerror}", hint="give a value it takes"
             ) from None
+        if exc.errno in (errno.EACCES, errno.EPERM) and os.geteuid() == 0:  # read-only for everyone (0444 in sysfs)
+            raise SpecError(f"{path} cannot be written, even by root: {exc.strerror}") from None
         raise EnvironmentProblem(f"writing '{value}' to {path} failed: {exc.strerror or exc}") from None
 
 
@@ -117,6 +128,16 @@ class Restoration:
     failed: list[str] = field(default_factory=list)
 
 
+def _read_own(path: Path) -> str:
+    """A state file's text: a regular file only, opened without following a link or waiting for
+    the writer of a named pipe (which would hang `restore` and every experiment)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return f.read(MAX_JOURNAL_BYTES).decode(errors="replace")
+
+
 def _open_own(path: Path, flags: int) -> IO[str]:
     """A state file opened for writing, never through a symlink: a link planted in the state
     directory must not make root append to, or replace, a file elsewhere."""
@@ -133,7 +154,7 @@ class KnobJournal:
     def entries(self) -> list[Any]:
         """Every whole line of the journal, parsed (not yet checked: see `restore`)."""
         try:
-            lines = self.path.read_text(errors="replace").splitlines()
+            lines = _read_own(self.path).splitlines()
         except FileNotFoundError:
             return []
         except OSError as exc:
@@ -195,7 +216,10 @@ class KnobJournal:
     def _restore(self) -> Restoration:
         done = Restoration()
         kept: list[Any] = []
-        for entry in reversed(self.entries()):
+        entries = self.entries()
+        if not entries:  # nothing to do, and nothing written: a read-only state directory is fine
+            return done
+        for entry in reversed(entries):
             problem = _entry_problem(entry)
             if problem is not None:
                 path = entry.get("path") if isinstance(entry, dict) else None
@@ -203,8 +227,9 @@ class KnobJournal:
                 done.dropped.append(f"{shown}: {problem}; not restored")
                 continue
             try:
-                _write(entry["path"], entry["original"])
-            except SpecError as exc:  # the kernel refuses the value: it was never this knob's
+                if _current(entry["path"]) != entry["original"]:  # one whose write never happened needs none
+                    _write(entry["path"], entry["original"])
+            except SpecError as exc:  # the kernel refuses the value (or any write): it was never this knob's
                 done.dropped.append(f"{exc.message}; not restored")
                 continue
             except EnvironmentProblem as exc:
@@ -218,7 +243,13 @@ class KnobJournal:
     def _keep(self, entries: list[Any]) -> None:
         """The journal with only `entries` (none: no journal), replaced whole."""
         if not entries:
-            self.path.unlink(missing_ok=True)
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise EnvironmentProblem(
+                    f"the knobs are back, but the journal {self.path} cannot be cleared ({exc.strerror or exc}); "
+                    "remove it by hand"
+                ) from None
             return
         part = self.path.with_name(self.path.name + ".part")
         try:
@@ -272,8 +303,12 @@ class MachineLock:
         return found
 
     @contextlib.contextmanager
-    def hold(self, experiment: str, *, exclusive: bool, purpose: str = "changes knobs") -> Iterator[None]:
-        """`purpose` says why the lock is exclusive, for the refusal of whoever comes second."""
+    def hold(
+        self, experiment: str, *, exclusive: bool, purpose: str = "changes knobs", writes: bool = True
+    ) -> Iterator[None]:
+        """`purpose` says why the lock is exclusive, for the refusal of whoever comes second;
+        `writes=False` for a holder that must go on where the state directory takes no writes
+        (`restore` puts knobs back even then)."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
@@ -287,21 +322,24 @@ class MachineLock:
                 fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise self._refusal(experiment, exclusive, purpose) from None
-            note = self._leave_note(experiment, exclusive)
+            note = self._leave_note(experiment, exclusive, required=exclusive and writes)
             try:
                 yield
             finally:
                 if note is not None:
-                    note.unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):  # a folder made read-only meanwhile: the note
+                        note.unlink(missing_ok=True)  # names a dead pid, which `holders` skips
         finally:
             os.close(fd)
 
-    def _leave_note(self, experiment: str, exclusive: bool) -> Path | None:
-        """The holder's note; for an exclusive holder also the proof that the state directory takes
-        writes (the journal's), so a full file system is refused before any knob changes."""
+    def _leave_note(self, experiment: str, exclusive: bool, *, required: bool) -> Path | None:
+        """The holder's note; where `required` also the proof that the state directory takes writes
+        (the journal's), so a full file system is refused before any knob changes."""
         note = self.root / "running" / f"{os.getpid()}.json"
         try:
             note.parent.mkdir(exist_ok=True)
+            if note.parent.is_symlink():  # its stale notes are removed below: never through a link
+                raise OSError(errno.ELOOP, f"{note.parent} is a symbolic link")
             if exclusive:  # notes of holders killed before they could remove them
                 for stale in note.parent.glob("*.json"):
                     stale.unlink(missing_ok=True)
@@ -310,8 +348,9 @@ class MachineLock:
                 f.flush()
                 os.fsync(f.fileno())
         except OSError as exc:
-            note.unlink(missing_ok=True)
-            if not exclusive:
+            with contextlib.suppress(OSError):
+                note.unlink(missing_ok=True)
+            if not required:
                 return None  # only a name for someone else's refusal
             raise EnvironmentProblem(f"cannot write to the state directory {self.root}: {exc.strerror or exc}") from None
         return note
