@@ -303,9 +303,7 @@ class MachineLock:
         return found
 
     @contextlib.contextmanager
-    def hold(
-        self, experiment: str, *, exclusive: bool, purpose: str = "changes knobs", writes: bool = True
-    ) -> Iterator[None]:
+    def hold(self, experiment: str, *, exclusive: bool, purpose: str = "changes knobs", writes: bool = True) -> Iterator[None]:
         """`purpose` says why the lock is exclusive, for the refusal of whoever comes second;
         `writes=False` for a holder that must go on where the state directory takes no writes
         (`restore` puts knobs back even then)."""
