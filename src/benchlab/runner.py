@@ -72,22 +72,15 @@ def _check_metric_settings(workload: Workload, where: str) -> None:
     """A `metrics` entry must name a metric the workload has, where that is known before it runs
     (commands and built-ins; a Google Benchmark binary's are known only from its output): a
     misspelt name would otherwise be silently ignored, and its direction with it."""
-    if isinstance(workload, ProbeWorkload):
-        # declared with placeholders: "sys.spawn/<method>:p50" stands for sys.spawn/fork:p50 and the others
-        own = [re.sub(r"<[^>]*>", "[^:]+", re.escape(m["name"])) for m in workload.info.get("metrics", [])]
-    elif workload.spec.command is not None:
-        own = []
-    else:
+    if not isinstance(workload, ProbeWorkload) and workload.spec.command is None:
         return
-    known = re.compile("|".join([*map(re.escape, sorted(RESERVED | {FINDING})), *own]))
+    declared = [m["name"] for m in workload.info.get("metrics", [])] if isinstance(workload, ProbeWorkload) else []
+    names = [*declared, *sorted(RESERVED), FINDING]
+    # declared with placeholders: "sys.spawn/<method>:p50" stands for sys.spawn/fork:p50 and the others
+    known = re.compile("|".join(re.sub(r"<[^>]*>", "[^:]+", re.escape(name)) for name in names))
     unknown = next((name for name in workload.spec.metrics if not known.fullmatch(name)), None)
     if unknown is not None:
-        named = ", ".join(m["name"] for m in workload.info["metrics"]) if isinstance(workload, ProbeWorkload) else ""
-        raise SpecError(
-            f"{unknown!r} is no metric of this workload (it has {named + ', ' if named else ''}"
-            f"{', '.join(sorted(RESERVED))}, {FINDING})",
-            where=where,
-        )
+        raise SpecError(f"{unknown!r} is no metric of this workload (it has {', '.join(names)})", where=where)
 
 
 LENGTH = ("blocks", "until_decided")  # what a resumed experiment may change: how long it runs

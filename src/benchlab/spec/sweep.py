@@ -26,8 +26,9 @@ from pydantic import Field, ValidationError, model_validator
 
 from benchlab.errors import SpecError
 from benchlab.spec.fields import Finite, Line
+from benchlab.spec.load import shown
 from benchlab.spec.models import MAX_VARIANTS, Scalar, Strict, VariantSpec
-from benchlab.spec.variant_fields import set_field, shown
+from benchlab.spec.variant_fields import set_field
 
 
 class RangeSpec(Strict):
@@ -44,10 +45,9 @@ class RangeSpec(Strict):
         points = self._points()
         if not np.isfinite(points).all() or (self.integer and np.abs(points).max() >= 2**63):
             raise ValueError("the range's steps overflow (give a start and stop of sane size)")
-        if len(self.values()) < self.steps:  # never fewer variants than asked for, silently
-            raise ValueError(
-                f"its {self.steps} steps round to {len(self.values())} whole numbers (fewer steps, or integer = false)"
-            )
+        distinct = len(self.values())
+        if distinct < self.steps:  # never fewer variants than asked for, silently
+            raise ValueError(f"its {self.steps} steps round to {distinct} whole numbers (fewer steps, or integer = false)")
         return self
 
     def _points(self) -> np.ndarray:

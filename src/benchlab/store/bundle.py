@@ -15,6 +15,7 @@ import json
 import math
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -254,7 +255,7 @@ def _no_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     parser's to choose (Python's json would keep the last)."""
     out = dict(pairs)
     if len(out) < len(pairs):
-        twice = next(key for i, (key, _) in enumerate(pairs) if key in dict(pairs[:i]))
+        twice = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
         raise ValueError(f"the key {twice[:60]!r} appears twice in one object")
     return out
 
