@@ -57,7 +57,7 @@ def build(store: Store, blocks: int) -> None:
                 run_id += 1
                 run_rows.append({"id": run_id, "uuid": f"{run_id:036d}", "experiment_id": exp.id,
                                  "workload_id": exp.workload_ids[w], "variant_id": exp.variant_ids[v], "host_id": host,
-                                 "block": b, "warmup": False, "position": run_id, "attempt": 1, "status": "ok",
+                                 "block": b, "warmup": False, "position": run_id, "status": "ok",
                                  "started_at": float(run_id), "ended_at": run_id + 0.5, "exit_code": 0,
                                  "workload_version": "command:x"})  # fmt: skip
                 values = rng.lognormal(0, 0.02, len(METRICS)) * (1 + 0.01 * i)

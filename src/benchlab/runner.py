@@ -24,7 +24,7 @@ from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import RESERVED, usage_metrics
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
-from benchlab.store.db import ExperimentRecord, Store, spec_digest
+from benchlab.store import ExperimentRecord, Store, spec_digest
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.background import background_load

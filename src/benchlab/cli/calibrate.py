@@ -36,7 +36,7 @@ def calibrate(
     from benchlab.runner import Prepared, Runner
     from benchlab.stats.calibration import calibration_key, outcomes, summarise
     from benchlab.stats.experiment import analyze
-    from benchlab.store.db import Calibration
+    from benchlab.store import Calibration
 
     if not 1 <= experiments <= MAX_EXPERIMENTS:
         raise SpecError(f"give 1 to {MAX_EXPERIMENTS} experiments (a batch is run and stored whole)", where="--experiments")

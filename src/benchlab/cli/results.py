@@ -141,7 +141,7 @@ def export(
     db: Db = None,
 ) -> None:
     """Write an experiment, raw values included, to a JSON bundle."""
-    from benchlab.store.bundle import export_bundle
+    from benchlab.store import export_bundle
 
     bundle = export_bundle(open_store(db, create=False), name)
     # a stored name may come from another machine's bundle: it names a file here, never a folder
@@ -152,7 +152,7 @@ def export(
 
 def import_(bundle: Annotated[Path, typer.Argument(help="a bundle written by `benchlab export`")], db: Db = None) -> None:
     """Merge a bundle from another machine into this database."""
-    from benchlab.store.bundle import import_bundle, read_bundle
+    from benchlab.store import import_bundle, read_bundle
 
     checked = read_bundle(bundle)  # before opening the database: a refused bundle must not create one
     name, added = import_bundle(open_store(db), checked)

@@ -19,7 +19,7 @@ import numpy as np
 
 from benchlab.stats.analysis import Row, json_number
 from benchlab.stats.families import PRIMARY
-from benchlab.store.db import Calibration
+from benchlab.store import Calibration
 
 FALSE = ("better", "worse")
 

@@ -21,7 +21,7 @@ from benchlab.stats.calibration import calibration_report
 from benchlab.stats.environments import split_by_host, used_hosts
 from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.sweep import sweep_report
-from benchlab.store.db import ExperimentData, RunRecord
+from benchlab.store import ExperimentData, RunRecord
 from benchlab.suite.baseline import load_baseline
 from benchlab.suite.scores import SCORES, score_report, suite_series
 
