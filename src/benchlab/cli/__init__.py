@@ -22,7 +22,7 @@ import sys
 import typer
 
 from benchlab import interrupts
-from benchlab.cli import calibrate, container, experiment, ipc, results, score, system
+from benchlab.cli import calibrate, container, db, experiment, ipc, results, score, system
 from benchlab.cli.console import err
 from benchlab.errors import BenchlabError, Interrupted
 from benchlab.report import safe
@@ -35,7 +35,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (experiment, score, results, system, container, ipc, calibrate):
+for module in (experiment, score, results, system, container, ipc, calibrate, db):
     module.register(app)
 
 

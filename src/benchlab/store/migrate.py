@@ -48,6 +48,14 @@ def known(revision: str) -> bool:
         return False
 
 
+def alembic_config(conn: Connection) -> Config:
+    """Alembic's configuration without an alembic.ini: the shipped scripts, on this connection."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
 def bring_to_head(engine: Engine, shown: str, *, migrate: bool) -> Migration:
     """Creates a new database at HEAD, or migrates an older one when `migrate`; else an older
     one is a StoreError naming the command that migrates it. A newer one is refused always.
@@ -57,9 +65,7 @@ def bring_to_head(engine: Engine, shown: str, *, migrate: bool) -> Migration:
         before = stored_revision(conn)
         if before == HEAD:
             return Migration(before, HEAD)
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        config.attributes["connection"] = conn
+        config = alembic_config(conn)
         if before is None:
             t.metadata.create_all(conn)
             conn.execute(insert(t.schema_version).values(version=t.SCHEMA_VERSION))
