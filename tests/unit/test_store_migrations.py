@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from benchlab.errors import StoreError
 from benchlab.store import BASELINE, HEAD, Store
 from benchlab.store.migrate import MIGRATIONS
 from benchlab.store.schema import SCHEMA_VERSION, metadata
-from tests.conftest import cli
+from tests.conftest import BENCHLAB, cli
 
 LANDED = Path(__file__).parents[1] / "fixtures" / "landed"
 TABLES = (
@@ -177,3 +178,17 @@ def test_downgrade_is_refused_with_what_to_do_instead(args: tuple[str, ...]) -> 
     assert refused.returncode == 2
     assert "not supported" in refused.stderr and "benchlab export" in refused.stderr
     assert len(refused.stderr.splitlines()) == 1
+
+
+def test_two_commands_opening_a_landed_database_at_once_migrate_it_once(landed: Path) -> None:
+    before = rows(landed)
+    procs = [
+        subprocess.Popen([BENCHLAB, "list", "--db", str(landed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr
+    assert rows(landed) == before
+    assert scalar(landed, "SELECT version_num FROM alembic_version") == HEAD
+    assert scalar(landed, "SELECT count(*) FROM alembic_version") == 1

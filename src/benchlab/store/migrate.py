@@ -84,7 +84,7 @@ def bring_to_head(engine: Engine, shown: str, *, migrate: bool) -> Migration:
         if engine.dialect.name == "sqlite":
             broken = conn.execute(text("PRAGMA foreign_key_check")).first()
             if broken is not None:
-                raise StoreError(f"migrating {shown} would break a reference in table {broken[0]}; nothing was changed")
+                raise StoreError(f"migrating {shown} would break a reference in table {broken.table}; nothing was changed")
         return Migration(before, HEAD)
 
 

@@ -29,10 +29,10 @@ class Store:
         `migrate`: bring an older schema to this benchlab's; by default a SQLite file is (on
         first use), a shared PostgreSQL database only by `benchlab db upgrade`."""
         self.target = url.default_db() if target is None else target
+        self.shown = url.shown(self.target)
         made: Path | None = None  # a SQLite file this call creates: removed again if it cannot be set up
         try:
             engine_url = url.engine_url(self.target, create=create)
-            self.shown = engine_url.render_as_string(hide_password=True) if "://" in self.target else self.target
             if engine_url.drivername == "sqlite" and engine_url.database and not os.path.exists(engine_url.database):
                 made = Path(engine_url.database)
             self.engine: Engine = url.open_engine(engine_url)
@@ -185,12 +185,13 @@ class Store:
 
 def revision_of(target: str | None = None) -> str | None:
     """The schema revision a database is at, read without creating or migrating it."""
-    engine = url.open_engine(url.engine_url(url.default_db() if target is None else target, create=False))
+    target = url.default_db() if target is None else target
+    engine = url.open_engine(url.engine_url(target, create=False))
     try:
         with engine.connect() as conn:
             return stored_revision(conn)
     except SQLAlchemyError as exc:
-        raise StoreError(f"cannot open results database {target}: {reason(exc)}") from None
+        raise StoreError(f"cannot open results database {url.shown(target)}: {reason(exc)}") from None
     finally:
         engine.dispose()
 

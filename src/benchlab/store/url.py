@@ -44,6 +44,16 @@ def engine_url(target: str, *, create: bool = True) -> URL:
     return URL.create("sqlite", database=str(path))
 
 
+def shown(target: str) -> str:
+    """A target as messages show it: a URL without its password."""
+    if "://" not in target:
+        return target
+    try:
+        return make_url(target).render_as_string(hide_password=True)
+    except ValueError:  # not a URL SQLAlchemy parses: engine_url refuses it in its own words
+        return target
+
+
 def open_engine(url: URL) -> Engine:
     """An engine whose SQLite connections all get the pragmas below."""
     engine = create_engine(url)
