@@ -43,8 +43,8 @@ def metric_columns(conn: Connection, experiment_id: int) -> MetricColumns:
     query = select((m.run_id * NAME_SPAN + (m.name_id - first)).label("key"), m.value).where(
         m.run_id.in_(select(t.run.c.id).where(t.run.c.experiment_id == experiment_id))
     )
-    columns = list(query.selected_columns.keys())
-    key, value = itemgetter(columns.index("key")), itemgetter(columns.index("value"))
+    at = driver.places(query)
+    key, value = itemgetter(at["key"]), itemgetter(at["value"])
     rows = driver.rows(conn, query)
     keys = np.fromiter(map(key, rows), dtype=np.int64, count=len(rows))
     return MetricColumns(

@@ -28,25 +28,34 @@ def load(conn: Connection, exp: ExperimentRecord) -> ExperimentData:
         .where(r.experiment_id == exp.id)
         .order_by(r.id)  # the order runs were stored in
     )  # fmt: skip
+    # 100,000 runs for a big report: the driver's tuples, each column found by its name once
+    at = driver.places(query)
+    id_, workload, variant, host, block, warmup, position, status, exit_code, message, tail, started, ended, current, details = (
+        at[name]
+        for name in (
+            "id", "workload_id", "variant_id", "host_id", "block", "warmup", "position", "status", "exit_code", "message",
+            "stderr_tail", "started_at", "ended_at", "current", "details",
+        )
+    )  # fmt: skip
     runs = [
         RunRecord(
-            id=row.id,
-            workload=names_w[row.workload_id],
-            variant=names_v[row.variant_id],
-            host_id=row.host_id,
-            block=row.block,
-            warmup=bool(row.warmup),
-            position=row.position,
-            status=row.status,
-            exit_code=row.exit_code,
-            message=row.message,
-            stderr_tail=row.stderr_tail,
-            started_at=row.started_at,
-            ended_at=row.ended_at,
-            current_version=bool(row.current),
-            details=json.loads(row.details) if row.details else None,
+            id=row[id_],
+            workload=names_w[row[workload]],
+            variant=names_v[row[variant]],
+            host_id=row[host],
+            block=row[block],
+            warmup=bool(row[warmup]),
+            position=row[position],
+            status=row[status],
+            exit_code=row[exit_code],
+            message=row[message],
+            stderr_tail=row[tail],
+            started_at=row[started],
+            ended_at=row[ended],
+            current_version=bool(row[current]),
+            details=json.loads(row[details]) if row[details] else None,
         )  # fmt: skip
-        for row in driver.named_rows(conn, query)  # 100,000 runs for a big report: no SQLAlchemy rows
+        for row in driver.rows(conn, query)
     ]
     m = t.metric_name.c
     info = {
