@@ -15,7 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from benchlab.errors import StoreError
-from benchlab.store import BASELINE, HEAD, Store
+from benchlab.store import BASELINE, HEAD, Migration, Store
 from benchlab.store.migrate import MIGRATIONS
 from benchlab.store.schema import SCHEMA_VERSION, metadata
 from tests.conftest import BENCHLAB, cli
@@ -86,7 +86,7 @@ def test_the_fixture_is_what_the_landed_release_wrote(landed: Path) -> None:
 def test_a_landed_database_upgrades_in_place_on_first_use_and_reads_back_the_same(landed: Path) -> None:
     before = rows(landed)
     store = Store(str(landed))
-    assert store.migrated == (BASELINE, HEAD)
+    assert store.migrated == Migration(BASELINE, HEAD)
     assert rows(landed) == before  # experiments, runs, metric values, hosts, calibrations, bundle_import
     assert scalar(landed, "SELECT version_num FROM alembic_version") == HEAD
     assert scalar(landed, "SELECT count(*) FROM pragma_table_info('run') WHERE name = 'attempt'") == 0
@@ -137,7 +137,7 @@ def test_reports_of_a_migrated_database_give_the_landed_numbers(landed: Path, na
 
 def test_a_new_and_a_migrated_database_have_the_schema_of_schema_py(landed: Path, tmp_path: Path) -> None:
     fresh = Store(str(tmp_path / "new.db"))
-    assert fresh.migrated == (None, HEAD)
+    assert fresh.migrated == Migration(None, HEAD)
     for store in (fresh, Store(str(landed))):
         with store.engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), metadata) == []

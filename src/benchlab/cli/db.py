@@ -23,10 +23,10 @@ def upgrade(db: Db = None) -> None:
     store = Store(db, create=False, migrate=True)
     if store.migrated is None:
         line = f"{store.shown} is at schema {HEAD} already"
-    elif store.migrated[0] is None:
+    elif store.migrated.before is None:
         line = f"{store.shown} created at schema {HEAD}"
     else:
-        line = f"{store.shown} migrated from schema {store.migrated[0]} to {store.migrated[1]}"
+        line = f"{store.shown} migrated from schema {store.migrated.before} to {store.migrated.after}"
     out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
 
 

@@ -13,7 +13,7 @@ from benchlab.store.hosts import IDENTITY, host_digest
 from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, MetricColumns, NewRun, RunRecord
 from benchlab.store.store import Store, revision_of
 from benchlab.store.url import default_db
-from benchlab.store.version import BASELINE, HEAD
+from benchlab.store.version import BASELINE, HEAD, Migration
 
 __all__ = [
     "BASELINE",
@@ -24,6 +24,7 @@ __all__ = [
     "ExperimentData",
     "ExperimentRecord",
     "MetricColumns",
+    "Migration",
     "NewRun",
     "RunRecord",
     "Store",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from alembic import command
@@ -22,18 +21,10 @@ from sqlalchemy import Connection, Engine, insert, text
 
 from benchlab.errors import StoreError
 from benchlab.store import schema as t
-from benchlab.store.version import BASELINE, HEAD, VERSION_TABLE, stored_revision
+from benchlab.store.version import BASELINE, HEAD, VERSION_TABLE, Migration, stored_revision
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 UPGRADE_LOCK = 0x62656E63686C6162  # PostgreSQL advisory lock: one `db upgrade` at a time
-
-
-@dataclass(frozen=True)
-class Migration:
-    """What bringing a database to HEAD did: None before means it was created."""
-
-    before: str | None
-    after: str
 
 
 def newer(shown: str, revision: str) -> StoreError:
@@ -56,15 +47,16 @@ def alembic_config(conn: Connection) -> Config:
     return config
 
 
-def bring_to_head(engine: Engine, shown: str, *, migrate: bool) -> Migration:
-    """Creates a new database at HEAD, or migrates an older one when `migrate`; else an older
+def bring_to_head(engine: Engine, shown: str, *, migrate: bool) -> Migration | None:
+    """Creates a new database at HEAD, or migrates an older one when `migrate` (None: another
+    process did either while this one waited for the lock); else an older
     one is a StoreError naming the command that migrates it. A newer one is refused always.
     Everything happens in one transaction that holds the database's write lock, so two
     processes opening an old database at once migrate it once."""
     with _locked(engine) as conn:
         before = stored_revision(conn)
         if before == HEAD:
-            return Migration(before, HEAD)
+            return None
         config = alembic_config(conn)
         if before is None:
             t.metadata.create_all(conn)

@@ -18,7 +18,7 @@ from benchlab.store import experiments, hosts, reading, url
 from benchlab.store import schema as t
 from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
 from benchlab.store.runs import RunWriter
-from benchlab.store.version import HEAD, stored_revision
+from benchlab.store.version import HEAD, Migration, stored_revision
 
 
 class Store:
@@ -48,16 +48,15 @@ class Store:
                 raise
             raise StoreError(f"cannot open results database {self.target}: {reason(exc)}") from None
 
-    def _at_head(self, migrate: bool) -> tuple[str | None, str] | None:
-        """(revision before, after) where the database was created or migrated now, else None."""
+    def _at_head(self, migrate: bool) -> Migration | None:
+        """What was created or migrated now, if anything."""
         with self.engine.connect() as conn:
             if stored_revision(conn) == HEAD:
                 return None
         # alembic (a tenth of a second to import) loads only when a database is made or changed
         from benchlab.store import migrate as migrations
 
-        done = migrations.bring_to_head(self.engine, self.shown, migrate=migrate)
-        return done.before, done.after
+        return migrations.bring_to_head(self.engine, self.shown, migrate=migrate)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:

@@ -8,6 +8,8 @@ that HEAD is the newest revision in `migrations/versions/`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import Connection, inspect, select, text
 
 from benchlab.store import schema as t
@@ -15,6 +17,14 @@ from benchlab.store import schema as t
 HEAD = "0002_drop_run_attempt"
 BASELINE = "0001_baseline"  # release 0.1.0's schema, which predates alembic
 VERSION_TABLE = "alembic_version"
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What opening a database changed in its schema: `before` None means it was created."""
+
+    before: str | None
+    after: str
 
 
 def stored_revision(conn: Connection) -> str | None:
