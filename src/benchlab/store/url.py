@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
 
 from benchlab.errors import StoreError
 from benchlab.store import schema as t
@@ -50,7 +51,7 @@ def shown(target: str) -> str:
         return target
     try:
         return make_url(target).render_as_string(hide_password=True)
-    except ValueError:  # not a URL SQLAlchemy parses: engine_url refuses it in its own words
+    except (ValueError, ArgumentError):  # not a URL SQLAlchemy parses: engine_url refuses it in its own words
         return target
 
 
