@@ -226,7 +226,7 @@ def test_ipc_throughput_sweeps_payloads_from_4_bytes_to_64_kib(mechanism: str) -
 
 
 def test_ipc_throughput_per_payload_metrics_through_benchlab() -> None:
-    proc = cli("compare", "-w", "ipc.futex.throughput iterations=100 max-payload=64", "-v", "a", "-v", "b", "-n", "2",
+    proc = cli("compare", "-w", "ipc.futex.throughput iterations=100 max-payload=64", "-V", "a", "-V", "b", "-n", "2",
                "--format", "json", check=True)  # fmt: skip
     metrics = {r["metric"] for r in json.loads(proc.stdout)["rows"]}
     assert {f"ipc.futex.throughput/{n}:bytes_per_second" for n in (4, 8, 16, 32, 64)} <= metrics

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from benchlab.errors import SpecError
+from benchlab.spec.load import take_section
 from benchlab.spec.models import Strict
 from benchlab.suite.baseline import Baseline, load_baseline
 
@@ -81,9 +82,8 @@ def expand(suite: SuiteSpec, baseline: Baseline, where: str) -> list[dict[str, A
 
 
 def expand_spec(data: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """The spec with its `suite` key replaced by the workloads it stands for."""
-    from benchlab.spec.load import take_section
-
+    """The spec with its `suite` key replaced by the workloads it stands for; done by whoever
+    reads a spec before `benchlab.spec.spec_from_dict`, since the spec layer sits below the suite."""
     out, suite = take_section(data, "suite", SuiteSpec, source)
     if suite is None:
         return out
