@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.variants.allocator import find_library
+from benchlab.measure.libraries import find_library
 from tests.conftest import cli
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from benchlab.locate import launcher_path, probe_path
 from benchlab.measure.cgroup import run_cgroup_parent
-from benchlab.variants.allocator import find_library, mapped_allocator
+from benchlab.measure.libraries import find_library
+from benchlab.variants.allocator import mapped_allocator
 from tests.conftest import cli
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from benchlab.errors import SpecError
+from benchlab.measure.libraries import find_library
 from benchlab.runner import Prepared
 from benchlab.spec import spec_from_dict
-from benchlab.variants.allocator import find_library
 from tests.conftest import cli
 
 ALLOCATOR_ENV = ("MALLOC_CONF", "GLIBC_TUNABLES", "MIMALLOC_", "TCMALLOC_")
