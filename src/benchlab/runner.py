@@ -345,7 +345,7 @@ class Runner:
             details, mismatch = variant.inspect(finished.usage.mapped)
             complaint = allocator_complaint(finished.stderr) or mismatch
             if complaint:
-                raise WorkloadFailed(complaint, exit_code=finished.exit_code)
+                raise WorkloadFailed(complaint, process_exit_code=finished.exit_code)
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
             if isinstance(workload, RecordsDetails):  # a Google Benchmark binary's failed benchmarks
                 details = {**details, **workload.details(finished)}

@@ -127,7 +127,7 @@ def test_trace_marks_the_first_miss_and_stops_tracing() -> None:
 
 def test_latency_halves_are_metrics_in_experiments() -> None:
     proc = cli(
-        "compare", "-w", "ipc.futex.latency iterations=200", "-v", "a", "-v", "b", "-n", "2", "--format", "json", check=True
+        "compare", "-w", "ipc.futex.latency iterations=200", "-V", "a", "-V", "b", "-n", "2", "--format", "json", check=True
     )
     metrics = {r["metric"] for r in json.loads(proc.stdout)["rows"]}
     assert {"ipc.futex.latency/other:p99", "ipc.futex.latency/other:misses", "ipc.futex.latency/other:meet_ratio"} <= metrics

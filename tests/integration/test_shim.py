@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchlab.locate import shim_path
-from benchlab.variants.allocator import find_library
+from benchlab.measure.libraries import find_library
 from tests.conftest import cli, need
 
 # Exercises every function the shim interposes, across threads and a fork, and checks

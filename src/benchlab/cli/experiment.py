@@ -17,9 +17,10 @@ from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import RunsFailed, SpecError
 from benchlab.report import check_format, safe
-from benchlab.spec import ExperimentSpec, load_spec
+from benchlab.spec import ExperimentSpec, read_spec, spec_from_dict
 from benchlab.spec.models import UntilDecided
 from benchlab.spec.quick import quick_spec
+from benchlab.suite.cpu import expand_spec
 
 if TYPE_CHECKING:
     from benchlab.stats.experiment import Analysis
@@ -52,6 +53,12 @@ def check_failures(analyses: list[Analysis], what: str, *, allow: bool) -> None:
             f"in {first['failed']} of {first['runs']})"
         )
     raise RunsFailed("; ".join(parts) + "; the report lists them (--allow-failures exits 0 all the same)")
+
+
+def load_spec(path: Path) -> ExperimentSpec:
+    """A spec file as `benchlab run` takes it: its CPU suite section expanded by the suite (whose
+    data the spec layer below it cannot read), then its sweep, then the whole validated."""
+    return spec_from_dict(expand_spec(read_spec(path), str(path)), str(path))
 
 
 def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None, max_blocks: int | None) -> ExperimentSpec:
@@ -114,7 +121,7 @@ def compare(
     cmd: Annotated[list[str], typer.Option("--cmd", help="a command to time as a whole process tree")] = [],  # noqa: B006
     gbench: Annotated[list[str], typer.Option("--gbench", help="a Google Benchmark binary")] = [],  # noqa: B006
     variant: Annotated[
-        list[str], typer.Option("--variant", "-v", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
+        list[str], typer.Option("--variant", "-V", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
     ] = [],  # noqa: B006
     blocks: Annotated[int, typer.Option("-n", "--blocks", help="blocks (runs per variant)")] = 10,
     warmup: Annotated[int, typer.Option("--warmup", help="untimed warm-up runs per variant")] = 0,

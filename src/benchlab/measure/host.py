@@ -16,7 +16,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from benchlab.variants.allocator import LIBRARIES, find_library
+from benchlab.measure.libraries import LIBRARIES, find_library
 
 
 def _read(path: str) -> str | None:

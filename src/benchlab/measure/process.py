@@ -112,7 +112,7 @@ class Finished:
             what = f"exited with code {self.exit_code}"
         return WorkloadFailed(
             f"the workload {what}",
-            exit_code=self.exit_code,
+            process_exit_code=self.exit_code,
             stderr_tail=self.stderr_tail(),
             status="timeout" if self.timed_out else "failed",
         )
