@@ -18,7 +18,7 @@ import numpy as np
 from sqlalchemy import insert, select
 
 from benchlab.report import render
-from benchlab.stats.experiment import analyze
+from benchlab.stats.analysis import analyze
 from benchlab.store import Store
 from benchlab.store import schema as t
 
@@ -79,7 +79,7 @@ def main() -> None:
         start = time.perf_counter()
         data = store.load(store.require_experiment("big"))
         loaded = time.perf_counter()
-        report = analyze(data).as_dict(with_runs=False)
+        report = analyze(data).report(with_runs=False)
         judged = time.perf_counter()
         render(report, "table")
         done = time.perf_counter()
