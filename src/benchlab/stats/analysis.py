@@ -8,14 +8,19 @@ a person reads is one a machine can read too.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
+from pydantic import TypeAdapter, ValidationError
 
+from benchlab.errors import StoreError
 from benchlab.measure.host import noise_warnings
-from benchlab.spec import ExperimentSpec, spec_from_dict
+from benchlab.spec import ExperimentSpec
+from benchlab.spec.models import MetricSettings
 from benchlab.stats import report_model as model
 from benchlab.stats.calibration import calibration_report
 from benchlab.stats.environments import split_by_host, used_hosts
@@ -118,15 +123,40 @@ def _benchmark_warning(entry: model.FailedBenchmark) -> str:
     )
 
 
-def settings_from_spec(spec: ExperimentSpec) -> Settings:
-    """The judging settings of a spec, defaults included, as the spec models define them."""
-    margins = {(w.name, metric): s.margin for w in spec.workloads for metric, s in w.metrics.items() if s.margin is not None}
-    until = spec.until_decided
+@functools.cache
+def _spec_field(name: str) -> TypeAdapter[Any]:
+    return TypeAdapter(ExperimentSpec.model_fields[name].rebuild_annotation())
+
+
+def stored_setting(spec: dict[str, Any], name: str) -> Any:
+    """One setting of a stored spec, validated and defaulted by the spec model's own field, so that
+    its default can never drift from what the spec means. The stored spec as a whole is not
+    validated again: its names may come from a bundle written elsewhere, and are shown as stored."""
+    if spec.get(name) is None:
+        return ExperimentSpec.model_fields[name].get_default(call_default_factory=True)
+    try:
+        return _spec_field(name).validate_python(spec[name])
+    except ValidationError as exc:
+        raise StoreError(f"the stored spec's {name} is not valid: {exc.errors()[0]['msg']}") from None
+
+
+def settings_from_spec(spec: dict[str, Any]) -> Settings:
+    """The judging settings of a stored spec (see `stored_setting`)."""
+    margins = {}
+    for w in spec["workloads"]:
+        for metric, given in (w.get("metrics") or {}).items():
+            try:
+                margin = MetricSettings.model_validate(given).margin
+            except ValidationError as exc:
+                raise StoreError(f"the stored settings of metric {metric!r}: {exc.errors()[0]['msg']}") from None
+            if margin is not None:
+                margins[(w["name"], metric)] = margin
+    until = stored_setting(spec, "until_decided")
     return Settings(
-        baseline=spec.baseline_name,
-        alpha=spec.alpha,
-        correction=spec.correction,
-        margin=spec.margin,
+        baseline=spec.get("baseline") or spec["variants"][0]["name"],
+        alpha=stored_setting(spec, "alpha"),
+        correction=stored_setting(spec, "correction"),
+        margin=stored_setting(spec, "margin"),
         margins=margins,
         sequential=Sequential(until.min_blocks, until.max_blocks) if until else None,
     )
@@ -217,8 +247,7 @@ def _main_host(data: ExperimentData) -> int:
 def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analysis:
     """Judges every variant against the baseline; where runs come from several hosts,
     every variant on every host against the baseline on `reference_host`."""
-    stored = data.experiment.spec
-    spec = spec_from_dict(stored, f"the stored spec of '{data.experiment.name}'")
+    spec = data.experiment.spec
     settings = settings_from_spec(spec)
     if len(used_hosts(data)) > 1 or reference_host is not None:
         data, baseline = split_by_host(data, settings.baseline, reference_host)
@@ -226,13 +255,13 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
     variants = list(data.experiment.variant_ids)
     series, warnings = build_series(data)
     baseline_scores = load_baseline()
-    suite = suite_series(stored, data.experiment.workload_versions, series, variants, baseline_scores)
+    suite = suite_series(spec, data.experiment.workload_versions, series, variants, baseline_scores)
     rows, geomean = judge([*series, *suite.series], variants, settings)
     score_rows = [r for r in rows if r.group == SCORES]
     rows = [r for r in rows if r.group != SCORES]
     scores = score_report(suite, score_rows, settings, baseline_scores)
     warnings += suite.warnings
-    sweep, sweep_warnings = sweep_report(spec, [*suite.overall, *series], settings)
+    sweep, sweep_warnings = sweep_report(spec, stored_setting(spec, "fit"), [*suite.overall, *series], settings)
     warnings += sweep_warnings
     failed = sum(1 for r in data.runs if r.status != "ok")
     if failed:
@@ -248,10 +277,10 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
         id=data.experiment.id,
         name=data.experiment.name,
         created_at=data.experiment.created_at,
-        spec=stored,
+        spec=spec,
         host=data.hosts[main_host] if main_host is not None else None,
         hosts={str(k): v for k, v in data.hosts.items()},
         workload_versions=data.experiment.workload_versions,
-        calibration=calibration_report(data.calibrations, stored, data.experiment.workload_versions, main_host),
+        calibration=calibration_report(data.calibrations, spec, data.experiment.workload_versions, main_host),
     )
     return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scores, sweep, score_rows, benchmarks)

@@ -3,9 +3,10 @@ judged metric the line fitted through the changes (see `stats.fit`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from benchlab.spec import ExperimentSpec
 from benchlab.stats.fit import as_fraction, fit_line
 from benchlab.stats.judge import Series, Settings
 from benchlab.stats.report_model import Sweep, SweepFit, number, pair
@@ -18,12 +19,14 @@ def _x(value: float, mode: str) -> float:
     return value
 
 
-def sweep_report(spec: ExperimentSpec, series: list[Series], settings: Settings) -> tuple[Sweep | None, list[str]]:
-    swept = {v.name: dict(v.sweep) for v in spec.variants if v.sweep}
+def sweep_report(spec: dict[str, Any], fit: str, series: list[Series], settings: Settings) -> tuple[Sweep | None, list[str]]:
+    """The sweep of a stored spec, if its variants are sweep points; `fit` is the spec's fit setting."""
+    points = {v["name"]: v.get("sweep") or {} for v in spec["variants"]}
+    swept = {name: p for name, p in points.items() if p}
     if not swept:
         return None, []
     fields = list(dict.fromkeys(f for p in swept.values() for f in p))
-    mode = spec.fit
+    mode = fit
     warnings: list[str] = []
     fits = []
     if mode != "none":
