@@ -23,7 +23,7 @@ from benchlab.spec import ExperimentSpec
 from benchlab.spec.models import MetricSettings
 from benchlab.stats import report_model as model
 from benchlab.stats.calibration import calibration_report
-from benchlab.stats.environments import split_by_host, used_hosts
+from benchlab.stats.environments import split_by_host
 from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.judge import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge, undecided
 from benchlab.stats.scores import SCORES, score_report, suite_series
@@ -238,18 +238,13 @@ def _spread_warnings(series: list[Series], baseline: str) -> list[str]:
     ]
 
 
-def _main_host(data: ExperimentData) -> int:
-    """The host that ran most of the experiment (the only one, unless bundles were merged)."""
-    counts = Counter(map(attrgetter("host_id"), data.runs))
-    return counts.most_common(1)[0][0] if counts else next(iter(data.hosts))
-
-
 def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analysis:
     """Judges every variant against the baseline; where runs come from several hosts,
     every variant on every host against the baseline on `reference_host`."""
     spec = data.experiment.spec
     settings = settings_from_spec(spec)
-    if len(used_hosts(data)) > 1 or reference_host is not None:
+    runs_per_host = Counter(map(attrgetter("host_id"), data.runs))
+    if len(runs_per_host) > 1 or reference_host is not None:
         data, baseline = split_by_host(data, settings.baseline, reference_host)
         settings = dataclasses.replace(settings, baseline=baseline)
     variants = list(data.experiment.variant_ids)
@@ -272,7 +267,10 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
     for host_id, fp in data.hosts.items():
         for text, fix in noise_warnings(fp, live=False):
             warnings.append(f"host {host_id}: {text} ({fix})")
-    main_host = _main_host(data) if data.hosts else None
+    # the host that ran most of the experiment (the only one, unless bundles were merged)
+    main_host = None
+    if data.hosts:
+        main_host = runs_per_host.most_common(1)[0][0] if runs_per_host else next(iter(data.hosts))
     experiment = model.Experiment(
         id=data.experiment.id,
         name=data.experiment.name,
