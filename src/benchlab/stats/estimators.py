@@ -62,6 +62,7 @@ def _signed_rank_cdf(n: int) -> np.ndarray:
     return np.cumsum(counts) / 2.0**n
 
 
+@functools.cache  # a report asks for the same few (n, level) on every row; scipy's ppf costs ~0.1 ms a call
 def signed_rank_critical(n: int, level: float) -> int:
     """Largest c with P(T+ <= c - 1) <= (1 - level) / 2; 0 when no interval reaches the level."""
     tail = (1 - level) / 2
@@ -103,6 +104,7 @@ def hodges_lehmann_paired(d: np.ndarray, levels: tuple[float, ...] = (0.95,)) ->
     return _estimate_and_intervals(total, criticals, lambda ranks: walsh_order_statistics(d, ranks))
 
 
+@functools.cache
 def rank_sum_critical(m: int, n: int, level: float) -> int:
     """Critical count for the two-sample interval, from the normal approximation to U."""
     z = stats.norm.ppf(1 - (1 - level) / 2)
