@@ -93,9 +93,9 @@ def compared_variants(report: Report) -> list[str]:
 def failure_lines(report: Report) -> list[str]:
     lines = []
     for run in report.failed_runs:
-        tail = (run.stderr_tail or "").strip().splitlines()
+        tail = (run["stderr_tail"] or "").strip().splitlines()
         detail = f": {tail[-1]}" if tail else ""
-        lines.append(f"{run.workload} / {run.variant} block {run.block}: {run.status}, {run.message}{detail}")
+        lines.append(f"{run['workload']} / {run['variant']} block {run['block']}: {run['status']}, {run['message']}{detail}")
     return lines
 
 

@@ -65,8 +65,7 @@ class Analysis:
 
     def report(self, *, with_runs: bool = True) -> model.Report:
         """The report; `with_runs` adds every run's raw values (left out where only a table is drawn)."""
-        values = self.data.run_values() if with_runs else {}
-        return model.Report(
+        report = model.Report(
             experiment=self.experiment,
             baseline=self.settings.baseline,
             variants=self.variants,
@@ -80,8 +79,12 @@ class Analysis:
             failed_runs=[_run_summary(r) for r in self.failed_runs],
             failed_benchmarks=self.failed_benchmarks,
             warnings=self.warnings,
-            runs=[model.Run(**_run_summary(r).model_dump(), metrics=values[r.id]) for r in self.runs] if with_runs else [],
+            runs=[],
         )
+        if not with_runs:
+            return report
+        values = self.data.run_values()
+        return report.with_runs([model.Run(**_run_summary(r), metrics=values[r.id]) for r in self.runs])
 
 
 def _run_summary(run: RunRecord) -> model.RunSummary:

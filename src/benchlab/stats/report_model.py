@@ -15,7 +15,8 @@ import json
 import math
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, with_config
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 SCHEMA: Final = "benchlab.report/2"
 
@@ -164,7 +165,12 @@ class Experiment(Model):
     calibration: dict[str, CalibrationNote]
 
 
-class RunSummary(Model):
+# Runs are plain dicts, not models: a report of 100,000 runs must not build and dump
+# 100,000 objects (see `Report.with_runs`).
+@with_config(ConfigDict(extra="forbid"))
+class RunSummary(TypedDict):
+    """A run as stored: where it ran, in which block, and how it ended."""
+
     workload: str
     variant: str
     block: int
@@ -211,10 +217,18 @@ class Report(Model):
     warnings: list[str]
     runs: list[Run] = Field(description="every run with its metrics; empty where only a table was drawn")
 
+    def with_runs(self, runs: list[Run]) -> Report:
+        """The report with every run, unchecked: they come straight from the store, whose columns
+        have these types, and validating 100,000 of them would cost more than the analysis."""
+        return self.model_copy(update={"runs": runs})
+
     def to_json(self) -> str:
         """The JSON report; json.dumps (not pydantic's writer) so that every control and
-        non-ASCII character in stored text is escaped (see report/safe.py)."""
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2) + "\n"
+        non-ASCII character in stored text is escaped (see report/safe.py). The runs, plain
+        JSON values already, are passed as they are."""
+        document = self.model_dump(mode="json", by_alias=True, exclude={"runs"})
+        document["runs"] = self.runs
+        return json.dumps(document, indent=2) + "\n"
 
 
 def json_schema() -> dict[str, Any]:
