@@ -23,7 +23,7 @@ from benchlab.spec.quick import quick_spec
 
 if TYPE_CHECKING:
     from benchlab.stats.analysis import Analysis
-    from benchlab.store.db import ExperimentRecord
+    from benchlab.store import ExperimentRecord
 
 AllowFailures = Annotated[
     bool,
