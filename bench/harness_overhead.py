@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchlab.stats.experiment import analyze
+from benchlab.stats.analysis import analyze
 from benchlab.store import Store
 
 TARGET_MS = 3.0

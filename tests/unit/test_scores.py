@@ -4,6 +4,8 @@ must move the right scores and only those."""
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import json
 import math
@@ -16,13 +18,16 @@ import pytest
 
 from benchlab.errors import SpecError
 from benchlab.measure.process import Finished, Launch, Usage
+from benchlab.report import render
 from benchlab.runner import Prepared, Runner
 from benchlab.spec import ExperimentSpec, spec_from_dict
-from benchlab.stats.experiment import analyze
+from benchlab.stats.analysis import analyze
+from benchlab.stats.report_model import Report
 from benchlab.store import Store
 from benchlab.suite.baseline import load_baseline
 from benchlab.suite.cpu import expand_spec
 from benchlab.workloads.probe import catalogue
+from tests.unit.test_report_model import validate
 from tests.unit.test_runner import HOST, FakeJournal
 
 BASELINE = load_baseline()
@@ -74,7 +79,9 @@ def run_suite(tmp_path: Path, variants: list[dict[str, Any]], **suite: Any) -> d
     clock = itertools.count(1000.0, 0.5)
     runner = Runner(store, executor=SuiteMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
     exp = runner.run(Prepared.from_spec(spec))
-    return analyze(store.load(exp)).as_dict()
+    report = json.loads(analyze(store.load(exp)).report().to_json())  # the JSON report, as a reader gets it
+    validate(report)
+    return report
 
 
 def rows(report: dict[str, Any], **match: Any) -> list[dict[str, Any]]:
@@ -132,6 +139,10 @@ def test_fewer_cpus_move_multi_core_scores_and_a_slowdown_moves_all(tmp_path: Pa
     assert {r["mode"] for r in rows(report, level="workload", name="cpu.sqlite")} == {"single-core", "multi-core"}
     assert {r["mode"] for r in rows(report, level="workload", name="cpu.ray_tracing")} == {"single-core", "multi-core", "shared"}
     assert any("5 of 16 suite workloads ran" in w for w in report["warnings"])
+    typed = Report.model_validate(report)
+    lines = list(csv.DictReader(io.StringIO(render(typed, "csv"))))  # the scores view, as the table draws it
+    assert len(lines) == len(report["scores"]["rows"]) and {"level", "score", "log_scale"} <= set(lines[0])
+    assert "delta vs base" in render(typed, "table") and "delta vs base" not in render(typed, "table", "metrics")
 
 
 def test_suite_in_a_spec_expands_to_plain_builtin_workloads() -> None:

@@ -34,8 +34,8 @@ def calibrate(
     that workload on this host show both beside its verdicts."""
     from benchlab.cli.results import open_store
     from benchlab.runner import Prepared, Runner
+    from benchlab.stats.analysis import analyze
     from benchlab.stats.calibration import calibration_key, outcomes, summarise
-    from benchlab.stats.experiment import analyze
     from benchlab.store import Calibration
 
     if not 1 <= experiments <= MAX_EXPERIMENTS:

@@ -23,7 +23,7 @@ from benchlab.spec.quick import quick_spec
 from benchlab.suite.cpu import expand_spec
 
 if TYPE_CHECKING:
-    from benchlab.stats.experiment import Analysis
+    from benchlab.stats.analysis import Analysis
     from benchlab.store import ExperimentRecord
 
 AllowFailures = Annotated[
@@ -49,8 +49,8 @@ def check_failures(analyses: list[Analysis], what: str, *, allow: bool) -> None:
     if benchmarks:
         first = benchmarks[0]
         parts.append(
-            f"{len(benchmarks)} benchmark(s) failed inside runs ({first['workload']}: {first['benchmark']} "
-            f"in {first['failed']} of {first['runs']})"
+            f"{len(benchmarks)} benchmark(s) failed inside runs ({first.workload}: {first.benchmark} "
+            f"in {first.failed} of {first.runs})"
         )
     raise RunsFailed("; ".join(parts) + "; the report lists them (--allow-failures exits 0 all the same)")
 
@@ -80,7 +80,7 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, all
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
     from benchlab.cli.results import open_store, print_report
     from benchlab.runner import Prepared, Runner
-    from benchlab.stats.experiment import analyze
+    from benchlab.stats.analysis import analyze
     from benchlab.stats.verdict import plan_warning
 
     check_format(fmt)
@@ -96,7 +96,7 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, all
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
     analysis = analyze(store.load(exp))
-    print_report(analysis.as_dict(with_runs=fmt == "json"), fmt)
+    print_report(analysis.report(with_runs=fmt == "json"), fmt)
     err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures([analysis], f"'{exp.name}'", allow=allow_failures)
 
