@@ -338,6 +338,7 @@ class Runner:
                     finished = self.executors[planned.variant].run(launch)
             finally:
                 self._restored(self.journal.restore())
+                findings = shim_findings(launch.env) if variant.spec.shim is not None else []  # read (and removed) always
             for note in (finished.usage.counters_note, *finished.usage.notes):
                 self._note_once(note)
             if not finished.ok:
@@ -351,8 +352,7 @@ class Runner:
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
             if isinstance(workload, RecordsDetails):  # a Google Benchmark binary's failed benchmarks
                 details = {**details, **workload.details(finished)}
-            if variant.spec.shim is not None:
-                metrics += shim_findings(finished.stderr)
+            metrics += findings
         except WorkloadFailed as failure:
             tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")
             record(
