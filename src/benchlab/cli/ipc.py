@@ -149,8 +149,13 @@ class AndroidFlags(TyperCommand):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         end = args.index("--") if "--" in args else len(args)
-        translated = [ANDROID_FLAGS.get(a, a) for a in args[:end]] + args[end:]
-        return super().parse_args(ctx, translated)
+        return super().parse_args(ctx, [*map(_long_form, args[:end]), *args[end:]])
+
+
+def _long_form(word: str) -> str:
+    """`-pair` -> `--pair`, `-deadline_us=500` -> `--deadline-us=500`; any other word as it is."""
+    name, eq, value = word.partition("=")
+    return ANDROID_FLAGS[name] + eq + value if name in ANDROID_FLAGS else word
 
 
 def register(app: typer.Typer) -> None:
