@@ -32,7 +32,7 @@ from benchlab.variants.knobs import KnobJournal, MachineLock, Restoration
 from benchlab.variants.shim import FINDING, shim_findings
 from benchlab.workloads import Workload, check_fits, resolve_workload
 from benchlab.workloads.base import RecordsDetails
-from benchlab.workloads.probe import ProbeWorkload, probe_notes
+from benchlab.workloads.probe import ProbeWorkload
 from benchlab.workloads.steps import run_step
 
 
@@ -338,10 +338,13 @@ class Runner:
                     finished = self.executors[planned.variant].run(launch)
             finally:
                 self._restored(self.journal.restore())
-            for note in (finished.usage.counters_note, *finished.usage.notes, *probe_notes(finished.stderr)):
+                findings = shim_findings(launch.env) if variant.spec.shim is not None else []  # read (and removed) always
+            for note in (finished.usage.counters_note, *finished.usage.notes):
                 self._note_once(note)
             if not finished.ok:
                 raise finished.failure()
+            for note in workload.notes(finished) if isinstance(workload, ProbeWorkload) else ():
+                self._note_once(note)
             details, mismatch = variant.inspect(finished.usage.mapped)
             complaint = allocator_complaint(finished.stderr) or mismatch
             if complaint:
@@ -349,8 +352,7 @@ class Runner:
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
             if isinstance(workload, RecordsDetails):  # a Google Benchmark binary's failed benchmarks
                 details = {**details, **workload.details(finished)}
-            if variant.spec.shim is not None:
-                metrics += shim_findings(finished.stderr)
+            metrics += findings
         except WorkloadFailed as failure:
             tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")
             record(

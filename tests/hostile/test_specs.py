@@ -374,6 +374,8 @@ OTHER_COMMANDS = {
     "ipc pairs of zero": (["ipc", "latency", "-m", "pipe", "-i", "5", "--pair", "0"], "--pair"),
     "ipc pairs beyond the CPUs": (["ipc", "latency", "-m", "pipe", "-i", "5", "--pair", "512"], "benchlab ipc latency --force"),
     "ipc payload too small": (["ipc", "latency", "-m", "pipe", "-i", "5", "--payload", "15"], "--payload"),
+    "ipc Android pairs of zero": (["ipc", "latency", "-m", "pipe", "-i", "5", "-pair", "0"], "--pair"),
+    "ipc Android deadline of zero": (["ipc", "latency", "-m", "pipe", "-i", "5", "-trace", "-deadline_us=0"], "--deadline-us"),
     "ipc placement unknown": (["ipc", "latency", "-m", "pipe", "-i", "5", "--placement", "SAME"], "--placement"),
     "ipc lock unknown": (["ipc", "latency", "-m", "pipe", "-i", "5", "--inheritance", "bogus"], "--inheritance"),
     "ipc payload as a float": (["ipc", "throughput", "-m", "pipe", "-i", "5", "--max-payload", "1e9"], "--max-payload"),
