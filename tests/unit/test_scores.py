@@ -26,7 +26,7 @@ from benchlab.stats.report_model import Report
 from benchlab.store import Store
 from benchlab.suite.baseline import load_baseline
 from benchlab.suite.cpu import expand_spec
-from benchlab.workloads.probe import catalogue
+from benchlab.workloads.probe import PROBE_PROTOCOL, catalogue
 from tests.unit.test_report_model import validate
 from tests.unit.test_runner import HOST, FakeJournal
 
@@ -54,7 +54,11 @@ class SuiteMachine:
         threads = int(option.get("--threads", "1")) or cpus
         speed = float(launch.env.get("FAKE_SPEED", "1")) * min(threads, cpus) * math.exp(self.noise.gauss(0, 0.01))
         doc = {
-            "context": {"workload": task, "workload_version": catalogue()[task]["version"]},
+            "context": {
+                "workload": task,
+                "workload_version": catalogue()[task]["version"],
+                "benchlab": {"protocol": PROBE_PROTOCOL},  # what every probe document carries
+            },
             "benchmarks": [
                 {
                     "name": task,
