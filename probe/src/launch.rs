@@ -384,8 +384,9 @@ impl Watch {
         self.sampler = Some(Sampler::start(pid, interval_ms));
     }
 
-    /// The run's account as one JSON object; `cgroup` read for the tree's peak before it goes.
-    pub fn account(mut self, exited: &Exited, cgroup: &RunCgroup) -> Map<String, Value> {
+    /// The run's account as one JSON object, with the tree's peak read from its cgroup (and why
+    /// there is none).
+    pub fn account(mut self, exited: &Exited, tree_peak_kib: Option<u64>, tree_peak_note: Option<String>) -> Map<String, Value> {
         let memory = self.sampler.take().map(Sampler::finish).unwrap_or_default();
         let (status, ru) = (exited.status, &exited.ru);
         let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
@@ -409,8 +410,8 @@ impl Watch {
             "counters_note": self.counters.note,
             "mapped": self.mapped.read(),
             "mapped_note": self.mapped.note,
-            "tree_peak_kib": cgroup.peak_kib(),
-            "tree_peak_note": cgroup.note,
+            "tree_peak_kib": tree_peak_kib,
+            "tree_peak_note": tree_peak_note,
             "memory": memory,
         });
         match account {
@@ -506,10 +507,11 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
             return 1;
         }
     };
-    let account = watch.account(&exited, &cgroup);
+    let tree_peak_kib = cgroup.peak_kib();
     cgroup.remove();
     cpu_group.remove();
     end_if_orphaned();
+    let account = watch.account(&exited, tree_peak_kib, cgroup.note.clone());
     if write_line(result_fd, &Value::Object(account)).is_err() {
         eprintln!("benchlab-launch: file descriptor {result_fd} is not open for the result");
         return 1;

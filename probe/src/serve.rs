@@ -12,7 +12,10 @@
 //! and asks for SIGKILL should the launcher die. What Python's side did around a one-shot
 //! launcher is done here: the child leads a process group of its own in the launcher's session,
 //! which is killed whole when it ends or overstays its timeout (`timed_out`), and what left the
-//! group is killed with the run's cgroup; its environment, folder and CPUs are the run's; its
+//! group is killed with the run's cgroup once the run is answered and before the next one starts
+//! (each run's cgroup is made while benchlab stores the run before, so a run waits only to join
+//! it: a fresh one per run, for a reused one would carry the page cache earlier runs brought in
+//! into this run's peak); its environment, folder and CPUs are the run's; its
 //! stdout and stderr go to two files benchlab passed (`--stdout-fd`, `--stderr-fd`), emptied
 //! before each run, of which benchlab reads back a tail.
 //!
@@ -74,6 +77,7 @@ impl Requests {
 /// What stays the same from run to run.
 struct Context {
     cgroup: Option<String>,
+    next: RunCgroup, // the next run's, made while benchlab stores the last one
     stdio: [RawFd; 3],
     home: PathBuf,             // the folder of runs that name none: benchlab's
     all_cpus: libc::cpu_set_t, // the launcher's CPUs as started, for runs that name none
@@ -128,8 +132,9 @@ impl Context {
         Ok(())
     }
 
-    /// Runs one request to its end; Err when nothing could be started.
-    fn run(&mut self, request: &Value) -> Result<Map<String, Value>, String> {
+    /// Runs one request to its end, with the cgroup it used (to be removed once it is answered);
+    /// Err when nothing could be started.
+    fn run(&mut self, request: &Value) -> Result<(Map<String, Value>, RunCgroup), String> {
         let argv = strings(&request["argv"], "argv")?;
         if argv.is_empty() {
             return Err("no command given".into());
@@ -162,7 +167,8 @@ impl Context {
         let child = launch::fork_child(&setup, &argv[0])?;
         let pid = child.pid;
         let mut watch = Watch::open(pid, flag("perf_counters"), flag("mapped"));
-        let mut cgroup = RunCgroup::join(self.cgroup.as_deref(), &[], pid);
+        let mut cgroup = std::mem::replace(&mut self.next, RunCgroup::make(None, &[]));
+        cgroup.add(pid);
         child.wait_ready();
         watch.sample(pid, request["memory_interval_ms"].as_u64().unwrap_or(0));
         let start = child.release();
@@ -176,10 +182,20 @@ impl Context {
                 return Err(e);
             }
         };
-        let mut account = watch.account(&exited, &cgroup);
-        cgroup.remove();
+        let mut account = watch.account(&exited, cgroup.peak_kib(), cgroup.note.clone());
         account.insert("timed_out".into(), Value::Bool(exited.timed_out));
-        Ok(account)
+        Ok((account, cgroup))
+    }
+
+    /// The answer to one request line, and the cgroup of the run it started.
+    fn answer(&mut self, line: &[u8]) -> (Value, Option<RunCgroup>) {
+        match serde_json::from_slice::<Value>(line) {
+            Ok(request) => match self.run(&request) {
+                Ok((account, cgroup)) => (Value::Object(account), Some(cgroup)),
+                Err(e) => (json!({ "error": e }), None),
+            },
+            Err(e) => (json!({ "error": format!("the request is not JSON: {e}") }), None),
+        }
     }
 }
 
@@ -210,6 +226,7 @@ pub fn serve(settings: &ServeSettings) -> i32 {
     unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut all_cpus) };
     let mut context = Context {
         cgroup: settings.cgroup.clone(),
+        next: RunCgroup::make(settings.cgroup.as_deref(), &[]),
         stdio: [devnull.as_raw_fd(), settings.stdout_fd, settings.stderr_fd],
         home: std::env::current_dir().unwrap_or_else(|_| "/".into()),
         all_cpus,
@@ -217,13 +234,19 @@ pub fn serve(settings: &ServeSettings) -> i32 {
     };
     let mut requests = Requests { buffer: Vec::new() };
     while let Some(line) = requests.next() {
-        let answer = match serde_json::from_slice::<Value>(&line) {
-            Ok(request) => context.run(&request).map_or_else(|e| json!({ "error": e }), Value::Object),
-            Err(e) => json!({ "error": format!("the request is not JSON: {e}") }),
-        };
-        if launch::orphaned() || launch::write_line(1, &answer).is_err() {
-            break; // benchlab is gone: nothing is waiting for the answer
+        let (answer, used) = context.answer(&line);
+        // benchlab may be gone, then nothing is waiting for the answer
+        let answered = !launch::orphaned() && launch::write_line(1, &answer).is_ok();
+        if let Some(mut cgroup) = used {
+            cgroup.remove(); // killing what the run left there, before the next run starts
+        }
+        if !answered {
+            break;
+        }
+        if !context.next.joined() {
+            context.next = RunCgroup::make(context.cgroup.as_deref(), &[]);
         }
     }
+    context.next.remove();
     0
 }
