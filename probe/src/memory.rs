@@ -76,22 +76,31 @@ impl RunCgroup {
             .map(|bytes| bytes / 1024)
     }
 
+    /// Kills the processes the workload left behind in the cgroup (they leave it once they have exited).
+    pub fn kill_left(&self) {
+        let Some(dir) = self.dir.as_ref() else { return };
+        let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()) {
+            // SAFETY: signalling a process id read from our own run's cgroup.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+
     /// Removes the cgroup; processes the workload left behind are killed first, as benchlab
     /// kills them after every run.
     pub fn remove(&mut self) {
-        let Some(dir) = self.dir.take() else { return };
         for _ in 0..100 {
-            if fs::remove_dir(&dir).is_ok() {
+            let Some(dir) = self.dir.as_ref() else { return };
+            if fs::remove_dir(dir).is_ok() {
+                self.dir = None;
                 return;
             }
-            let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            for pid in procs.split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()) {
-                // SAFETY: signalling a process id read from our own run's cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+            self.kill_left();
             std::thread::sleep(Duration::from_millis(2));
         }
-        self.note = Some(format!("could not remove {}", dir.display()));
+        if let Some(dir) = self.dir.take() {
+            self.note = Some(format!("could not remove {}", dir.display()));
+        }
     }
 }
 

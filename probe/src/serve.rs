@@ -12,10 +12,10 @@
 //! and asks for SIGKILL should the launcher die. What Python's side did around a one-shot
 //! launcher is done here: the child leads a process group of its own in the launcher's session,
 //! which is killed whole when it ends or overstays its timeout (`timed_out`), and what left the
-//! group is killed with the run's cgroup once the run is answered and before the next one starts
-//! (each run's cgroup is made while benchlab stores the run before, so a run waits only to join
-//! it: a fresh one per run, for a reused one would carry the page cache earlier runs brought in
-//! into this run's peak); its environment, folder and CPUs are the run's; its
+//! group is killed in the run's cgroup before the run is answered (the cgroup is removed after the
+//! answer, and the next run's made, while benchlab stores the run, so that a run waits only to
+//! join a fresh cgroup: a fresh one per run, for a reused one would carry the page cache earlier
+//! runs brought in into this run's peak); its environment, folder and CPUs are the run's; its
 //! stdout and stderr go to two files benchlab passed (`--stdout-fd`, `--stderr-fd`), emptied
 //! before each run, of which benchlab reads back a tail.
 //!
@@ -182,6 +182,7 @@ impl Context {
                 return Err(e);
             }
         };
+        cgroup.kill_left(); // before the answer, so that nothing writes to the run's output once it is read
         let mut account = watch.account(&exited, cgroup.peak_kib(), cgroup.note.clone());
         account.insert("timed_out".into(), Value::Bool(exited.timed_out));
         Ok((account, cgroup))
@@ -238,7 +239,7 @@ pub fn serve(settings: &ServeSettings) -> i32 {
         // benchlab may be gone, then nothing is waiting for the answer
         let answered = !launch::orphaned() && launch::write_line(1, &answer).is_ok();
         if let Some(mut cgroup) = used {
-            cgroup.remove(); // killing what the run left there, before the next run starts
+            cgroup.remove(); // between runs, once what the run left there has exited
         }
         if !answered {
             break;
