@@ -234,7 +234,7 @@ def stop_tree(proc: subprocess.Popen[bytes]) -> None:
 
 
 class LocalExecutor:
-    """Runs processes on this machine through the probe's launcher.
+    """Runs processes on this machine through the probe's launcher, one launcher per process.
 
     The launcher (`benchlab-launch`) forks the workload, times it and
     reports its wait4() account on a pipe: a command spawned straight from
@@ -242,7 +242,9 @@ class LocalExecutor:
     temporary files, so a chatty process cannot block on a full pipe. The
     launcher leads its own session, so a timeout kills the whole tree, and
     stragglers left in the group are killed after the run so they cannot
-    disturb the next one.
+    disturb the next one. An experiment's runs go through one launcher that
+    stays up instead (`measure.served`), which saves a process start per run;
+    this one-shot form starts untimed steps and container runs.
     """
 
     def run(self, launch: Launch) -> Finished:
