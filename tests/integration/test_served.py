@@ -137,3 +137,9 @@ def test_a_served_run_in_a_missing_folder_is_refused_and_the_launcher_serves_on(
     with pytest.raises(WorkloadFailed, match="cannot start true: cannot change to folder /nonexistent"):
         served.run(launch("true", cwd="/nonexistent"))
     assert served.run(launch("true")).ok
+
+
+def test_a_run_whose_environment_is_no_utf8_still_runs_as_given(served: ServedExecutor) -> None:
+    raw = os.fsdecode(b"caf\xe9")  # as Python reads such bytes from the environment
+    done = served.run(Launch(argv=("sh", "-c", 'printf %s "$RAW"'), env={**os.environ, "RAW": raw}, timeout=60))
+    assert done.ok and done.stdout == b"caf\xe9"

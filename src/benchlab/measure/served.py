@@ -17,7 +17,8 @@ SIGTERM here, or a launcher that stops answering, the launcher is told to stop (
 its group and cgroup are killed and removed behind it. A launcher that dies unexpectedly fails
 the run in flight ("the launcher reported nothing") and the next run starts a new one.
 
-Container runs keep the one-shot launcher: it enters the container's namespaces itself.
+Container runs keep the one-shot launcher: it enters the container's namespaces itself; so do
+runs whose command line or environment holds bytes that are no UTF-8.
 """
 
 from __future__ import annotations
@@ -64,9 +65,9 @@ class _Launcher:
     err: IO[bytes]
     pending: bytearray = field(default_factory=bytearray)
 
-    def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-        """The answer to one request; None when the launcher ended or did not answer in time."""
-        data = json.dumps(request).encode() + b"\n"
+    def ask(self, request: bytes, timeout: float) -> dict[str, Any] | None:
+        """The answer to one request line; None when the launcher ended or did not answer in time."""
+        data = request
         try:
             while data:
                 data = data[os.write(self.requests, data) :]
@@ -108,6 +109,21 @@ class _Launcher:
         self.err.close()
 
 
+def _request(launch: Launch) -> bytes | None:
+    """The run as the launcher reads it: one JSON line; None for names that are no UTF-8 (bytes
+    Python decoded with surrogates, which JSON cannot carry), left to a one-shot launcher."""
+    request = {
+        "argv": list(launch.argv), "env": dict(launch.env), "cwd": launch.cwd,
+        "cpus": sorted(launch.cpus) if launch.cpus is not None else None,
+        "timeout_ms": max(1, round(launch.timeout * 1000)), "perf_counters": launch.perf_counters, "mapped": True,
+        "memory_interval_ms": max(1, round(launch.memory_interval * 1000)) if launch.memory_interval else 0,
+    }  # fmt: skip
+    try:
+        return json.dumps(request, ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError:
+        return None
+
+
 class ServedExecutor:
     """Runs processes on this machine through one serving launcher, started on first use and
     stopped by `close` (or the end of a `with` block); container runs go to a one-shot launcher."""
@@ -129,15 +145,10 @@ class ServedExecutor:
             launcher.close_files()
 
     def run(self, launch: Launch) -> Finished:
-        if launch.container is not None:
+        request = _request(launch)
+        if launch.container is not None or request is None:
             return self._one_shot.run(launch)
         launcher = self._launcher or self._start()
-        request = {
-            "argv": list(launch.argv), "env": dict(launch.env), "cwd": launch.cwd,
-            "cpus": sorted(launch.cpus) if launch.cpus is not None else None,
-            "timeout_ms": max(1, round(launch.timeout * 1000)), "perf_counters": launch.perf_counters, "mapped": True,
-            "memory_interval_ms": max(1, round(launch.memory_interval * 1000)) if launch.memory_interval else 0,
-        }  # fmt: skip
         try:
             account = launcher.ask(request, launch.timeout + ANSWER_GRACE_S)
         except BaseException:  # Ctrl-C or SIGTERM in the runner: take the tree down with us
