@@ -337,12 +337,11 @@ fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<b
 }
 
 /// Waits for the released child and reaps it; past `timeout` its whole process group is killed
-/// first. The clock stops when wait4 returns.
+/// first (and when the time cannot be watched, at once: the run fails, and nothing is left). The
+/// clock stops when wait4 returns.
 pub fn wait_child(pid: libc::pid_t, start: Instant, timeout: Option<Duration>) -> Result<Exited, String> {
-    let timed_out = match timeout {
-        Some(limit) => !exits_within(pid, limit, start)?,
-        None => false,
-    };
+    let watched = timeout.map(|limit| exits_within(pid, limit, start));
+    let timed_out = !matches!(watched, None | Some(Ok(true)));
     if timed_out {
         // SAFETY: our own child, not reaped yet, and the group it leads.
         unsafe {
@@ -364,6 +363,9 @@ pub fn wait_child(pid: libc::pid_t, start: Instant, timeout: Option<Duration>) -
     }
     let wall_ns = start.elapsed().as_nanos() as u64;
     CHILD.store(-1, Ordering::SeqCst);
+    if let Some(Err(e)) = watched {
+        return Err(e);
+    }
     Ok(Exited { status, ru, wall_ns, timed_out })
 }
 
@@ -372,6 +374,16 @@ pub struct Watch {
     counters: Counters,
     mapped: Mapped,
     sampler: Option<Sampler>,
+}
+
+/// A run given up before its account (a wait that failed) still stops its memory sampler, so
+/// that the launcher is single-threaded again when it forks the next run.
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(sampler) = self.sampler.take() {
+            sampler.finish();
+        }
+    }
 }
 
 impl Watch {
