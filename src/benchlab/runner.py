@@ -8,6 +8,7 @@ real timing.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import re
@@ -19,9 +20,10 @@ from typing import Any, Protocol
 from benchlab.errors import EnvironmentProblem, Interrupted, SpecError, StoreError, WorkloadFailed
 from benchlab.measure.cgroup import clear_stale_runs
 from benchlab.measure.host import fingerprint, machine_state
-from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished, LocalExecutor
+from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished
 from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import RESERVED, usage_metrics
+from benchlab.measure.served import ServedExecutor
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
 from benchlab.store import ExperimentRecord, Store, spec_digest
@@ -154,7 +156,10 @@ class Runner:
         host: dict[str, object] | None = None,
     ) -> None:
         self.store = store
-        self.executor = executor or LocalExecutor()
+        self.served: ServedExecutor | None = None  # the default executor, whose launcher ends with each experiment
+        if executor is None:
+            executor = self.served = ServedExecutor()
+        self.executor = executor
         self.clock = clock
         self.journal = journal or KnobJournal()
         self.lock = lock or MachineLock()
@@ -224,7 +229,7 @@ class Runner:
         An experiment created here that stores no run (refused on the way) is dropped again, so
         its name is not burnt."""
         changes_knobs = any(v.knobs for v in prepared.variants.values())
-        with self.lock.hold(prepared.spec.name, exclusive=changes_knobs):
+        with self.lock.hold(prepared.spec.name, exclusive=changes_knobs), self.served or contextlib.nullcontext():
             self.journal.ensure_clean()
             for note in clear_stale_runs():
                 self._note_once(note)
