@@ -35,6 +35,10 @@ use std::io::Write;
 use std::os::fd::{FromRawFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+/// The version of the account's fields (`src/benchlab/measure/process.py` ACCOUNT_PROTOCOL):
+/// both change together, and benchlab refuses an account of another version.
+pub const ACCOUNT_PROTOCOL: u32 = 1;
 use std::time::{Duration, Instant};
 
 static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -248,6 +252,9 @@ pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
             libc::write(2, exec_failed.as_ptr() as *const libc::c_void, exec_failed.len());
             libc::write(2, why.as_ptr() as *const libc::c_void, why.len());
             libc::write(2, b"\n".as_ptr() as *const libc::c_void, 1);
+            // for the account: the same pipe, which a successful exec would have closed (CLOEXEC)
+            let code = errno.to_ne_bytes();
+            libc::write(ready[1], code.as_ptr() as *const libc::c_void, code.len());
             libc::_exit(127);
         }
     }
@@ -264,6 +271,15 @@ pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
     Ok(Forked { pid, go: go[1], ready: ready[0] })
 }
 
+/// Closes a descriptor of ours once: -1 marks it closed.
+fn close_once(fd: &mut RawFd) {
+    if *fd >= 0 {
+        // SAFETY: a descriptor this Forked owns and has not closed yet.
+        unsafe { libc::close(*fd) };
+        *fd = -1;
+    }
+}
+
 impl Forked {
     /// Waits until the child is ready (one byte, or end of file if it died).
     pub fn wait_ready(&self) {
@@ -273,26 +289,41 @@ impl Forked {
     }
 
     /// Lets the child go on to exec; the run's clock starts here.
-    pub fn release(&self) -> Instant {
+    pub fn release(&mut self) -> Instant {
         let start = Instant::now();
-        // SAFETY: closing our ends lets the child's read return.
-        unsafe {
-            libc::close(self.go);
-            libc::close(self.ready);
-        }
+        close_once(&mut self.go); // the child's read returns
         start
     }
 
+    /// Why exec failed, once the child has ended (None: it ran the command). Read from the
+    /// ready pipe, which a successful exec closes: the account says so as a field, so that
+    /// nobody has to recognise the words the child printed on stderr.
+    pub fn exec_error(&mut self) -> Option<String> {
+        let mut code = [0u8; 4];
+        // SAFETY: our read end; the child has ended, so the read cannot block.
+        let n = unsafe { libc::read(self.ready, code.as_mut_ptr() as *mut libc::c_void, code.len()) };
+        close_once(&mut self.ready);
+        (n == code.len() as isize).then(|| std::io::Error::from_raw_os_error(i32::from_ne_bytes(code)).to_string())
+    }
+
     /// A child that must not run after all (its cgroup or container could not be set up).
-    pub fn abandon(self) {
+    pub fn abandon(mut self) {
+        close_once(&mut self.go);
+        close_once(&mut self.ready);
         // SAFETY: our own child, still waiting before its exec; reaped so that no zombie is left.
         unsafe {
             libc::kill(self.pid, libc::SIGKILL);
-            libc::close(self.go);
-            libc::close(self.ready);
             libc::waitpid(self.pid, std::ptr::null_mut(), 0);
         }
         CHILD.store(0, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Forked {
+    /// A served launcher lives for the whole experiment: no run may leave a descriptor open.
+    fn drop(&mut self) {
+        close_once(&mut self.go);
+        close_once(&mut self.ready);
     }
 }
 
@@ -398,7 +429,13 @@ impl Watch {
 
     /// The run's account as one JSON object, with the tree's peak read from its cgroup (and why
     /// there is none).
-    pub fn account(mut self, exited: &Exited, tree_peak_kib: Option<u64>, tree_peak_note: Option<String>) -> Map<String, Value> {
+    pub fn account(
+        mut self,
+        exited: &Exited,
+        exec_error: Option<String>,
+        tree_peak_kib: Option<u64>,
+        tree_peak_note: Option<String>,
+    ) -> Map<String, Value> {
         let memory = self.sampler.take().map(Sampler::finish).unwrap_or_default();
         let (status, ru) = (exited.status, &exited.ru);
         let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
@@ -408,6 +445,7 @@ impl Watch {
             (None, Some(libc::WTERMSIG(status)))
         };
         let account = json!({
+            "protocol": ACCOUNT_PROTOCOL,
             "wall_ns": exited.wall_ns,
             "user_ns": tv(ru.ru_utime),
             "sys_ns": tv(ru.ru_stime),
@@ -418,6 +456,7 @@ impl Watch {
             "involuntary_switches": ru.ru_nivcsw,
             "exit_code": exit_code,
             "signal": signal,
+            "exec_error": exec_error,
             "counters": self.counters.read(),
             "counters_note": self.counters.note,
             "mapped": self.mapped.read(),
@@ -481,7 +520,7 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
         own_group: false,
         container: settings.container.as_ref().map(|c| (c, cwd.as_path())),
     };
-    let child = match fork_child(&setup, &argv[0]) {
+    let mut child = match fork_child(&setup, &argv[0]) {
         Ok(child) => child,
         Err(e) => {
             eprintln!("benchlab-launch: {e}");
@@ -523,7 +562,7 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     cgroup.remove();
     cpu_group.remove();
     end_if_orphaned();
-    let account = watch.account(&exited, tree_peak_kib, cgroup.note.clone());
+    let account = watch.account(&exited, child.exec_error(), tree_peak_kib, cgroup.note.clone());
     if write_line(result_fd, &Value::Object(account)).is_err() {
         eprintln!("benchlab-launch: file descriptor {result_fd} is not open for the result");
         return 1;

@@ -164,7 +164,7 @@ impl Context {
         truncate(self.stdio[1])?;
         truncate(self.stdio[2])?;
         let setup = ChildSetup { argv: &argp, envp: Some(&envp), stdio: Some(self.stdio), close: None, own_group: true, container: None };
-        let child = launch::fork_child(&setup, &argv[0])?;
+        let mut child = launch::fork_child(&setup, &argv[0])?;
         let pid = child.pid;
         let mut watch = Watch::open(pid, flag("perf_counters"), flag("mapped"));
         let mut cgroup = std::mem::replace(&mut self.next, RunCgroup::make(None, &[]));
@@ -183,7 +183,7 @@ impl Context {
             }
         };
         cgroup.kill_left(); // before the answer, so that nothing writes to the run's output once it is read
-        let mut account = watch.account(&exited, cgroup.peak_kib(), cgroup.note.clone());
+        let mut account = watch.account(&exited, child.exec_error(), cgroup.peak_kib(), cgroup.note.clone());
         account.insert("timed_out".into(), Value::Bool(exited.timed_out));
         Ok((account, cgroup))
     }

@@ -31,10 +31,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from benchlab.errors import WorkloadFailed
+from benchlab.errors import EnvironmentProblem, WorkloadFailed
 from benchlab.locate import launcher_path
 from benchlab.measure.cgroup import cpu_cgroup_parent, remove_run_cgroup, run_cgroup_parent, tree_peak_unavailable
 
+ACCOUNT_PROTOCOL = 1  # the launcher's ACCOUNT_PROTOCOL (probe/src/launch.rs); both change together
 STDERR_TAIL_BYTES = 4000  # what a failed run keeps of its stderr
 OUTPUT_TAIL_BYTES = 64 * 1024  # what is read back of stderr, and of stdout that nobody parses
 STDOUT_LIMIT_BYTES = 64 * 1024 * 1024  # the most stdout read back for parsing (Google Benchmark JSON)
@@ -95,6 +96,7 @@ class Finished:
     usage: Usage
     stdout: bytes = b""
     stderr: bytes = field(default=b"", repr=False)
+    exec_error: str | None = None  # why the command could not be executed (exec's error), from the account
 
     @property
     def ok(self) -> bool:
@@ -127,7 +129,13 @@ class Executor(Protocol):
 def finished_from_account(
     account: dict[str, Any] | None, launch: Launch, timed_out: bool, stdout: bytes, stderr: bytes, note: str | None
 ) -> Finished:
-    """The launcher's JSON account of a run (None when it reported nothing) as a Finished."""
+    """The launcher's JSON account of a run (None when it reported nothing) as a Finished; an
+    account of another version is refused rather than misread."""
+    if account is not None and account.get("protocol") != ACCOUNT_PROTOCOL:
+        raise EnvironmentProblem(
+            f"the launcher speaks account protocol {account.get('protocol')}, this benchlab reads {ACCOUNT_PROTOCOL}",
+            hint="reinstall benchlab so that its launcher is built from the same source",
+        )
     if account is None:
         if not timed_out:
             raise WorkloadFailed(
@@ -150,7 +158,7 @@ def finished_from_account(
         memory=account.get("memory") or {},
         notes=tuple(filter(None, [account.get("mapped_note"), account.get("tree_peak_note"), note])),
     )
-    return Finished(account.get("exit_code"), account.get("signal"), timed_out, usage, stdout, stderr)
+    return Finished(account.get("exit_code"), account.get("signal"), timed_out, usage, stdout, stderr, account.get("exec_error"))
 
 
 def read_tail(f: IO[bytes], size: int) -> bytes:
