@@ -129,3 +129,10 @@ BENCHMARK_MAIN();
         assert "\x1b" not in text
     spec.write_text(spec.read_text().replace('"gb"', '"gb2"'))
     assert cli("run", str(spec), "--allow-failures").returncode == 0
+
+
+@pytest.mark.parametrize("args", [[], ["ipc"], ["container"], ["db"]])
+def test_a_command_given_nothing_prints_its_help_as_help_reads_and_exits_2(args: list[str]) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("Usage: benchlab") and "\\x0a" not in proc.stderr and "\nCommands:\n" in proc.stderr

@@ -50,6 +50,10 @@ def main() -> None:
         err.print("benchlab: interrupted; every finished run is stored (continue with --resume)")
         sys.exit(130)
     except typer.TyperException as exc:  # usage errors: unknown flag, missing argument (exit 2)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `benchlab`, `benchlab ipc`: the help, as help reads
+            # (typer vendors click and keeps this class private; typer itself tells it by its name)
+            err.print(exc.format_message(), highlight=False, markup=False)
+            sys.exit(exc.exit_code)
         err.print(f"benchlab: {safe.text(exc.format_message(), limit=safe.LINE_MAX)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     if code == Interrupted.exit_code:  # typer turns a Ctrl-C outside the runner into this code
