@@ -24,6 +24,7 @@ EXIT = re.compile(r"#\s*exit (\d+)\b")
 NEEDS = re.compile(r"#\s*needs: (.+)$")
 LONG = re.compile(r"#\s*long: (.+)$")
 SLOW = re.compile(r"#\s*slow\b")
+BENCHLAB = re.compile(r"([A-Z_][A-Z0-9_]*=\S* )*benchlab\b")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,11 @@ class DocCommand:
     @property
     def id(self) -> str:
         return f"{self.page}:{self.line}"
+
+    @property
+    def runs_benchlab(self) -> bool:
+        """Whether the command is `benchlab ...`, perhaps after variables set for it (`COLUMNS=60`)."""
+        return BENCHLAB.match(self.text) is not None
 
 
 def pages() -> list[Path]:

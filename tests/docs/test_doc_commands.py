@@ -67,7 +67,7 @@ def test_doc_command_runs_as_written(
 ) -> None:
     if command.skip is not None:
         pytest.skip(command.skip)
-    if not command.text.startswith("benchlab"):
+    if not command.runs_benchlab:
         pytest.skip("set-up or a bench/ speed check, not a benchlab command (CI runs ./dev test itself)")
     page = pages_run.get(command.page)
     if page is None:
@@ -107,5 +107,5 @@ def test_docs_show_commands_one_way() -> None:
 
 def test_docs_show_benchlab_commands() -> None:
     """The extraction finds the commands (a changed convention must not make this test empty)."""
-    shown = [c for c in COMMANDS if c.text.startswith("benchlab")]
+    shown = [c for c in COMMANDS if c.runs_benchlab]
     assert len(shown) > 30 and {c.page for c in shown} >= {"README.md", "docs/commands/run.md"}
