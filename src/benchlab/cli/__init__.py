@@ -59,8 +59,7 @@ def options(
         ),
     ] = False,
 ) -> None:
-    # the options before a command; --version is eager, so it answers before any command is parsed
-    pass
+    """The options before a command: --version is eager, so it answers before any command is parsed."""
 
 
 def main() -> None:
