@@ -29,8 +29,8 @@ CASES = {
 
 def compare(command: str, base: str, other: str, *, db: str, seed: int, extra: list[str]) -> dict:
     argv = [
-        os.path.join(os.path.dirname(sys.executable), "benchlab"), "compare", "--cmd", command, "-v", f"base: env.{base}",
-        "-v", f"other: env.{other}", "--seed", str(seed), "--db", db, "--format", "json", *extra,
+        os.path.join(os.path.dirname(sys.executable), "benchlab"), "compare", "--cmd", command, "-V", f"base: env.{base}",
+        "-V", f"other: env.{other}", "--seed", str(seed), "--db", db, "--format", "json", *extra,
     ]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, check=True)
     return json.loads(done.stdout)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from benchlab.runner import Prepared, Runner
 from benchlab.spec import spec_from_dict
-from benchlab.stats.experiment import analyze
+from benchlab.stats.analysis import analyze
 from benchlab.store import Store
 
 TARGET = 0.02

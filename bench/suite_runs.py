@@ -10,7 +10,7 @@ from typing import Any
 
 from benchlab.runner import Prepared, Runner
 from benchlab.spec import spec_from_dict
-from benchlab.stats.experiment import build_series
+from benchlab.stats.analysis import build_series
 from benchlab.store import Store
 from benchlab.workloads.probe import catalogue
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-from benchlab.stats.analysis import Sequential, Series, Settings, judge
+from benchlab.stats.judge import Sequential, Series, Settings, judge
 from benchlab.stats.simulation import run_until_decided, simulate
 
 SETTINGS = Settings(baseline="A")

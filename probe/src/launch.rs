@@ -7,6 +7,8 @@
 //! straight from a 100+ MiB interpreter would report the interpreter's
 //! footprint. Wall time is taken here too, around fork and wait4, in native
 //! code. The result is one JSON line written to --result-fd (default 3).
+//! The same run, served to a launcher that stays up for a whole experiment,
+//! is `serve` (see there); this module holds what both share.
 //!
 //! The child waits on a pipe until the parent has opened its perf counters
 //! (see `counters`, a few hundred microseconds), which start counting when it
@@ -27,38 +29,51 @@ use crate::container::{self, Container};
 use crate::counters::Counters;
 use crate::mapped::Mapped;
 use crate::memory::{RunCgroup, Sampler};
-use serde_json::json;
+use serde_json::{json, Map, Value};
 use std::ffi::CString;
 use std::io::Write;
-use std::os::fd::FromRawFd;
+use std::os::fd::{FromRawFd, RawFd};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::time::Instant;
+
+/// The version of the account's fields (`src/benchlab/measure/process.py` ACCOUNT_PROTOCOL):
+/// both change together, and benchlab refuses an account of another version.
+pub const ACCOUNT_PROTOCOL: u32 = 1;
+use std::time::{Duration, Instant};
 
 static CHILD: AtomicI32 = AtomicI32::new(0);
 static ORPHANED: AtomicBool = AtomicBool::new(false);
+/// A launcher that serves many runs has its own clean-up to do even between runs (see `serve`).
+pub static SERVING: AtomicBool = AtomicBool::new(false);
 
-/// SIGTERM, on the death of benchlab (or from anyone): the workload is killed at once, and the
-/// launcher goes on to remove its cgroup (killing what the workload left there) and then its
-/// process group. Before there is a workload there is nothing to clean: the launcher just ends;
-/// after it was reaped, its pid may be another process's, so only the cleanup goes on.
+/// SIGTERM, on the death of benchlab (or from anyone): the workload is killed at once, with its
+/// process group where it leads one (a served run), and the launcher goes on to remove its cgroup
+/// (killing what the workload left there) and then its process group. Before there is a workload
+/// a one-shot launcher has nothing to clean and just ends, a serving one stops serving; after it
+/// was reaped, its pid may be another process's, so only the cleanup goes on.
 extern "C" fn on_terminate(_: libc::c_int) {
     ORPHANED.store(true, Ordering::SeqCst);
     let child = CHILD.load(Ordering::SeqCst);
     // SAFETY: kill and _exit are async-signal-safe.
     unsafe {
         if child > 0 {
+            libc::kill(-child, libc::SIGKILL);
             libc::kill(child, libc::SIGKILL);
-        } else if child == 0 {
+        } else if child == 0 && !SERVING.load(Ordering::SeqCst) {
             libc::_exit(1);
         } // below 0: the workload is reaped; cleaning up is under way
-
     }
 }
 
+/// Whether SIGTERM (benchlab's death) asked the launcher to stop.
+pub fn orphaned() -> bool {
+    ORPHANED.load(Ordering::SeqCst)
+}
+
 /// Asks for SIGTERM when `parent` dies; false when it already has.
-fn die_with(parent: libc::pid_t) -> bool {
+pub fn die_with(parent: libc::pid_t) -> bool {
     // SAFETY: a zeroed sigaction with a handler that only makes async-signal-safe calls; no
-    // SA_RESTART, so a wait4 in progress returns (to be retried) rather than hide the signal.
+    // SA_RESTART, so a wait4 or read in progress returns (to be retried) rather than hide the signal.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_terminate as extern "C" fn(libc::c_int) as libc::sighandler_t;
@@ -72,7 +87,7 @@ fn die_with(parent: libc::pid_t) -> bool {
 /// After an orphaned run is cleaned up: the rest of the launcher's process group (what the
 /// workload started outside any cgroup), the launcher included, when it leads that group.
 fn end_if_orphaned() {
-    if !ORPHANED.load(Ordering::SeqCst) {
+    if !orphaned() {
         return;
     }
     // SAFETY: signalling our own process group only when we lead it (benchlab starts us in a new
@@ -134,6 +149,338 @@ fn limits(settings: &Settings) -> (Vec<(&'static str, String)>, Vec<(&'static st
     (memory, cpu)
 }
 
+/// NUL-terminated strings for exec, or the one-line reason there are none.
+pub fn cstrings<'a>(strings: impl IntoIterator<Item = &'a str>) -> Result<Vec<CString>, String> {
+    strings.into_iter().map(|s| CString::new(s).map_err(|_| "an argument contains a NUL byte".to_string())).collect()
+}
+
+/// The NULL-terminated pointer array exec wants, into strings that must outlive it.
+pub fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+}
+
+extern "C" {
+    static mut environ: *const *const libc::c_char;
+}
+
+/// What the child does between fork and exec, all made before the fork: the child only makes
+/// system calls (no allocation), so that nothing it does can block on a lock held at the fork.
+pub struct ChildSetup<'a> {
+    pub argv: &'a [*const libc::c_char],
+    pub envp: Option<&'a [*const libc::c_char]>, // the run's own environment (PATH included) where it differs
+    pub stdio: Option<[RawFd; 3]>,               // descriptors for the child's stdin, stdout and stderr
+    pub close: Option<RawFd>,                    // a descriptor of ours the workload must not hold
+    pub own_group: bool,                         // leads a process group of its own, killed whole after it
+    pub container: Option<(&'a Container, &'a Path)>,
+}
+
+/// A child forked and waiting to be released (`release`) before its exec.
+pub struct Forked {
+    pub pid: libc::pid_t,
+    go: RawFd,
+    ready: RawFd,
+}
+
+/// Forks the workload's process, stopped before its exec.
+pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
+    // SAFETY: our own pid, read before the fork for the child's check of its parent.
+    let launcher = unsafe { libc::getpid() };
+    let (mut go, mut ready) = ([0 as libc::c_int; 2], [0 as libc::c_int; 2]);
+    // SAFETY: fresh pipes into arrays of two descriptors.
+    if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: as above; the first pipe is closed again if the second cannot be made.
+    if unsafe { libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        let e = std::io::Error::last_os_error();
+        unsafe {
+            libc::close(go[0]);
+            libc::close(go[1]);
+        }
+        return Err(format!("pipe: {e}"));
+    }
+    let exec_failed = format!("benchlab-launch: cannot execute {argv0}: ");
+    // SAFETY: the launcher is single-threaded when it forks (the memory sampler's thread lives
+    // only during a run); the child only makes system calls, then execs or _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = std::io::Error::last_os_error();
+        unsafe {
+            for fd in [go[0], go[1], ready[0], ready[1]] {
+                libc::close(fd);
+            }
+        }
+        return Err(format!("fork: {e}"));
+    }
+    if pid == 0 {
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            let parent = libc::getppid(); // 0 as PID 1 of a container: its parent is outside
+            if parent != launcher && parent != 0 {
+                libc::_exit(1); // the launcher died before the request could take effect
+            }
+            if setup.own_group {
+                libc::setpgid(0, 0);
+            }
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL); // Rust ignores it, and exec would keep that
+            if let Some(fd) = setup.close {
+                libc::close(fd);
+            }
+            libc::close(go[1]);
+            libc::close(ready[0]);
+            if let Some(fds) = setup.stdio {
+                for (target, fd) in fds.iter().enumerate() {
+                    libc::dup2(*fd, target as libc::c_int);
+                }
+            }
+            if let Some((c, cwd)) = setup.container {
+                if let Err(e) = c.enter(cwd) {
+                    let msg = format!("benchlab-launch: cannot enter the container: {e}\n");
+                    libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
+                    libc::_exit(126);
+                }
+            }
+            if let Some(envp) = setup.envp {
+                environ = envp.as_ptr(); // execvp looks the command up in the run's own PATH
+            }
+            libc::write(ready[1], b"r".as_ptr() as *const libc::c_void, 1);
+            let mut byte = 0u8;
+            libc::read(go[0], &mut byte as *mut u8 as *mut libc::c_void, 1); // returns at the parent's close
+            libc::execvp(setup.argv[0], setup.argv.as_ptr());
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            let why = std::ffi::CStr::from_ptr(libc::strerror(errno)).to_bytes();
+            libc::write(2, exec_failed.as_ptr() as *const libc::c_void, exec_failed.len());
+            libc::write(2, why.as_ptr() as *const libc::c_void, why.len());
+            libc::write(2, b"\n".as_ptr() as *const libc::c_void, 1);
+            // for the account: the same pipe, which a successful exec would have closed (CLOEXEC)
+            let code = errno.to_ne_bytes();
+            libc::write(ready[1], code.as_ptr() as *const libc::c_void, code.len());
+            libc::_exit(127);
+        }
+    }
+    if setup.own_group {
+        // SAFETY: our own child; done on both sides so that the group exists whichever runs first.
+        unsafe { libc::setpgid(pid, pid) };
+    }
+    CHILD.store(pid, Ordering::SeqCst);
+    // SAFETY: the child's ends, ours no more.
+    unsafe {
+        libc::close(go[0]);
+        libc::close(ready[1]);
+    }
+    Ok(Forked { pid, go: go[1], ready: ready[0] })
+}
+
+/// Closes a descriptor of ours once: -1 marks it closed.
+fn close_once(fd: &mut RawFd) {
+    if *fd >= 0 {
+        // SAFETY: a descriptor this Forked owns and has not closed yet.
+        unsafe { libc::close(*fd) };
+        *fd = -1;
+    }
+}
+
+impl Forked {
+    /// Waits until the child is ready (one byte, or end of file if it died).
+    pub fn wait_ready(&self) {
+        let mut byte = 0u8;
+        // SAFETY: our read end of the child's pipe.
+        unsafe { libc::read(self.ready, &mut byte as *mut u8 as *mut libc::c_void, 1) };
+    }
+
+    /// Lets the child go on to exec; the run's clock starts here.
+    pub fn release(&mut self) -> Instant {
+        let start = Instant::now();
+        close_once(&mut self.go); // the child's read returns
+        start
+    }
+
+    /// Why exec failed, once the child has ended (None: it ran the command). Read from the
+    /// ready pipe, which a successful exec closes: the account says so as a field, so that
+    /// nobody has to recognise the words the child printed on stderr.
+    pub fn exec_error(&mut self) -> Option<String> {
+        let mut code = [0u8; 4];
+        // SAFETY: our read end; the child has ended, so the read cannot block.
+        let n = unsafe { libc::read(self.ready, code.as_mut_ptr() as *mut libc::c_void, code.len()) };
+        close_once(&mut self.ready);
+        (n == code.len() as isize).then(|| std::io::Error::from_raw_os_error(i32::from_ne_bytes(code)).to_string())
+    }
+
+    /// A child that must not run after all (its cgroup or container could not be set up).
+    pub fn abandon(mut self) {
+        close_once(&mut self.go);
+        close_once(&mut self.ready);
+        // SAFETY: our own child, still waiting before its exec; reaped so that no zombie is left.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+        }
+        CHILD.store(0, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Forked {
+    /// A served launcher lives for the whole experiment: no run may leave a descriptor open.
+    fn drop(&mut self) {
+        close_once(&mut self.go);
+        close_once(&mut self.ready);
+    }
+}
+
+/// How a released child ended.
+pub struct Exited {
+    pub status: libc::c_int,
+    pub ru: libc::rusage,
+    pub wall_ns: u64,
+    pub timed_out: bool,
+}
+
+/// Waits for the child until it exits or `timeout` passes (pidfd and poll; a signal to the
+/// launcher interrupts the wait so that it is seen at once); false on timeout.
+fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<bool, String> {
+    // SAFETY: pidfd_open on our own unreaped child.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    if fd < 0 {
+        return Err(format!("pidfd_open: {}", std::io::Error::last_os_error()));
+    }
+    let exited = loop {
+        let left = timeout.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            break false;
+        }
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: one pollfd we own.
+        match unsafe { libc::poll(&mut pfd, 1, ms) } {
+            r if r > 0 => break true,
+            0 => continue, // the loop's head decides whether the time is up
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => continue,
+            _ => {
+                let e = std::io::Error::last_os_error();
+                unsafe { libc::close(fd) };
+                return Err(format!("poll: {e}"));
+            }
+        }
+    };
+    // SAFETY: our pidfd.
+    unsafe { libc::close(fd) };
+    Ok(exited)
+}
+
+/// Waits for the released child and reaps it; past `timeout` its whole process group is killed
+/// first (and when the time cannot be watched, at once: the run fails, and nothing is left). The
+/// clock stops when wait4 returns.
+pub fn wait_child(pid: libc::pid_t, start: Instant, timeout: Option<Duration>) -> Result<Exited, String> {
+    let watched = timeout.map(|limit| exits_within(pid, limit, start));
+    let timed_out = !matches!(watched, None | Some(Ok(true)));
+    if timed_out {
+        // SAFETY: our own child, not reaped yet, and the group it leads.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child into a zeroed rusage we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            break;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+        }
+    }
+    let wall_ns = start.elapsed().as_nanos() as u64;
+    CHILD.store(-1, Ordering::SeqCst);
+    if let Some(Err(e)) = watched {
+        return Err(e);
+    }
+    Ok(Exited { status, ru, wall_ns, timed_out })
+}
+
+/// The measurements a run may ask for beside wait4's, opened on the child before its release.
+pub struct Watch {
+    counters: Counters,
+    mapped: Mapped,
+    sampler: Option<Sampler>,
+}
+
+/// A run given up before its account (a wait that failed) still stops its memory sampler, so
+/// that the launcher is single-threaded again when it forks the next run.
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(sampler) = self.sampler.take() {
+            sampler.finish();
+        }
+    }
+}
+
+impl Watch {
+    pub fn open(pid: libc::pid_t, perf_counters: bool, mapped: bool) -> Watch {
+        Watch { counters: Counters::open(pid, perf_counters), mapped: Mapped::open(pid, mapped), sampler: None }
+    }
+
+    /// Starts RSS/PSS sampling (every `interval_ms`; 0: none) right before the release.
+    pub fn sample(&mut self, pid: libc::pid_t, interval_ms: u64) {
+        self.sampler = Some(Sampler::start(pid, interval_ms));
+    }
+
+    /// The run's account as one JSON object, with the tree's peak read from its cgroup (and why
+    /// there is none).
+    pub fn account(
+        mut self,
+        exited: &Exited,
+        exec_error: Option<String>,
+        tree_peak_kib: Option<u64>,
+        tree_peak_note: Option<String>,
+    ) -> Map<String, Value> {
+        let memory = self.sampler.take().map(Sampler::finish).unwrap_or_default();
+        let (status, ru) = (exited.status, &exited.ru);
+        let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+        let (exit_code, signal) = if libc::WIFEXITED(status) {
+            (Some(libc::WEXITSTATUS(status)), None)
+        } else {
+            (None, Some(libc::WTERMSIG(status)))
+        };
+        let account = json!({
+            "protocol": ACCOUNT_PROTOCOL,
+            "wall_ns": exited.wall_ns,
+            "user_ns": tv(ru.ru_utime),
+            "sys_ns": tv(ru.ru_stime),
+            "max_rss_kib": ru.ru_maxrss,
+            "minor_faults": ru.ru_minflt,
+            "major_faults": ru.ru_majflt,
+            "voluntary_switches": ru.ru_nvcsw,
+            "involuntary_switches": ru.ru_nivcsw,
+            "exit_code": exit_code,
+            "signal": signal,
+            "exec_error": exec_error,
+            "counters": self.counters.read(),
+            "counters_note": self.counters.note,
+            "mapped": self.mapped.read(),
+            "mapped_note": self.mapped.note,
+            "tree_peak_kib": tree_peak_kib,
+            "tree_peak_note": tree_peak_note,
+            "memory": memory,
+        });
+        match account {
+            Value::Object(map) => map,
+            _ => unreachable!("json! of an object literal"),
+        }
+    }
+}
+
+/// One JSON line in a single write, so that a reader never sees half an account.
+pub fn write_line(fd: RawFd, value: &Value) -> std::io::Result<()> {
+    let mut line = value.to_string();
+    line.push('\n');
+    // SAFETY: a descriptor benchlab passes and keeps open; ManuallyDrop leaves it open here too.
+    let mut file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    file.write_all(line.as_bytes())
+}
+
 pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     let result_fd = settings.result_fd;
     if let Some(parent) = settings.die_with {
@@ -146,15 +493,14 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
         eprintln!("benchlab-launch: no command given");
         return 2;
     }
-    let cargs: Vec<CString> = match argv.iter().map(|a| CString::new(a.as_bytes())).collect() {
+    let cargs = match cstrings(argv.iter().map(String::as_str)) {
         Ok(v) => v,
-        Err(_) => {
-            eprintln!("benchlab-launch: an argument contains a NUL byte");
+        Err(e) => {
+            eprintln!("benchlab-launch: {e}");
             return 2;
         }
     };
-    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
+    let ptrs = pointers(&cargs);
     let own_pid_namespace = match settings.container {
         Some(_) => match container::enter_namespaces() {
             Ok(ns) => Some(ns),
@@ -165,58 +511,31 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
         },
         None => None,
     };
-    // SAFETY: our own pid, read before the fork for the child's check of its parent.
-    let launcher = unsafe { libc::getpid() };
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
-    let (mut go, mut ready) = ([0 as libc::c_int; 2], [0 as libc::c_int; 2]);
-    // SAFETY: fresh pipes into arrays of two descriptors.
-    if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) | libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        eprintln!("benchlab-launch: pipe: {}", std::io::Error::last_os_error());
-        return 1;
-    }
-    // SAFETY: the launcher is single-threaded; the child only reads, calls exec and _exit.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        eprintln!("benchlab-launch: fork: {}", std::io::Error::last_os_error());
-        return 1;
-    }
-    if pid == 0 {
-        unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-            let parent = libc::getppid(); // 0 as PID 1 of a container: its parent is outside
-            if parent != launcher && parent != 0 {
-                libc::_exit(1); // the launcher died before the request could take effect
-            }
-            libc::close(result_fd);
-            libc::close(go[1]);
-            libc::close(ready[0]);
-            if let Some(c) = &settings.container {
-                if let Err(e) = c.enter(&cwd) {
-                    let msg = format!("benchlab-launch: cannot enter the container: {e}\n");
-                    libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
-                    libc::_exit(126);
-                }
-            }
-            libc::write(ready[1], b"r".as_ptr() as *const libc::c_void, 1);
-            let mut byte = 0u8;
-            libc::read(go[0], &mut byte as *mut u8 as *mut libc::c_void, 1); // returns at the parent's close
-            libc::execvp(ptrs[0], ptrs.as_ptr());
-            let msg = format!("benchlab-launch: cannot execute {}: {}\n", argv[0], std::io::Error::last_os_error());
-            libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
-            libc::_exit(127);
+    let setup = ChildSetup {
+        argv: &ptrs,
+        envp: None,
+        stdio: None,
+        close: Some(result_fd),
+        own_group: false,
+        container: settings.container.as_ref().map(|c| (c, cwd.as_path())),
+    };
+    let mut child = match fork_child(&setup, &argv[0]) {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("benchlab-launch: {e}");
+            return 1;
         }
-    }
-    CHILD.store(pid, Ordering::SeqCst);
+    };
+    let pid = child.pid;
     if let Some(ns) = &own_pid_namespace {
         if let Err(e) = container::back_to_own_pid_namespace(ns) {
             eprintln!("benchlab-launch: {e}");
-            // SAFETY: our own child, still waiting before its exec.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            child.abandon();
             return 1;
         }
     }
-    let mut counters = Counters::open(pid, settings.perf_counters);
-    let mut mapped = Mapped::open(pid, settings.mapped);
+    let mut watch = Watch::open(pid, settings.perf_counters, settings.mapped);
     let (memory_limits, cpu_limits) = limits(settings);
     let mut cgroup = RunCgroup::join(settings.cgroup.as_deref(), &memory_limits, pid);
     let mut cpu_group = RunCgroup::join(settings.cpu_cgroup.as_deref().filter(|_| !cpu_limits.is_empty()), &cpu_limits, pid);
@@ -224,75 +543,27 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     if limited && (!cgroup.joined() || (!cpu_limits.is_empty() && !cpu_group.joined())) {
         let why = cgroup.note.as_deref().or(cpu_group.note.as_deref()).unwrap_or("no cgroup to put them in");
         eprintln!("benchlab-launch: the container's limits cannot be set: {why}");
-        // SAFETY: our own child, still waiting before its exec.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        child.abandon();
         cgroup.remove();
         cpu_group.remove();
         return 1;
     }
-    // SAFETY: our read end; one byte from the child once it is ready, or end of file if it died.
-    unsafe {
-        libc::close(ready[1]);
-        let mut byte = 0u8;
-        libc::read(ready[0], &mut byte as *mut u8 as *mut libc::c_void, 1);
-        libc::close(ready[0]);
-    }
-    let sampler = Sampler::start(pid, settings.memory_interval_ms);
-    let start = Instant::now();
-    // SAFETY: closing our write end lets the child go on to exec.
-    unsafe {
-        libc::close(go[0]);
-        libc::close(go[1]);
-    }
-    let mut status = 0;
-    // SAFETY: waiting for our own child into a zeroed rusage we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            break;
-        }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            eprintln!("benchlab-launch: wait4: {}", std::io::Error::last_os_error());
+    child.wait_ready();
+    watch.sample(pid, settings.memory_interval_ms);
+    let start = child.release();
+    let exited = match wait_child(pid, start, None) {
+        Ok(exited) => exited,
+        Err(e) => {
+            eprintln!("benchlab-launch: {e}");
             return 1;
         }
-    }
-    let wall_ns = start.elapsed().as_nanos() as u64;
-    CHILD.store(-1, Ordering::SeqCst);
-    let memory = sampler.finish();
+    };
     let tree_peak_kib = cgroup.peak_kib();
     cgroup.remove();
     cpu_group.remove();
     end_if_orphaned();
-    let libraries = mapped.read();
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    let (exit_code, signal) = if libc::WIFEXITED(status) {
-        (Some(libc::WEXITSTATUS(status)), None)
-    } else {
-        (None, Some(libc::WTERMSIG(status)))
-    };
-    let line = json!({
-        "wall_ns": wall_ns,
-        "user_ns": tv(ru.ru_utime),
-        "sys_ns": tv(ru.ru_stime),
-        "max_rss_kib": ru.ru_maxrss,
-        "minor_faults": ru.ru_minflt,
-        "major_faults": ru.ru_majflt,
-        "voluntary_switches": ru.ru_nvcsw,
-        "involuntary_switches": ru.ru_nivcsw,
-        "exit_code": exit_code,
-        "signal": signal,
-        "counters": counters.read(),
-        "counters_note": counters.note,
-        "mapped": libraries,
-        "mapped_note": mapped.note,
-        "tree_peak_kib": tree_peak_kib,
-        "tree_peak_note": cgroup.note,
-        "memory": memory,
-    });
-    // SAFETY: result_fd is the pipe benchlab passes; if it is not open the write fails and we say so.
-    let mut result = unsafe { std::fs::File::from_raw_fd(result_fd) };
-    if writeln!(result, "{line}").is_err() {
+    let account = watch.account(&exited, child.exec_error(), tree_peak_kib, cgroup.note.clone());
+    if write_line(result_fd, &Value::Object(account)).is_err() {
         eprintln!("benchlab-launch: file descriptor {result_fd} is not open for the result");
         return 1;
     }

@@ -1,4 +1,5 @@
-//! benchlab-launch: starts one workload process and reports the kernel's account of it.
+//! benchlab-launch: starts one workload process and reports the kernel's account of it; with
+//! `--serve`, stays up and does so for every run benchlab sends it (see `serve`).
 //!
 //! A separate, small executable rather than a subcommand of the probe: the probe links the
 //! whole CPU suite, and loading that much code costs ~2 ms per exec, which every run would pay.
@@ -8,15 +9,18 @@ mod counters;
 mod launch;
 mod mapped;
 mod memory;
+mod serve;
 
 use container::Container;
 use launch::Settings;
+use serve::ServeSettings;
 
 fn usage() -> ! {
     eprintln!(
         "usage: benchlab-launch [--result-fd N] [--perf-counters] [--mapped] [--cgroup PARENT] \
          [--memory-interval-ms N] [--container ROOTFS [--bind PATH]...] [--memory-limit BYTES] \
-         [--cpu-limit CPUS [--cpu-cgroup PARENT]] [--die-with PID] -- COMMAND [ARGS...]"
+         [--cpu-limit CPUS [--cpu-cgroup PARENT]] [--die-with PID] -- COMMAND [ARGS...]\n       \
+         benchlab-launch --serve --stdout-fd N --stderr-fd N [--cgroup PARENT] [--die-with PID]"
     );
     std::process::exit(2)
 }
@@ -24,6 +28,7 @@ fn usage() -> ! {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut settings = Settings::default();
+    let (mut serving, mut stdout_fd, mut stderr_fd) = (false, None, None);
     let mut rest = &args[..];
     let value = |rest: &[String]| rest.get(1).cloned().unwrap_or_else(|| usage());
     loop {
@@ -73,8 +78,25 @@ fn main() {
                 settings.mapped = true;
                 rest = &rest[1..];
             }
+            Some("--serve") => {
+                serving = true;
+                rest = &rest[1..];
+            }
+            Some("--stdout-fd") => {
+                stdout_fd = Some(value(rest).parse().unwrap_or_else(|_| usage()));
+                rest = &rest[2..];
+            }
+            Some("--stderr-fd") => {
+                stderr_fd = Some(value(rest).parse().unwrap_or_else(|_| usage()));
+                rest = &rest[2..];
+            }
             _ => break,
         }
+    }
+    if serving {
+        let (Some(stdout_fd), Some(stderr_fd), true) = (stdout_fd, stderr_fd, rest.is_empty()) else { usage() };
+        let serve = ServeSettings { cgroup: settings.cgroup, stdout_fd, stderr_fd, die_with: settings.die_with };
+        std::process::exit(serve::serve(&serve))
     }
     match rest.split_first() {
         Some((dashes, command)) if dashes == "--" && !command.is_empty() => {

@@ -1,6 +1,7 @@
 //! benchlab-probe: benchlab's built-in workloads in one executable that
 //! speaks Google Benchmark's JSON (see the design notes, "Probe protocol").
 
+mod protocol;
 mod report;
 mod timing;
 mod workload;
@@ -9,6 +10,7 @@ mod workloads;
 use clap::{Arg, ArgAction, Command};
 use serde_json::json;
 use std::collections::BTreeMap;
+use protocol::Said;
 use workload::{Options, Workload};
 
 fn format_arg() -> Arg {
@@ -26,13 +28,14 @@ fn command(catalogue: &[&'static dyn Workload]) -> Command {
         .subcommand_required(true)
         .subcommand(Command::new("list").about("list workloads, options and metrics").arg(format_arg()));
     for w in catalogue {
-        let mut sub = Command::new(w.name()).about(w.description()).arg(format_arg()).arg(
+        let about = w.about();
+        let mut sub = Command::new(about.name).about(about.description).arg(format_arg()).arg(
             Arg::new("check")
                 .long("check")
                 .action(ArgAction::SetTrue)
                 .help("check the options against their bounds and the CPUs this process may use, then exit without running"),
         );
-        for o in w.options() {
+        for o in about.options {
             sub = sub.arg(
                 Arg::new(o.name).long(o.name).default_value(o.default).help(o.help).action(ArgAction::Set),
             );
@@ -46,29 +49,32 @@ fn list(catalogue: &[&'static dyn Workload], format: &str) {
     let items: Vec<_> = catalogue
         .iter()
         .map(|w| {
+            let about = w.about();
             json!({
-                "name": w.name(),
-                "description": w.description(),
-                "version": w.version(),
+                "name": about.name,
+                "description": about.description,
+                "version": about.version,
                 "section": w.section(),
                 "work_unit": w.work_unit(),
                 "modes": w.modes(),
                 "iterations": w.default_iterations(),
                 "suite_version": w.section().map(|_| workloads::cpu::SUITE_VERSION),
-                "options": w.options().iter().map(|o| {
+                "options": about.options.iter().map(|o| {
                     let mut option = json!({"name": o.name, "default": o.default, "help": o.help});
                     option.as_object_mut().unwrap().extend(o.kind.describe().as_object().unwrap().clone());
                     option
                 }).collect::<Vec<_>>(),
-                "metrics": w.metrics().iter().map(|m| json!({"name": m.name, "unit": m.unit, "direction": m.direction, "help": m.help})).collect::<Vec<_>>(),
+                "metrics": about.metrics.iter().map(|m| json!({"name": m.name, "unit": m.unit, "direction": m.direction, "help": m.help})).collect::<Vec<_>>(),
             })
         })
         .collect();
     if format == "json" {
-        println!("{}", serde_json::to_string_pretty(&json!({"probe_version": env!("CARGO_PKG_VERSION"), "workloads": items})).unwrap());
+        let doc = json!({"probe_version": env!("CARGO_PKG_VERSION"), "protocol": protocol::PROTOCOL, "workloads": items});
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
         for w in catalogue {
-            println!("{:<24} {}", w.name(), w.description());
+            let about = w.about();
+            println!("{:<24} {}", about.name, about.description);
         }
     }
 }
@@ -82,41 +88,56 @@ fn main() {
         list(&catalogue, format);
         return;
     }
-    let w = catalogue.iter().find(|w| w.name() == name).expect("clap only accepts known workloads");
-    let given: BTreeMap<String, String> = w
-        .options()
+    let w = catalogue.iter().find(|w| w.about().name == name).expect("clap only accepts known workloads");
+    let about = w.about();
+    let checking = sub.get_flag("check");
+    let as_json = checking && format != "console";
+    let given: BTreeMap<String, String> = about
+        .options
         .iter()
         .filter_map(|o| sub.get_one::<String>(o.name).map(|v| (o.name.to_string(), v.clone())))
         .collect();
-    let opts = Options::parse(w.options(), given).unwrap_or_else(|msg| fail(name, &msg));
+    let opts = Options::parse(about.options, given).unwrap_or_else(|msg| fail(name, as_json, &msg));
     if let Err(msg) = w.check(&opts) {
-        fail(name, &msg);
+        fail(name, as_json, &msg);
     }
-    if sub.get_flag("check") {
-        return;
-    }
-    if format == "android" {
-        match w.run_android(&opts) {
-            Some(Ok(doc)) => println!("{}", serde_json::to_string_pretty(&doc).unwrap()),
-            Some(Err(msg)) => fail(name, &msg),
-            None => fail(name, "--format android is only for the latency workloads (ipc.*.latency)"),
+    if checking {
+        if format != "console" {
+            println!("{}", protocol::checked(None));
         }
         return;
     }
-    match w.run(&opts) {
+    let mut said = Said::default();
+    if format == "android" {
+        match w.run_android(&opts, &mut said) {
+            Some(Ok(mut doc)) => {
+                doc.as_object_mut().expect("the Android document is an object").insert("benchlab".into(), said.to_json());
+                println!("{}", serde_json::to_string_pretty(&doc).unwrap());
+            }
+            Some(Err(msg)) => fail(name, as_json, &msg),
+            None => fail(name, as_json, "--format android is only for the latency workloads (ipc.*.latency)"),
+        }
+        return;
+    }
+    match w.run(&opts, &mut said) {
         Ok(entries) => {
-            let ctx = report::Context { workload: w.name().into(), workload_version: w.version() };
+            let ctx = report::Context { workload: about.name.into(), workload_version: about.version, said: said.to_json() };
             if format == "json" {
                 println!("{}", report::to_json(&ctx, &entries));
             } else {
+                said.print(name);
                 print!("{}", report::to_console(&entries));
             }
         }
-        Err(msg) => fail(name, &msg),
+        Err(msg) => fail(name, as_json, &msg),
     }
 }
 
-fn fail(name: &str, msg: &str) -> ! {
+/// A failure: one human line on stderr and, for `--check` in a JSON format, the reason as a field on stdout.
+fn fail(name: &str, as_json: bool, msg: &str) -> ! {
+    if as_json {
+        println!("{}", protocol::checked(Some(msg)));
+    }
     eprintln!("benchlab-probe {name}: {msg}");
     std::process::exit(1);
 }

@@ -31,18 +31,35 @@ impl RunCgroup {
     /// (file, value) written first (limits); named after the launcher, so that benchlab can
     /// remove it should the launcher itself be killed.
     pub fn join(parent: Option<&str>, settings: &[(&str, String)], pid: libc::pid_t) -> RunCgroup {
+        let mut cgroup = RunCgroup::make(parent, settings);
+        cgroup.add(pid);
+        cgroup
+    }
+
+    /// A new, empty cgroup under `parent` with `settings` written: made ahead of its run by a
+    /// launcher that serves many, so that the run waits only for `add`.
+    pub fn make(parent: Option<&str>, settings: &[(&str, String)]) -> RunCgroup {
         let Some(parent) = parent else { return RunCgroup { dir: None, note: None } };
         let dir = PathBuf::from(parent).join(format!("run-{}", std::process::id()));
-        let made = fs::create_dir(&dir)
-            .and_then(|_| settings.iter().try_for_each(|(file, value)| fs::write(dir.join(file), value)))
-            .and_then(|_| fs::write(dir.join("cgroup.procs"), pid.to_string()));
+        let made = fs::create_dir(&dir).and_then(|_| settings.iter().try_for_each(|(file, value)| fs::write(dir.join(file), value)));
         match made {
             Ok(()) => RunCgroup { dir: Some(dir), note: None },
-            Err(e) => {
-                let _ = fs::remove_dir(&dir);
-                RunCgroup { dir: None, note: Some(format!("cannot use cgroup {} ({e})", dir.display())) }
-            }
+            Err(e) => RunCgroup::failed(dir, e),
         }
+    }
+
+    /// Moves `pid` (stopped before its exec) into the cgroup; its descendants are charged there too.
+    pub fn add(&mut self, pid: libc::pid_t) {
+        let Some(dir) = self.dir.take() else { return };
+        match fs::write(dir.join("cgroup.procs"), pid.to_string()) {
+            Ok(()) => self.dir = Some(dir),
+            Err(e) => *self = RunCgroup::failed(dir, e),
+        }
+    }
+
+    fn failed(dir: PathBuf, e: std::io::Error) -> RunCgroup {
+        let _ = fs::remove_dir(&dir);
+        RunCgroup { dir: None, note: Some(format!("cannot use cgroup {} ({e})", dir.display())) }
     }
 
     pub fn joined(&self) -> bool {
@@ -59,22 +76,31 @@ impl RunCgroup {
             .map(|bytes| bytes / 1024)
     }
 
+    /// Kills the processes the workload left behind in the cgroup (they leave it once they have exited).
+    pub fn kill_left(&self) {
+        let Some(dir) = self.dir.as_ref() else { return };
+        let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()) {
+            // SAFETY: signalling a process id read from our own run's cgroup.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+
     /// Removes the cgroup; processes the workload left behind are killed first, as benchlab
     /// kills them after every run.
     pub fn remove(&mut self) {
-        let Some(dir) = self.dir.take() else { return };
         for _ in 0..100 {
-            if fs::remove_dir(&dir).is_ok() {
+            let Some(dir) = self.dir.as_ref() else { return };
+            if fs::remove_dir(dir).is_ok() {
+                self.dir = None;
                 return;
             }
-            let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            for pid in procs.split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()) {
-                // SAFETY: signalling a process id read from our own run's cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+            self.kill_left();
             std::thread::sleep(Duration::from_millis(2));
         }
-        self.note = Some(format!("could not remove {}", dir.display()));
+        if let Some(dir) = self.dir.take() {
+            self.note = Some(format!("could not remove {}", dir.display()));
+        }
     }
 }
 

@@ -55,6 +55,8 @@ pub struct Entry {
 pub struct Context {
     pub workload: String,
     pub workload_version: u32,
+    /// benchlab's own fields (`protocol::Said`), which Google Benchmark's context leaves room for
+    pub said: Value,
 }
 
 fn num_cpus() -> i64 {
@@ -101,6 +103,7 @@ fn context_json(ctx: &Context) -> Value {
         "benchlab_probe_version": env!("CARGO_PKG_VERSION"),
         "workload": ctx.workload,
         "workload_version": ctx.workload_version,
+        "benchlab": ctx.said,
     })
 }
 

@@ -1,6 +1,7 @@
 //! What every built-in workload declares, so that the command line, the
 //! `list` output and benchlab's spec validation come from one place.
 
+use crate::protocol::Said;
 use crate::report::Entry;
 use std::collections::BTreeMap;
 
@@ -51,13 +52,19 @@ pub struct MetricSpec {
     pub help: &'static str,
 }
 
-pub trait Workload: Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+/// What a workload declares about itself, in one value rather than a getter each.
+#[derive(Clone, Copy)]
+pub struct About {
+    pub name: &'static str,
+    pub description: &'static str,
     /// Bumped whenever the work changes: results of different versions are never compared.
-    fn version(&self) -> u32;
-    fn options(&self) -> &'static [OptionSpec];
-    fn metrics(&self) -> &'static [MetricSpec];
+    pub version: u32,
+    pub options: &'static [OptionSpec],
+    pub metrics: &'static [MetricSpec],
+}
+
+pub trait Workload: Sync {
+    fn about(&self) -> About;
     /// The CPU suite's section (crypto, integer, floating_point); None outside the suite.
     fn section(&self) -> Option<&'static str> {
         None
@@ -80,10 +87,11 @@ pub trait Workload: Sync {
     fn check(&self, _opts: &Options) -> Result<(), String> {
         Ok(())
     }
-    fn run(&self, opts: &Options) -> Result<Vec<Entry>, String>;
+    /// The run's entries; what it has to say besides (notes, findings) goes to `said`.
+    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, String>;
     /// The run reported in the Android latency test's JSON shape, for the
     /// workloads that reproduce it; None for the others.
-    fn run_android(&self, _opts: &Options) -> Option<Result<serde_json::Value, String>> {
+    fn run_android(&self, _opts: &Options, _said: &mut Said) -> Option<Result<serde_json::Value, String>> {
         None
     }
 }

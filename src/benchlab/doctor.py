@@ -13,7 +13,8 @@ from benchlab.errors import BenchlabError
 from benchlab.ipc import binder_status
 from benchlab.measure.cgroup import run_cgroup_parent
 from benchlab.measure.host import fingerprint, noise_warnings
-from benchlab.variants.allocator import LIBRARIES, find_library
+from benchlab.measure.libraries import LIBRARIES, find_library
+from benchlab.measure.process import Launch, LocalExecutor
 from benchlab.variants.environment import default_rootfs
 
 
@@ -36,8 +37,6 @@ def _can_fifo() -> bool:
 
 def _perf_counters() -> tuple[bool, str]:
     """Asks the launcher to count `true` with hardware counters, exactly as a suite run would."""
-    from benchlab.measure.process import Launch, LocalExecutor
-
     try:
         usage = LocalExecutor().run(Launch(argv=("true",), env=dict(os.environ), timeout=30, perf_counters=True)).usage
     except BenchlabError as exc:

@@ -49,11 +49,15 @@ class StoreError(BenchlabError):
 
 
 class WorkloadFailed(BenchlabError):
-    """A run did not produce trustworthy metrics; stored as failed, never raised past the runner."""
+    """A run did not produce trustworthy metrics; stored as failed, never raised past the runner.
+    `process_exit_code` is what the workload's process exited with (stored with the run), not
+    `exit_code`, the one benchlab itself exits with."""
 
-    def __init__(self, message: str, *, exit_code: int | None = None, stderr_tail: str = "", status: str = "failed") -> None:
+    def __init__(
+        self, message: str, *, process_exit_code: int | None = None, stderr_tail: str = "", status: str = "failed"
+    ) -> None:
         super().__init__(message)
-        self.process_exit_code = exit_code
+        self.process_exit_code = process_exit_code
         self.stderr_tail = stderr_tail
         self.status = status  # how the run is stored: failed | timeout
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import probe_path
-from benchlab.workloads.probe import catalogue, option_value
+from benchlab.workloads.probe import ProbeSaid, catalogue, check_options, option_value, probe_said
 
 MECHANISMS = ("pipe", "unix", "seqpacket", "eventfd", "futex", "binder")
 BINDER_DEVICES = ("binderfs/binder", "binder")  # under /dev, in the order the probe looks
@@ -57,28 +57,29 @@ def mechanisms(chosen: list[str], binder_missing: str | None) -> list[str]:
 @dataclass
 class ProbeOutput:
     document: dict[str, Any]
-    messages: list[str]  # the probe's stderr lines: notes, verbose lines, the inheritance finding
+    said: ProbeSaid  # the notes and the inheritance result, from the document's protocol fields
+    stderr: str  # for people only (the verbose lines): shown as it is, never read
 
 
 def run_probe(workload: str, options: Mapping[str, object], fmt: str) -> ProbeOutput:
-    """One direct probe run. Its options are checked first, as a spec's would be (the declared
-    kinds and bounds, then `--check` for what needs this machine: pairs beyond its CPUs), so a bad
-    value is bad input (exit 2) naming the flag; a failure of the run itself is one line naming
-    what the probe said."""
+    """One direct probe run in a JSON format (`json` or `android`). Its options are checked
+    first, as a spec's would be (the declared kinds and bounds, then `--check` for what needs
+    this machine: pairs beyond its CPUs), so a bad value is bad input (exit 2) naming the flag;
+    a failure of the run itself is one line with the probe's last words."""
     declared = {o["name"]: o for o in catalogue()[workload]["options"]}
     argv = [probe_path(), workload]
     for key, value in options.items():
         argv.append(f"--{key}={option_value(declared[key], value, f'--{key}')}")  # `=`: a value may start with '-'
-    check = subprocess.run([*argv, "--check"], capture_output=True, text=True, check=False)
-    if check.returncode != 0:
-        last = (check.stderr.strip().splitlines() or [f"exit {check.returncode}"])[-1]
-        raise SpecError(last.removeprefix(f"benchlab-probe {workload}: "))
+    refused = check_options(argv, workload)
+    if refused is not None:
+        raise SpecError(refused)
     proc = subprocess.run([*argv, "--format", fmt], capture_output=True, text=True, check=False)
-    messages = proc.stderr.splitlines()
     if proc.returncode != 0:
-        said = next((m for m in reversed(messages) if m.startswith("benchlab-probe ")), messages[-1] if messages else "")
-        raise WorkloadFailed(said.removeprefix(f"benchlab-probe {workload}: ") or f"{workload} failed (exit {proc.returncode})")
+        last = (proc.stderr.strip().splitlines() or [""])[-1]
+        raise WorkloadFailed(f"{workload} failed (exit {proc.returncode})" + (f": {last}" if last else ""))
     try:
-        return ProbeOutput(json.loads(proc.stdout), messages)
+        document = json.loads(proc.stdout)
     except json.JSONDecodeError as exc:
         raise WorkloadFailed(f"{workload} printed no JSON: {exc}") from None
+    fields = document.get("benchlab") if fmt == "android" else document.get("context", {}).get("benchlab")
+    return ProbeOutput(document, probe_said(fields, workload), proc.stderr)

@@ -11,6 +11,10 @@ from pathlib import Path
 
 from benchlab.errors import EnvironmentProblem
 
+# Where the allocator shim writes its findings (JSON lines): named here, beside the shim's own path,
+# because a local run (variants) and a remote one (measure.remote) both hand it on.
+SHIM_REPORT = "BENCHLAB_SHIM_REPORT"
+
 
 def _native(name: str, variable: str) -> str:
     """$variable, else the executable installed beside this interpreter, else PATH."""

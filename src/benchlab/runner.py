@@ -8,6 +8,7 @@ real timing.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import re
@@ -19,12 +20,13 @@ from typing import Any, Protocol
 from benchlab.errors import EnvironmentProblem, Interrupted, SpecError, StoreError, WorkloadFailed
 from benchlab.measure.cgroup import clear_stale_runs
 from benchlab.measure.host import fingerprint, machine_state
-from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished, LocalExecutor
+from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished
 from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import RESERVED, usage_metrics
+from benchlab.measure.served import ServedExecutor
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
-from benchlab.store.db import ExperimentRecord, Store, spec_digest
+from benchlab.store import ExperimentRecord, Store, spec_digest
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.background import background_load
@@ -32,7 +34,7 @@ from benchlab.variants.knobs import KnobJournal, MachineLock, Restoration
 from benchlab.variants.shim import FINDING, shim_findings
 from benchlab.workloads import Workload, check_fits, resolve_workload
 from benchlab.workloads.base import RecordsDetails
-from benchlab.workloads.probe import ProbeWorkload, probe_notes
+from benchlab.workloads.probe import ProbeWorkload
 from benchlab.workloads.steps import run_step
 
 
@@ -154,7 +156,10 @@ class Runner:
         host: dict[str, object] | None = None,
     ) -> None:
         self.store = store
-        self.executor = executor or LocalExecutor()
+        self.served: ServedExecutor | None = None  # the default executor, whose launcher ends with each experiment
+        if executor is None:
+            executor = self.served = ServedExecutor()
+        self.executor = executor
         self.clock = clock
         self.journal = journal or KnobJournal()
         self.lock = lock or MachineLock()
@@ -224,7 +229,7 @@ class Runner:
         An experiment created here that stores no run (refused on the way) is dropped again, so
         its name is not burnt."""
         changes_knobs = any(v.knobs for v in prepared.variants.values())
-        with self.lock.hold(prepared.spec.name, exclusive=changes_knobs):
+        with self.lock.hold(prepared.spec.name, exclusive=changes_knobs), self.served or contextlib.nullcontext():
             self.journal.ensure_clean()
             for note in clear_stale_runs():
                 self._note_once(note)
@@ -338,19 +343,21 @@ class Runner:
                     finished = self.executors[planned.variant].run(launch)
             finally:
                 self._restored(self.journal.restore())
-            for note in (finished.usage.counters_note, *finished.usage.notes, *probe_notes(finished.stderr)):
+                findings = shim_findings(launch.env) if variant.spec.shim is not None else []  # read (and removed) always
+            for note in (finished.usage.counters_note, *finished.usage.notes):
                 self._note_once(note)
             if not finished.ok:
                 raise finished.failure()
+            for note in workload.notes(finished) if isinstance(workload, ProbeWorkload) else ():
+                self._note_once(note)
             details, mismatch = variant.inspect(finished.usage.mapped)
             complaint = allocator_complaint(finished.stderr) or mismatch
             if complaint:
-                raise WorkloadFailed(complaint, exit_code=finished.exit_code)
+                raise WorkloadFailed(complaint, process_exit_code=finished.exit_code)
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
             if isinstance(workload, RecordsDetails):  # a Google Benchmark binary's failed benchmarks
                 details = {**details, **workload.details(finished)}
-            if variant.spec.shim is not None:
-                metrics += shim_findings(finished.stderr)
+            metrics += findings
         except WorkloadFailed as failure:
             tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")
             record(

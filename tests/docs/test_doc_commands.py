@@ -12,10 +12,8 @@ there, not in the checkout. Each must end with exit code
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,14 +22,6 @@ from tests.docs.doc_commands import ROOT, DocCommand, all_commands, blocks, page
 
 COMMANDS = all_commands()
 BIN = Path(sys.executable).parent
-# options the docs show whose implementation lands from another branch of issue 15: skipped, with
-# this reason, until it is merged (then the entry goes)
-PENDING = {
-    re.compile(r"\s-V\s"): "-V for --variant lands with the layers branch",
-    re.compile(r"^benchlab db\b"): "benchlab db lands with the store branch",
-    re.compile(r"\s--view\s"): "report --view lands with the report branch",
-    re.compile(r"\s-(pair|deadline_us|trace)\b"): "the Android test's own flags land with the ipc branch",
-}
 
 
 def _params(commands: list[DocCommand]) -> list[object]:
@@ -47,46 +37,32 @@ def _params(commands: list[DocCommand]) -> list[object]:
     return params
 
 
-@dataclass
-class Page:
-    """What a page's commands share: their folder, and whether one was left out as pending (the
-    commands after it may read what it would have stored)."""
-
-    folder: Path
-    pending: str | None = None
-
-
 @pytest.fixture(scope="module")
-def pages_run() -> dict[str, Page]:
+def pages_run() -> dict[str, Path]:
     return {}
 
 
 @pytest.mark.parametrize("command", _params(COMMANDS))
 def test_doc_command_runs_as_written(
-    command: DocCommand, pages_run: dict[str, Page], tmp_path_factory: pytest.TempPathFactory
+    command: DocCommand, pages_run: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     if command.skip is not None:
         pytest.skip(command.skip)
     if not command.runs_benchlab:
         pytest.skip("set-up or a bench/ speed check, not a benchlab command (CI runs ./dev test itself)")
-    page = pages_run.get(command.page)
-    if page is None:
-        page = pages_run[command.page] = Page(tmp_path_factory.mktemp("page"))
-        (page.folder / "examples").symlink_to(ROOT / "examples")
-    pending = next((why for pattern, why in PENDING.items() if pattern.search(command.text)), None)
-    if pending is not None:
-        page.pending = pending
-    if page.pending is not None:
-        pytest.skip(page.pending if pending else f"follows a command left out: {page.pending}")
+    folder = pages_run.get(command.page)
+    if folder is None:
+        folder = pages_run[command.page] = tmp_path_factory.mktemp("page")
+        (folder / "examples").symlink_to(ROOT / "examples")
     env = {
         **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "VIRTUAL_ENV": str(BIN.parent),
-        "BENCHLAB_DB": str(page.folder / "results.db"),
-        "BENCHLAB_STATE_DIR": str(page.folder / "state"),
+        "BENCHLAB_DB": str(folder / "results.db"),
+        "BENCHLAB_STATE_DIR": str(folder / "state"),
         "COLUMNS": "100",
     }
-    proc = subprocess.run(["bash", "-c", command.text], cwd=page.folder, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(["bash", "-c", command.text], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == command.exit_code, (
         f"{command.id}: `{command.text}` exited {proc.returncode}, the page says {command.exit_code}:\n"
         f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"

@@ -17,12 +17,12 @@ from tests.hostile.conftest import refused
 
 # 'bad' fails every run, 'slow' times out, the rest succeed
 SHAPES = {
-    "ok": (["-v", "a", "-v", "b"], 0, 0, ""),
-    "all-fail": (["-v", "bad: env.MODE=bad", "-v", "bad2: env.MODE=bad"], 5, 4, "4 of 4 runs of 'x' failed;"),
-    "some-fail": (["-v", "a", "-v", "bad: env.MODE=bad"], 5, 2, "2 of 4 runs of 'x' failed;"),
-    "timeout": (["-v", "a", "-v", "slow: env.MODE=slow"], 5, 2, "2 of 4 runs of 'x' failed (2 timed out)"),
+    "ok": (["-V", "a", "-V", "b"], 0, 0, ""),
+    "all-fail": (["-V", "bad: env.MODE=bad", "-V", "bad2: env.MODE=bad"], 5, 4, "4 of 4 runs of 'x' failed;"),
+    "some-fail": (["-V", "a", "-V", "bad: env.MODE=bad"], 5, 2, "2 of 4 runs of 'x' failed;"),
+    "timeout": (["-V", "a", "-V", "slow: env.MODE=slow"], 5, 2, "2 of 4 runs of 'x' failed (2 timed out)"),
     "mixed": (
-        ["-v", "bad: env.MODE=bad", "-v", "slow: env.MODE=slow"],
+        ["-V", "bad: env.MODE=bad", "-V", "slow: env.MODE=slow"],
         5,
         4,
         "4 of 4 runs of 'x' failed (2 failed, 2 timed out)",
@@ -70,8 +70,8 @@ def test_a_resumed_experiment_counts_the_failures_it_stored_before(tmp_path: Pat
 @pytest.mark.parametrize(
     ("args", "mentions"),
     [
-        (["compare", "--cmd", "true", "-v", "a", "-n", "-3"], "blocks"),
-        (["compare", "--cmd", "true", "-v", "a: nosuchkey=1"], "nosuchkey"),
+        (["compare", "--cmd", "true", "-V", "a", "-n", "-3"], "blocks"),
+        (["compare", "--cmd", "true", "-V", "a: nosuchkey=1"], "nosuchkey"),
         (["compare", "--cmd", "true", "--format", "xml"], "format"),
         (["run", "/nonexistent/spec.toml"], "spec.toml"),
         (["compare", "--no-such-flag"], "no-such-flag"),
@@ -84,7 +84,7 @@ def test_bad_input_exits_2(args: list[str], mentions: str) -> None:
 
 def test_a_missing_machine_feature_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCHLAB_PROBE", "/nonexistent/benchlab-probe")
-    refused("compare", "-w", "alloc.churn", "-v", "a", "-n", "2", code=3, mentions="BENCHLAB_PROBE")
+    refused("compare", "-w", "alloc.churn", "-V", "a", "-n", "2", code=3, mentions="BENCHLAB_PROBE")
 
 
 def test_one_broken_google_benchmark_keeps_the_others(tmp_path: Path) -> None:
@@ -129,3 +129,10 @@ BENCHMARK_MAIN();
         assert "\x1b" not in text
     spec.write_text(spec.read_text().replace('"gb"', '"gb2"'))
     assert cli("run", str(spec), "--allow-failures").returncode == 0
+
+
+@pytest.mark.parametrize("args", [[], ["ipc"], ["container"], ["db"]])
+def test_a_command_given_nothing_prints_its_help_as_help_reads_and_exits_2(args: list[str]) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("Usage: benchlab") and "\\x0a" not in proc.stderr and "\nCommands:\n" in proc.stderr

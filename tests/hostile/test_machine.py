@@ -95,7 +95,7 @@ def test_a_write_only_knob_is_refused_it_could_never_be_restored(tmp_path: Path,
 def test_a_knob_the_kernel_refuses_drops_the_experiment_it_created_and_restores_nothing_changed(
     tmp_path: Path, knob: str
 ) -> None:
-    cli("compare", "--cmd", "true", "-v", "a", "-n", "2", "--name", "first", check=True)  # the database and host exist
+    cli("compare", "--cmd", "true", "-V", "a", "-n", "2", "--name", "first", check=True)  # the database and host exist
     spec = knob_spec(tmp_path / "bad.toml", "burnt", "not-a-number")
     refused("run", str(spec), code=2, mentions=f"the kernel refused 'not-a-number' for {KNOB}")
     assert Path(KNOB).read_text().strip() == knob
@@ -173,23 +173,23 @@ def test_restore_refuses_a_hostile_entry_restores_the_rest_and_clears_the_journa
     assert Path(KNOB).read_text().strip() == knob
     assert (Path("/etc/hostname").read_text() if hostname is not None else None) == hostname
     assert not journal.exists()  # nothing left that could ever be restored: later experiments are not blocked
-    cli("compare", "--cmd", "true", "-v", "a", "-n", "2", check=True)
+    cli("compare", "--cmd", "true", "-V", "a", "-n", "2", check=True)
 
 
 @root_only
 def test_a_journal_of_vanished_knobs_only_is_cleared_with_a_note_and_blocks_nothing() -> None:
     write_journal(*({"path": f"/sys/class/net/benchlab-gone{i}/mtu", "original": "1500"} for i in range(3)))
-    blocked = cli("compare", "--cmd", "true", "-v", "a", "-n", "2")
+    blocked = cli("compare", "--cmd", "true", "-V", "a", "-n", "2")
     assert blocked.returncode == 3 and "benchlab restore" in blocked.stderr, blocked.stderr
     proc = cli("restore", check=True)
     assert proc.stdout.count("skipped") == 3 and "no such knob" in proc.stdout, proc.stdout
-    cli("compare", "--cmd", "true", "-v", "a", "-n", "2", check=True)
+    cli("compare", "--cmd", "true", "-V", "a", "-n", "2", check=True)
 
 
 @root_only
 def test_a_line_that_is_no_entry_is_reported_and_dropped(knob: str) -> None:
     journal = write_journal({"path": KNOB, "original": knob}, raw="garbage ][ not json\n")
-    blocked = cli("compare", "--cmd", "true", "-v", "a", "-n", "2")
+    blocked = cli("compare", "--cmd", "true", "-V", "a", "-n", "2")
     assert blocked.returncode == 3 and "2 knob value(s)" in blocked.stderr, blocked.stderr  # every line counts
     proc = cli("restore", check=True)
     assert "garbage ][ not json" in proc.stdout and "malformed" in proc.stdout, proc.stdout
@@ -223,7 +223,7 @@ def test_restore_while_nothing_is_journalled_says_so() -> None:
 
 @root_only
 def test_a_full_state_directory_refuses_before_any_knob_changes(tmp_path: Path, knob: str) -> None:
-    cli("compare", "--cmd", "true", "-v", "a", "-n", "2", "--name", "first", check=True)  # the database and host exist
+    cli("compare", "--cmd", "true", "-V", "a", "-n", "2", "--name", "first", check=True)  # the database and host exist
     state = Path(os.environ["BENCHLAB_STATE_DIR"])
     state.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(state)], capture_output=True)
@@ -238,7 +238,7 @@ def test_a_full_state_directory_refuses_before_any_knob_changes(tmp_path: Path, 
         spec = knob_spec(tmp_path / "full.toml", "full", str(int(knob) + 5))
         refused("run", str(spec), code=3, mentions=str(state))
         assert Path(KNOB).read_text().strip() == knob
-        cli("compare", "--cmd", "true", "-v", "a", "-n", "2", check=True)  # which needs no journal
+        cli("compare", "--cmd", "true", "-V", "a", "-n", "2", check=True)  # which needs no journal
     finally:
         subprocess.run(["umount", str(state)], check=True)
 
@@ -437,9 +437,9 @@ def test_a_knob_root_cannot_write_is_bad_input_and_blocks_nothing(tmp_path: Path
         f'name = "ro"\n[[workloads]]\nname = "w"\ncommand = "true"\n[[variants]]\nname = "a"\n'
         f'knobs = {{ "{READ_ONLY_SYSFS}" = "{value}" }}\n'
     )
-    cli("compare", "--cmd", "true", "-v", "a", "-n", "2", "--name", "first", check=True)  # the database and host exist
+    cli("compare", "--cmd", "true", "-V", "a", "-n", "2", "--name", "first", check=True)  # the database and host exist
     refused("run", str(spec), code=2, mentions="cannot be written, even by root")
-    cli("compare", "--cmd", "true", "-v", "a", "-n", "2", check=True)  # no stale journal left behind
+    cli("compare", "--cmd", "true", "-V", "a", "-n", "2", check=True)  # no stale journal left behind
     write_journal({"path": READ_ONLY_SYSFS, "original": str(int(value) * 2)})
     proc = cli("restore")
     assert proc.returncode == 0 and "even by root" in proc.stdout, proc.stdout + proc.stderr
@@ -450,7 +450,7 @@ def test_a_journal_that_is_a_named_pipe_is_refused_without_hanging() -> None:
     state = Path(os.environ["BENCHLAB_STATE_DIR"])
     state.mkdir(parents=True)
     os.mkfifo(state / "knobs.journal")
-    for args in (["restore"], ["compare", "--cmd", "true", "-v", "a", "-n", "2"]):
+    for args in (["restore"], ["compare", "--cmd", "true", "-V", "a", "-n", "2"]):
         proc = cli(*args, timeout=30)
         assert proc.returncode == 3 and "not a regular file" in proc.stderr, proc.stderr
 
@@ -495,7 +495,7 @@ def test_a_read_only_state_directory_still_runs_and_restore_still_puts_knobs_bac
         pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode().strip()}")
     try:
         subprocess.run(["mount", "-o", "remount,ro", str(state)], check=True)
-        cli("compare", "--cmd", "true", "-v", "a", "-n", "2", check=True)  # no knobs: nothing to write there
+        cli("compare", "--cmd", "true", "-V", "a", "-n", "2", check=True)  # no knobs: nothing to write there
         subprocess.run(["mount", "-o", "remount,rw", str(state)], check=True)
         write_journal({"path": KNOB, "original": knob})
         Path(KNOB).write_text(str(int(knob) + 4))  # left changed by a killed experiment

@@ -60,7 +60,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     script = root / "workload.sh"
     script.write_text(WORKLOAD)
     proc = subprocess.run(
-        [BENCHLAB, "compare", "--cmd", f"sh {script}", "-v", "va", "-v", "vb: env.FAIL=1", "-v", "vc", "-n", "3",
+        [BENCHLAB, "compare", "--cmd", f"sh {script}", "-V", "va", "-V", "vb: env.FAIL=1", "-V", "vc", "-n", "3",
          "--name", "expname", "--allow-failures"],
         capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
@@ -162,7 +162,7 @@ def test_list_and_show_escape_hostile_names(template: Path, text: str) -> None:
 def test_an_error_naming_hostile_input_is_one_escaped_line(text: str) -> None:
     line = refused("report", f"no-such-{text}", code=4, mentions="no results database")  # none made either
     assert raw_controls(line) == []
-    cli("compare", "--cmd", "true", "-v", "a", "-n", "2", "--name", "there", check=True)
+    cli("compare", "--cmd", "true", "-V", "a", "-n", "2", "--name", "there", check=True)
     line = refused("report", f"no-such-{text}", code=4, mentions="no-such")
     assert raw_controls(line) == []
     assert text.replace("\x1b", "\\x1b").replace("\u202e", "\\u202e") in line  # shown, escaped, markup as typed

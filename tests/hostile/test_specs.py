@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.spec import load_spec
+from benchlab.cli.experiment import load_spec
 from tests.hostile.conftest import refused
 
 HEAD = 'name = "x"\n'
@@ -348,15 +348,15 @@ def test_a_spec_from_a_process_substitution_is_read_whole(tmp_path: Path) -> Non
 
 # the quick form and flags: one meaning per value, nothing silently dropped or re-read
 COMMAND_LINES = {
-    "a variant key given twice": (["-v", "a: cpus=0 cpus=1"], "'cpus' is given twice"),
-    "an allocator given twice": (["-v", "a: allocator=jemalloc allocator=glibc"], "given twice"),
+    "a variant key given twice": (["-V", "a: cpus=0 cpus=1"], "'cpus' is given twice"),
+    "an allocator given twice": (["-V", "a: allocator=jemalloc allocator=glibc"], "given twice"),
     "an option given twice": (["-w", "alloc.churn threads=1 threads=2"], "given twice"),
-    "a CPU list with a space": (["-v", "a: cpus='0 1'"], "cpus"),
+    "a CPU list with a space": (["-V", "a: cpus='0 1'"], "cpus"),
     "an option in Arabic-Indic digits": (["-w", "alloc.churn threads=\u0662"], "options.threads"),
-    "a tunable in Arabic-Indic digits": (["-v", "a: tunables.arena_max=\u0661"], "tunables.arena_max"),
-    "an ssh host that is an option": (["-v", "a: environment=ssh://-oProxyCommand"], "no leading -"),
+    "a tunable in Arabic-Indic digits": (["-V", "a: tunables.arena_max=\u0661"], "tunables.arena_max"),
+    "an ssh host that is an option": (["-V", "a: environment=ssh://-oProxyCommand"], "no leading -"),
     "an empty name": (["--name", ""], "name"),
-    "an empty baseline": (["-v", "a", "-v", "b", "--baseline", ""], "baseline"),
+    "an empty baseline": (["-V", "a", "-V", "b", "--baseline", ""], "baseline"),
     "a timeout too short": (["--timeout", "1e-300"], "timeout"),
     "min-blocks without until-decided": (["--min-blocks", "3"], "--min-blocks"),
 }
@@ -374,6 +374,8 @@ OTHER_COMMANDS = {
     "ipc pairs of zero": (["ipc", "latency", "-m", "pipe", "-i", "5", "--pair", "0"], "--pair"),
     "ipc pairs beyond the CPUs": (["ipc", "latency", "-m", "pipe", "-i", "5", "--pair", "512"], "benchlab ipc latency --force"),
     "ipc payload too small": (["ipc", "latency", "-m", "pipe", "-i", "5", "--payload", "15"], "--payload"),
+    "ipc Android pairs of zero": (["ipc", "latency", "-m", "pipe", "-i", "5", "-pair", "0"], "--pair"),
+    "ipc Android deadline of zero": (["ipc", "latency", "-m", "pipe", "-i", "5", "-trace", "-deadline_us=0"], "--deadline-us"),
     "ipc placement unknown": (["ipc", "latency", "-m", "pipe", "-i", "5", "--placement", "SAME"], "--placement"),
     "ipc lock unknown": (["ipc", "latency", "-m", "pipe", "-i", "5", "--inheritance", "bogus"], "--inheritance"),
     "ipc payload as a float": (["ipc", "throughput", "-m", "pipe", "-i", "5", "--max-payload", "1e9"], "--max-payload"),

@@ -57,16 +57,16 @@ def test_a_load_that_stops_early_fails_the_run_and_its_children_are_killed(tmp_p
 
 
 def test_background_in_the_quick_form_and_a_missing_program() -> None:
-    ok = cli("compare", "--cmd", "true", "-v", "a", "-v", "b: background='sleep 60'", "-n", "2", "--format", "json", check=True)
+    ok = cli("compare", "--cmd", "true", "-V", "a", "-V", "b: background='sleep 60'", "-n", "2", "--format", "json", check=True)
     assert {r["status"] for r in json.loads(ok.stdout)["runs"]} == {"ok"}
-    bad = cli("compare", "--cmd", "true", "-v", "a", "-v", "b: background=no-such-load", "-n", "2")
+    bad = cli("compare", "--cmd", "true", "-V", "a", "-V", "b: background=no-such-load", "-n", "2")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no-such-load" in bad.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="drops CAP_SYS_NICE with setpriv")
 def test_a_probe_note_reaches_the_experiments_output() -> None:
     no_rt = ["setpriv", "--bounding-set", "-sys_nice", "--inh-caps", "-sys_nice"]
-    argv = [*no_rt, BENCHLAB, "compare", "-w", "ipc.pipe.latency iterations=100", "-v", "a", "-v", "b", "-n", "2"]
+    argv = [*no_rt, BENCHLAB, "compare", "-w", "ipc.pipe.latency iterations=100", "-V", "a", "-V", "b", "-n", "2"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("the SCHED_FIFO half was skipped: no real-time privilege") == 1  # said once, not per run

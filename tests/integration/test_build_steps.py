@@ -6,6 +6,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
+from benchlab.errors import WorkloadFailed
+from benchlab.workloads.steps import run_step
 from tests.conftest import cli, need
 
 MAKEFILE = """\
@@ -81,3 +85,12 @@ def test_a_step_program_that_does_not_exist_is_refused_before_anything_runs(tmp_
     path.write_text(path.read_text().replace('clean = "make clean"', 'clean = "mkae clean"'))
     proc = cli("run", str(path))
     assert proc.returncode == 2 and "workloads[0].clean" in proc.stderr and "'mkae' is not on PATH" in proc.stderr
+
+
+def test_a_step_whose_program_cannot_be_executed_says_why_from_the_launchers_account(tmp_path: Path) -> None:
+    # the program is checked when the spec loads; here it is gone (or no program) by the time the step runs,
+    # and the reason comes from the account's exec_error, whatever the launcher printed for people
+    for argv, why in (([str(tmp_path / "gone")], "No such file or directory"), ([str(tmp_path)], "Permission denied")):
+        with pytest.raises(WorkloadFailed, match=f"the clean step `{argv[0]}` did not start: {why}"):
+            run_step("clean", argv, cwd=None, env=dict(os.environ), timeout=30)
+    run_step("clean", ["sh", "-c", "exit 0"], cwd=None, env=dict(os.environ), timeout=30)  # a program that runs passes

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.variants.allocator import find_library
+from benchlab.measure.libraries import find_library
 from tests.conftest import cli
 
 
@@ -76,8 +76,8 @@ def test_list_and_show_describe_stored_experiments() -> None:
 
 @pytest.mark.parametrize("example", sorted(p.name for p in (Path(__file__).parents[2] / "examples").glob("*.toml")))
 def test_examples_are_valid_specs(example: str, request: pytest.FixtureRequest, private_state: Path) -> None:
+    from benchlab.cli.experiment import load_spec
     from benchlab.runner import Prepared
-    from benchlab.spec import load_spec
 
     spec = load_spec(Path(__file__).parents[2] / "examples" / example)
     assert spec.name and spec.workloads and spec.variants

@@ -54,10 +54,10 @@ def test_a_a_on_builtin_and_outside_command_is_never_better_or_worse(tmp_path: P
     chance at most 0.25% of the time; a real bias between identical variants fails both."""
     proc = cli("run", str(write(tmp_path / "aa.toml", AA_SPEC.replace("{n}", "3"))), "--format", "json", check=True)
     data = json.loads(proc.stdout)
-    assert data["schema"] == "benchlab.report/1" and data["baseline"] == "a" and data["correction"] == "bh"
+    assert data["schema"] == "benchlab.report/2" and data["baseline"] == "a" and data["correction"] == "bh"
     assert {"id", "name", "spec", "host"} <= set(data["experiment"]) and data["experiment"]["host"]["kernel"]
     row_keys = {"workload", "metric", "unit", "direction", "variant", "n", "median", "median_ci", "baseline_median",
-                "change", "change_ci", "p", "q", "verdict", "runs_needed"}  # fmt: skip
+                "change", "change_ci", "p", "q", "verdict", "blocks_needed"}  # fmt: skip
     assert all(row_keys <= set(r) for r in data["rows"])
     assert {"geomean", "failed_runs", "runs"} <= set(data)
     assert all({"workload", "variant", "block", "status", "warmup", "metrics"} <= set(r) for r in data["runs"])
@@ -116,6 +116,14 @@ def test_every_number_in_the_table_comes_from_the_json(tmp_path: Path) -> None:
         for text in (cells.quantity(row["median"], row["unit"]), cells.change(row["change"], row["change_ci"])):
             assert text in table and text in md
     assert len(csv_text.strip().splitlines()) == len(data["rows"]) + 1
+    # the times view is a parameter of rendering: CSV draws it, JSON (which holds every view) refuses it in one line
+    times_csv = cli("report", "tbl", "--times", "--format", "csv", check=True).stdout.splitlines()
+    assert (
+        times_csv[0].startswith("workload,metric,unit,variant,n,baseline_best") and len(times_csv) == 1 + 3
+    )  # wall, user, sys of b
+    refused = cli("report", "tbl", "--times", "--format", "json")
+    assert refused.returncode == 2 and refused.stdout == "" and len(refused.stderr.strip().splitlines()) == 1
+    assert "no 'times' view" in refused.stderr
 
 
 def test_failures_and_timeouts_are_stored_and_the_experiment_goes_on(tmp_path: Path) -> None:

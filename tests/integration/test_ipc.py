@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchlab.locate import probe_path
+from benchlab.workloads.probe import PROBE_PROTOCOL
 from tests.conftest import cli
 
 MECHANISMS = ("pipe", "unix", "seqpacket", "eventfd", "futex")
@@ -32,7 +33,8 @@ def android(mechanism: str, *args: str) -> dict:
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_latency_prints_the_android_tests_json(mechanism: str) -> None:
     doc = android(mechanism, "--iterations", "150", "--pair", "2", "--force", "1")
-    assert list(doc) == ["cfg", "P0", "P1", "ALL", "inheritance"]
+    assert list(doc) == ["cfg", "P0", "P1", "ALL", "inheritance", "benchlab"]
+    assert doc["benchlab"]["protocol"] == PROBE_PROTOCOL and doc["benchlab"]["notes"] == []
     assert doc["cfg"]["pair"] == 2 and doc["cfg"]["iterations"] == 150 and doc["cfg"]["deadline_us"] == 2500
     for group in ("P0", "P1", "ALL"):
         g = doc[group]
@@ -73,12 +75,14 @@ def test_deadline_misses_count_the_injected_delays() -> None:
 
 @root_only
 def test_inheritance_passes_with_a_pi_futex_and_fails_with_a_plain_mutex() -> None:
-    proc = latency("eventfd", "--iterations", "50", "--inheritance", "pi")
-    assert json.loads(proc.stdout)["inheritance"] == "PASS"
-    assert "holder of a priority-inheritance mutex ran at real-time priority 1" in proc.stderr
-    proc = latency("eventfd", "--iterations", "50", "--inheritance", "plain")
-    assert json.loads(proc.stdout)["inheritance"] == "FAIL"
-    assert "(priority inversion)" in proc.stderr
+    doc = json.loads(latency("eventfd", "--iterations", "50", "--inheritance", "pi").stdout)
+    assert doc["inheritance"] == "PASS"
+    found = doc["benchlab"]["inheritance"]  # the holder of a priority-inheritance mutex ran at real-time priority 1
+    assert (found["lock"], found["verdict"], found["holder_priority"], found["waiter_priority"]) == ("pi", "PASS", 1, 1)
+    doc = json.loads(latency("eventfd", "--iterations", "50", "--inheritance", "plain").stdout)
+    assert doc["inheritance"] == "FAIL"
+    found = doc["benchlab"]["inheritance"]  # the holder stayed at its own priority: the inversion
+    assert (found["lock"], found["verdict"], found["holder_priority"]) == ("plain", "FAIL", None)
     assert json.loads(latency("eventfd", "--iterations", "50", "--inheritance", "off").stdout)["inheritance"] == "OFF"
 
 
@@ -91,7 +95,10 @@ def test_without_real_time_privilege_the_normal_half_runs_and_the_skip_is_said()
     assert set(doc["ALL"]["other_ms"]) == TIMES and doc["ALL"]["I"] == 100
     assert "the SCHED_FIFO half was skipped: no real-time privilege" in doc["ALL"]["fifo_ms"]["skipped"]
     assert doc["inheritance"] == "SKIPPED"
-    assert "benchlab-probe: note: ipc.unix.latency: the SCHED_FIFO half was skipped" in proc.stderr
+    notes = doc["benchlab"]["notes"]
+    assert [n["topic"] for n in notes] == ["fifo_skipped", "inheritance_skipped"]
+    assert notes[0]["text"] == doc["ALL"]["fifo_ms"]["skipped"]
+    assert doc["benchlab"]["inheritance"]["verdict"] == "SKIPPED"
     entries = json.loads(latency("unix", "--iterations", "100", fmt="json", prefix=no_rt).stdout)["benchmarks"]
     assert [e["name"] for e in entries] == ["ipc.unix.latency/other"]
 
@@ -127,7 +134,7 @@ def test_trace_marks_the_first_miss_and_stops_tracing() -> None:
 
 def test_latency_halves_are_metrics_in_experiments() -> None:
     proc = cli(
-        "compare", "-w", "ipc.futex.latency iterations=200", "-v", "a", "-v", "b", "-n", "2", "--format", "json", check=True
+        "compare", "-w", "ipc.futex.latency iterations=200", "-V", "a", "-V", "b", "-n", "2", "--format", "json", check=True
     )
     metrics = {r["metric"] for r in json.loads(proc.stdout)["rows"]}
     assert {"ipc.futex.latency/other:p99", "ipc.futex.latency/other:misses", "ipc.futex.latency/other:meet_ratio"} <= metrics
@@ -156,8 +163,29 @@ def test_ipc_commands_give_a_quick_look() -> None:
     assert json.loads(proc.stdout)["cfg"]["mechanism"] == "seqpacket"
     proc = cli("ipc", "latency", "-i", "50", check=True)
     assert all(m in proc.stdout for m in MECHANISMS) and "priority inheritance" in proc.stdout
+    assert "Time" in cli("ipc", "throughput", "-m", "pipe", "--max-payload", "4", "-i", "10", check=True).stdout
     assert "binder skipped" in proc.stderr
     bad = cli("ipc", "latency", "-m", "carrier-pigeon")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no IPC mechanism 'carrier-pigeon'" in bad.stderr
     refused = cli("ipc", "latency", "-m", "pipe", "--pair", str(len(os.sched_getaffinity(0)) + 1))
     assert refused.returncode == 2 and "benchlab ipc latency --force" in refused.stderr and refused.stderr.count("\n") == 1
+
+
+def test_latency_takes_the_android_tests_own_flags() -> None:
+    proc = cli("ipc", "latency", "-m", "pipe", "-i", "40", "-pair", "2", "-deadline_us", "700", "-v", "--force",
+               "--format", "android", check=True)  # fmt: skip
+    doc = json.loads(proc.stdout)
+    assert (doc["cfg"]["iterations"], doc["cfg"]["pair"], doc["cfg"]["deadline_us"]) == (40, 2, 700)
+    quiet = cli("ipc", "latency", "-m", "pipe", "-i", "40", "-pair", "2", "--force", "--format", "android", check=True)
+    # -v: a line for each process of both pairs (words for people, passed on as the probe wrote them)
+    assert quiet.stderr == "" and len(proc.stderr.splitlines()) >= 4
+    refused = cli("ipc", "latency", "-m", "pipe", "-pair", str(len(os.sched_getaffinity(0)) + 1))
+    assert refused.returncode == 2 and "`benchlab ipc latency --force`" in refused.stderr
+
+
+def test_throughput_shows_google_benchmarks_time_cpu_and_iterations() -> None:
+    proc = cli("ipc", "throughput", "-m", "pipe", "--max-payload", "8", "-i", "30", check=True)
+    header = next(line for line in proc.stdout.splitlines() if "Iterations" in line)
+    assert [c.strip() for c in header.strip("┃ ").split("┃")][2:5] == ["Time", "CPU", "Iterations"]
+    rows = [[c.strip() for c in line.strip("│ ").split("│")] for line in proc.stdout.splitlines() if line.startswith("│ ")]
+    assert [(r[0], r[1], r[4]) for r in rows] == [("4", "pipe", "30"), ("8", "pipe", "30")]

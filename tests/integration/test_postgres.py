@@ -12,8 +12,16 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine
 
+from benchlab.store import BASELINE, HEAD, Store
+from benchlab.store.migrate import alembic_config
+from benchlab.store.schema import SCHEMA_VERSION, metadata
 from tests.conftest import cli
 
 
@@ -83,3 +91,64 @@ def test_bundles_move_between_sqlite_and_postgres(postgres_url: str, tmp_path: P
     there = json.loads(cli("report", "to-pg", "--db", postgres_url, "--format", "json", check=True).stdout)
     assert [r["median"] for r in here["rows"]] == [r["median"] for r in there["rows"]]
     assert {r["status"] for r in there["runs"]} == {"ok"}
+
+
+def _database(postgres_url: str, name: str) -> str:
+    """A new, empty database on the test's server, and its URL."""
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"{postgres_url.rsplit('/', 1)[0]}/{name}"
+
+
+def _landed_database(url: str) -> None:
+    """What release 0.1.0 left in PostgreSQL: its schema (the baseline), schema_version 1, no
+    alembic_version, and an experiment with two runs whose rows carry `attempt`."""
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), BASELINE)
+        conn.exec_driver_sql("DROP TABLE alembic_version")
+        spec = json.dumps({"name": "old", "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}]})
+        conn.exec_driver_sql(
+            "INSERT INTO host VALUES (1, 'h', '{\"hostname\": \"old\"}', 0);"
+            f"INSERT INTO experiment VALUES (1, 'old', '{spec}', 'x', 0);"
+            "INSERT INTO workload VALUES (1, 1, 'w', 'command', 'command:true');"
+            "INSERT INTO variant VALUES (1, 1, 'a', 0, '{}', true);"
+            "INSERT INTO run VALUES (1, '00000000-0000-0000-0000-000000000001', 1, 1, 1, 1, 0, false, 0, 1, 'ok', 1, 2, 0,"
+            " NULL, NULL, 'command:true'), (2, '00000000-0000-0000-0000-000000000002', 1, 1, 1, 1, 1, false, 1, 1, 'ok',"
+            " 3, 4, 0, NULL, NULL, 'command:true');"
+            "INSERT INTO metric_name VALUES (1, 1, 'wall', 's', 'lower');"
+            "INSERT INTO metric VALUES (1, 1, 1, 0.5), (2, 2, 1, 0.25);"
+        )
+    engine.dispose()
+
+
+def test_db_upgrade_migrates_a_landed_postgres_database(postgres_url: str) -> None:
+    url = _database(postgres_url, "landed")
+    _landed_database(url)
+    refused = cli("list", "--db", url)  # shared by several machines: never migrated behind their backs
+    assert refused.returncode == 4 and len(refused.stderr.splitlines()) == 1
+    assert "benchlab db upgrade" in refused.stderr and BASELINE in refused.stderr
+    assert cli("db", "current", "--db", url, check=True).stdout.split()[0] == BASELINE
+    said = " ".join(cli("db", "upgrade", "--db", url, check=True).stdout.split())
+    assert f"from schema {BASELINE} to {HEAD}" in said and "@" in said and postgres_url.split("@")[1].split("/")[0] in said
+    assert cli("db", "current", "--db", url, check=True).stdout.split()[0] == HEAD
+    assert "already" in cli("db", "upgrade", "--db", url, check=True).stdout
+    store = Store(url)
+    data = store.load(store.require_experiment("old"))
+    assert [(r.id, r.block, r.status) for r in data.runs] == [(1, 0, "ok"), (2, 1, "ok")]
+    assert data.run_values() == {1: {"wall": 0.5}, 2: {"wall": 0.25}}
+    with store.engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+        assert conn.exec_driver_sql("SELECT version FROM schema_version").all() == [(SCHEMA_VERSION,)]
+    store.engine.dispose()
+
+
+def test_a_postgres_database_newer_than_this_benchlab_is_refused(postgres_url: str) -> None:
+    url = _database(postgres_url, "newer")
+    Store(url).engine.dispose()
+    with psycopg.connect(url) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0099_from_the_future'")
+    for args in (("list",), ("db", "upgrade")):
+        refused = cli(*args, "--db", url)
+        assert refused.returncode == 4 and len(refused.stderr.splitlines()) == 1
+        assert "newer than this benchlab" in refused.stderr and "upgrade benchlab" in refused.stderr

@@ -11,7 +11,8 @@ import pytest
 
 from benchlab.locate import launcher_path, probe_path
 from benchlab.measure.cgroup import run_cgroup_parent
-from benchlab.variants.allocator import find_library, mapped_allocator
+from benchlab.measure.libraries import find_library
+from benchlab.variants.allocator import mapped_allocator
 from tests.conftest import cli
 
 
@@ -226,7 +227,7 @@ def test_ipc_throughput_sweeps_payloads_from_4_bytes_to_64_kib(mechanism: str) -
 
 
 def test_ipc_throughput_per_payload_metrics_through_benchlab() -> None:
-    proc = cli("compare", "-w", "ipc.futex.throughput iterations=100 max-payload=64", "-v", "a", "-v", "b", "-n", "2",
+    proc = cli("compare", "-w", "ipc.futex.throughput iterations=100 max-payload=64", "-V", "a", "-V", "b", "-n", "2",
                "--format", "json", check=True)  # fmt: skip
     metrics = {r["metric"] for r in json.loads(proc.stdout)["rows"]}
     assert {f"ipc.futex.throughput/{n}:bytes_per_second" for n in (4, 8, 16, 32, 64)} <= metrics

@@ -9,12 +9,15 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from benchlab.locate import shim_path
-from benchlab.variants.allocator import find_library
+from benchlab.locate import SHIM_REPORT, shim_path
+from benchlab.measure.libraries import find_library
+from benchlab.spec.models import ShimSpec
+from benchlab.variants.shim import shim_events, shim_report_environment
 from tests.conftest import cli, need
 
 # Exercises every function the shim interposes, across threads and a fork, and checks
@@ -85,14 +88,24 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return binary
 
 
-def run(argv: list[str], preload: list[str], **settings: str) -> subprocess.CompletedProcess[str]:
+@dataclass
+class Ran:
+    proc: subprocess.CompletedProcess[str]
+    events: list[dict]  # the shim's report: what benchlab reads, never its words on stderr
+
+    def caught(self) -> list[dict]:
+        return [e for e in self.events if e["event"] == "use_after_free_write"]
+
+    def sampled(self) -> list[int]:
+        return [e["sampled"] for e in self.events if e["event"] == "stats"]
+
+
+def run(argv: list[str], preload: list[str], **settings: str) -> Ran:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHLAB_SHIM_")}
     env.update({f"BENCHLAB_SHIM_{k.upper()}": v for k, v in settings.items()}, LD_PRELOAD=" ".join(preload))
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
-
-
-def sampled(stderr: str) -> list[int]:
-    return [int(n) for n in re.findall(r"sampled (\d+) frees", stderr)]
+    report = shim_report_environment(ShimSpec())
+    proc = subprocess.run(argv, env={**env, **report}, capture_output=True, text=True, timeout=60)
+    return Ran(proc, shim_events(report[SHIM_REPORT]))
 
 
 @pytest.mark.parametrize("allocator", ["glibc", "jemalloc", "tcmalloc", "mimalloc"])
@@ -101,28 +114,31 @@ def test_the_whole_family_behaves_across_threads_and_fork(program: Path, allocat
     library = [] if allocator == "glibc" else [find_library(allocator)]
     if None in library:
         pytest.skip(f"{allocator} is not installed")
-    proc = run([str(program)], [shim_path(), *library], sampling=sampling, quarantine="64")  # type: ignore[list-item]
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "family ok"
-    assert "use-after-free" not in proc.stderr
+    ran = run([str(program)], [shim_path(), *library], sampling=sampling, quarantine="64")  # type: ignore[list-item]
+    assert ran.proc.returncode == 0, ran.proc.stderr
+    assert ran.proc.stdout.strip() == "family ok"
+    assert ran.caught() == []
 
 
 def test_one_free_in_n_is_sampled_per_thread(program: Path) -> None:
-    counts = {n: sampled(run([str(program), "count"], [shim_path()], sampling=str(n), stats="1").stderr) for n in (1, 7, 1000)}
+    counts = {n: run([str(program), "count"], [shim_path()], sampling=str(n), stats="1").sampled() for n in (1, 7, 1000)}
     # 7000 frees in main; the C library frees a few blocks of its own around them
     assert 7000 <= counts[1][0] <= 7010
     assert 1000 <= counts[7][0] <= 1002
     assert counts[1000][0] == 7
-    assert run([str(program), "count"], [shim_path()], sampling="0", stats="1").stderr == ""
+    idle = run([str(program), "count"], [shim_path()], sampling="0", stats="1")
+    assert idle.proc.stderr == "" and idle.events == []
 
 
 def test_the_quarantine_catches_a_write_after_free(program: Path) -> None:
-    caught = run([str(program), "uaf"], [shim_path()], sampling="1")
-    assert caught.returncode == 0
-    assert re.search(r"use-after-free write caught in pid \d+: block 0x[0-9a-f]+ of \d+ bytes changed at offset 8", caught.stderr)
+    ran = run([str(program), "uaf"], [shim_path()], sampling="1")
+    assert ran.proc.returncode == 0
+    (caught,) = ran.caught()  # in pid N: block 0x... of N bytes changed at offset 8
+    assert caught["pid"] > 0 and re.fullmatch("0x[0-9a-f]+", caught["block"]) and caught["size"] >= 64
+    assert caught["offset"] == 8
     # an unsampled free is not checked, and a no-op shim checks nothing
-    assert "use-after-free" not in run([str(program), "uaf"], [shim_path()], sampling="2").stderr
-    assert "use-after-free" not in run([str(program), "uaf"], [shim_path()], sampling="0").stderr
+    assert run([str(program), "uaf"], [shim_path()], sampling="2").events == []
+    assert run([str(program), "uaf"], [shim_path()], sampling="0").events == []
 
 
 def test_the_scope_limits_the_shim_to_processes_whose_name_matches(program: Path, tmp_path: Path) -> None:
@@ -130,14 +146,14 @@ def test_the_scope_limits_the_shim_to_processes_whose_name_matches(program: Path
     shutil.copy(program, other)
     script = f"{other} uaf; {program} uaf"
     both = run(["sh", "-c", script], [shim_path()], sampling="1", stats="1")
-    assert len(re.findall("use-after-free write caught", both.stderr)) == 2
+    assert len(both.caught()) == 2
     scoped = run(["sh", "-c", script], [shim_path()], sampling="1", stats="1", scope="fam*")
-    assert len(re.findall("use-after-free write caught", scoped.stderr)) == 1
-    assert len(sampled(scoped.stderr)) == 1  # neither sh nor the bystander sampled anything
+    assert len(scoped.caught()) == 1
+    assert len(scoped.sampled()) == 1  # neither sh nor the bystander sampled anything
 
 
 def test_a_bad_setting_stops_the_process_with_a_message(program: Path) -> None:
-    proc = run([str(program), "count"], [shim_path()], sampling="often")
+    proc = run([str(program), "count"], [shim_path()], sampling="often").proc
     assert proc.returncode != 0
     assert "BENCHLAB_SHIM_SAMPLING=often is not a whole number" in proc.stderr
 

@@ -49,7 +49,7 @@ def test_a_program_that_cannot_run_fails_the_run_with_a_message() -> None:
 
 def test_spawn_metrics_in_an_experiment() -> None:
     proc = cli(
-        "compare", "-w", "sys.spawn address-space=0 spawns=30", "-v", "a", "-v", "b", "-n", "2", "--format", "json", check=True
+        "compare", "-w", "sys.spawn address-space=0 spawns=30", "-V", "a", "-V", "b", "-n", "2", "--format", "json", check=True
     )
     metrics = {r["metric"] for r in json.loads(proc.stdout)["rows"]}
     assert {f"sys.spawn/{m}:p99" for m in ("fork", "vfork", "posix_spawn")} <= metrics
@@ -95,7 +95,7 @@ def test_a_variant_with_fewer_cpus_makes_the_build_slower(tmp_path: Path) -> Non
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs two CPUs")
     workload = f"sys.build units=24 programs=2 dir={tmp_path / 'p'}"
-    proc = cli("compare", "-w", workload, "-v", "all", "-v", "one: cpus=0", "-n", "3", "--name", "cpus", "--format", "json",
+    proc = cli("compare", "-w", workload, "-V", "all", "-V", "one: cpus=0", "-n", "3", "--name", "cpus", "--format", "json",
                check=True)  # fmt: skip
     (row,) = [r for r in json.loads(proc.stdout)["rows"] if r["metric"] == "real_time"]
     # -j follows the CPUs the run may use: two compilers at once against one

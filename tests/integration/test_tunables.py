@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from benchlab.errors import SpecError
+from benchlab.measure.libraries import find_library
 from benchlab.runner import Prepared
 from benchlab.spec import spec_from_dict
-from benchlab.variants.allocator import find_library
 from tests.conftest import cli
 
 ALLOCATOR_ENV = ("MALLOC_CONF", "GLIBC_TUNABLES", "MIMALLOC_", "TCMALLOC_")
@@ -78,7 +78,7 @@ def test_a_wrong_tunable_is_refused_before_anything_runs(variant: dict[str, Any]
 
 def test_the_quick_form_and_the_cli_refuse_a_misspelt_tunable_with_exit_2() -> None:
     needs("jemalloc")
-    proc = cli("compare", "--cmd", "true", "-v", "a", "-v", "je: allocator=jemalloc tunables.dirty_decay=5", "-n", "2")
+    proc = cli("compare", "--cmd", "true", "-V", "a", "-V", "je: allocator=jemalloc tunables.dirty_decay=5", "-n", "2")
     assert proc.returncode == 2 and "jemalloc says no option 'dirty_decay'" in proc.stderr
     assert proc.stderr.count("\n") == 1  # one line, no traceback
 
@@ -86,11 +86,11 @@ def test_the_quick_form_and_the_cli_refuse_a_misspelt_tunable_with_exit_2() -> N
 def test_a_preload_that_did_not_take_or_a_rejected_option_fails_the_run() -> None:
     needs("jemalloc")
     variants = [
-        "-v",
+        "-V",
         "plain",
-        "-v",
+        "-V",
         "broken: env.LD_PRELOAD=/nonexistent/libmalloc.so",
-        "-v",
+        "-V",
         "je: allocator=jemalloc wrapper='env MALLOC_CONF=bogus:1'",  # past benchlab's own check of MALLOC_CONF
     ]
     proc = cli("compare", "--cmd", "ls /", *variants, "-n", "2", "--name", "preload", "--format", "json")
@@ -100,7 +100,7 @@ def test_a_preload_that_did_not_take_or_a_rejected_option_fails_the_run() -> Non
     assert by_variant == {"plain": {"ok"}, "broken": {"failed"}, "je": {"failed"}}
     messages = {r["variant"]: r["message"] for r in runs if r["status"] == "failed"}
     assert "/nonexistent/libmalloc.so" in messages["broken"] and "Invalid conf pair: bogus:1" in messages["je"]
-    refused = cli("compare", "--cmd", "ls /", "-v", "je: allocator=jemalloc env.MALLOC_CONF=bogus:1", "-n", "2")
+    refused = cli("compare", "--cmd", "ls /", "-V", "je: allocator=jemalloc env.MALLOC_CONF=bogus:1", "-n", "2")
     assert refused.returncode == 2 and "variants[0].env.MALLOC_CONF.bogus" in refused.stderr, refused.stderr  # before running
 
 

@@ -110,6 +110,35 @@ def test_selection_of_pairwise_order_statistics_is_exact(n: int) -> None:
     assert difference_order_statistics(x, y, ranks) == [diffs[r - 1] for r in ranks]
 
 
+@pytest.mark.parametrize("n", [1200, 4000])
+def test_narrowing_a_bracket_by_counting_never_changes_the_values_selected(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The brackets around each wanted rank are narrowed by counting before their values are formed;
+    with tied data the sums differ only in their last bits, and what is selected must stay the same
+    to the last bit as without narrowing (and the order statistics of all the sums, to rounding)."""
+    from benchlab.stats import selection
+
+    d = np.round(np.random.default_rng(n + 1).normal(0, 0.03, n), 3)
+    i, j = np.triu_indices(n)
+    walsh = np.sort((d[i] + d[j]) / 2)
+    total = len(walsh)
+    c95, c90 = signed_rank_critical(n, 0.95), signed_rank_critical(n, 0.90)
+    ranks = [c95, c90, total // 2, total // 2 + 1, total - c90 + 1, total - c95 + 1]
+    narrowed = selection.walsh_order_statistics(d, ranks)
+    monkeypatch.setattr(selection, "NARROW_TO", total)
+    assert narrowed == selection.walsh_order_statistics(d, ranks)
+    assert narrowed == pytest.approx([walsh[r - 1] for r in ranks], rel=1e-12, abs=1e-15)
+
+
+def test_the_normal_signed_rank_p_is_scipys_to_the_last_bit() -> None:
+    rng = np.random.default_rng(5)
+    for n in (17, 40, 201, 900, 5000):
+        for d in (rng.normal(0.001, 0.03, n), np.round(rng.normal(0.001, 0.03, n), 2)):
+            d = d[d != 0]
+            tied = len(np.unique(np.abs(d))) < len(d)
+            if (tied and len(d) > 16) or len(d) > 200:  # below these, the exact p (tested above)
+                assert signed_rank_p(d) == float(stats.wilcoxon(d, alternative="two-sided", method="approx").pvalue)
+
+
 def test_tied_signed_rank_p_is_the_exact_permutation_p_scipy_gives() -> None:
     rng = np.random.default_rng(3)
     for _ in range(200):

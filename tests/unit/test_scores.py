@@ -4,6 +4,8 @@ must move the right scores and only those."""
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import json
 import math
@@ -16,16 +18,25 @@ import pytest
 
 from benchlab.errors import SpecError
 from benchlab.measure.process import Finished, Launch, Usage
+from benchlab.report import render
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
-from benchlab.stats.experiment import analyze
+from benchlab.spec import ExperimentSpec, spec_from_dict
+from benchlab.stats.analysis import analyze
+from benchlab.stats.report_model import Report
 from benchlab.store import Store
 from benchlab.suite.baseline import load_baseline
-from benchlab.workloads.probe import catalogue
+from benchlab.suite.cpu import expand_spec
+from benchlab.workloads.probe import PROBE_PROTOCOL, catalogue
+from tests.unit.test_report_model import validate
 from tests.unit.test_runner import HOST, FakeJournal
 
 BASELINE = load_baseline()
 MACHINE_CPUS = 2
+
+
+def suite_spec(data: dict[str, Any]) -> ExperimentSpec:
+    """A spec with a suite section, read as `benchlab run` reads one: the suite expands it first."""
+    return spec_from_dict(expand_spec(data, "spec"))
 
 
 class SuiteMachine:
@@ -43,7 +54,11 @@ class SuiteMachine:
         threads = int(option.get("--threads", "1")) or cpus
         speed = float(launch.env.get("FAKE_SPEED", "1")) * min(threads, cpus) * math.exp(self.noise.gauss(0, 0.01))
         doc = {
-            "context": {"workload": task, "workload_version": catalogue()[task]["version"]},
+            "context": {
+                "workload": task,
+                "workload_version": catalogue()[task]["version"],
+                "benchlab": {"protocol": PROBE_PROTOCOL},  # what every probe document carries
+            },
             "benchmarks": [
                 {
                     "name": task,
@@ -63,12 +78,14 @@ class SuiteMachine:
 
 
 def run_suite(tmp_path: Path, variants: list[dict[str, Any]], **suite: Any) -> dict[str, Any]:
-    spec = spec_from_dict({"name": "s", "suite": {"name": "cpu", **suite}, "variants": variants, "blocks": 10})
+    spec = suite_spec({"name": "s", "suite": {"name": "cpu", **suite}, "variants": variants, "blocks": 10})
     store = Store(str(tmp_path / "s.db"))
     clock = itertools.count(1000.0, 0.5)
     runner = Runner(store, executor=SuiteMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
     exp = runner.run(Prepared.from_spec(spec))
-    return analyze(store.load(exp)).as_dict()
+    report = json.loads(analyze(store.load(exp)).report().to_json())  # the JSON report, as a reader gets it
+    validate(report)
+    return report
 
 
 def rows(report: dict[str, Any], **match: Any) -> list[dict[str, Any]]:
@@ -126,10 +143,14 @@ def test_fewer_cpus_move_multi_core_scores_and_a_slowdown_moves_all(tmp_path: Pa
     assert {r["mode"] for r in rows(report, level="workload", name="cpu.sqlite")} == {"single-core", "multi-core"}
     assert {r["mode"] for r in rows(report, level="workload", name="cpu.ray_tracing")} == {"single-core", "multi-core", "shared"}
     assert any("5 of 16 suite workloads ran" in w for w in report["warnings"])
+    typed = Report.model_validate(report)
+    lines = list(csv.DictReader(io.StringIO(render(typed, "csv"))))  # the scores view, as the table draws it
+    assert len(lines) == len(report["scores"]["rows"]) and {"level", "score", "log_scale"} <= set(lines[0])
+    assert "delta vs base" in render(typed, "table") and "delta vs base" not in render(typed, "table", "metrics")
 
 
 def test_suite_in_a_spec_expands_to_plain_builtin_workloads() -> None:
-    spec = spec_from_dict({"name": "s", "suite": "cpu", "variants": [{"name": "a"}]})
+    spec = suite_spec({"name": "s", "suite": "cpu", "variants": [{"name": "a"}]})
     names = [w.name for w in spec.workloads]
     shared = [t for t in BASELINE.tasks.values() if "shared" in t.modes]
     assert len(names) == 2 * len(BASELINE.tasks) + len(shared) == len(set(names))
@@ -141,11 +162,11 @@ def test_suite_in_a_spec_expands_to_plain_builtin_workloads() -> None:
 
 
 def test_rounds_scale_each_tasks_default_and_iterations_override_them() -> None:
-    half = spec_from_dict({"name": "s", "suite": {"name": "cpu", "rounds": 0.5}, "variants": [{"name": "a"}]})
+    half = suite_spec({"name": "s", "suite": {"name": "cpu", "rounds": 0.5}, "variants": [{"name": "a"}]})
     for task in BASELINE.tasks.values():
         assert half.workload(f"{task.name}.single").options["iterations"] == max(1, round(task.iterations / 2))
     assert BASELINE.tasks["cpu.aes_xts"].iterations == catalogue()["cpu.aes_xts"]["iterations"]
-    fixed = spec_from_dict({"name": "s", "suite": {"name": "cpu", "rounds": 0.5, "iterations": 3}, "variants": [{"name": "a"}]})
+    fixed = suite_spec({"name": "s", "suite": {"name": "cpu", "rounds": 0.5, "iterations": 3}, "variants": [{"name": "a"}]})
     assert {w.options["iterations"] for w in fixed.workloads} == {3}
 
 
@@ -161,5 +182,5 @@ def test_rounds_scale_each_tasks_default_and_iterations_override_them() -> None:
 )
 def test_a_bad_suite_is_refused_naming_its_place(suite: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError) as caught:
-        spec_from_dict({"name": "s", "suite": suite, "variants": [{"name": "a"}]})
+        suite_spec({"name": "s", "suite": suite, "variants": [{"name": "a"}]})
     assert message in str(caught.value)

@@ -4,6 +4,7 @@ synthetic data with a known intercept and slope."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,10 @@ from benchlab.measure.process import Finished, Launch
 from benchlab.report import render
 from benchlab.runner import Prepared, Runner
 from benchlab.spec import spec_from_dict
-from benchlab.stats.experiment import analyze
+from benchlab.stats.analysis import analyze
 from benchlab.stats.fit import fit_line
 from benchlab.store import Store
+from tests.unit.test_report_model import validate
 from tests.unit.test_runner import HOST, FakeJournal, usage
 
 WORKLOADS = [{"name": "t", "command": ["true"]}]
@@ -122,8 +124,10 @@ def test_a_sweep_experiment_reports_each_point_and_the_fitted_line(tmp_path: Pat
     store = Store(str(tmp_path / "s.db"))
     clock = itertools.count(1000.0, 0.5)
     runner = Runner(store, executor=RateMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
-    report = analyze(store.load(runner.run(Prepared.from_spec(spec)))).as_dict()
-    (fit,) = [f for f in report["sweep"]["fits"] if f["metric"] == "wall"]
+    report = analyze(store.load(runner.run(Prepared.from_spec(spec)))).report()
+    assert report.sweep is not None
+    validate(json.loads(report.to_json()))
+    (fit,) = [f.model_dump() for f in report.sweep.fits if f.metric == "wall"]
     assert fit["intercept_ci"][0] <= 0.02 <= fit["intercept_ci"][1] and abs(fit["intercept"] - 0.02) < 0.01
     assert fit["slope_ci"][0] <= 0.4 <= fit["slope_ci"][1] and abs(fit["slope"] - 0.4) < 0.02
     table = render(report, "table")

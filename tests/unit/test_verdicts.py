@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchlab.stats.analysis import PARAMETRIC, Sequential, Series, Settings, judge, pair_key
 from benchlab.stats.families import CHARACTERISTIC, GEOMEAN, PRIMARY, SECONDARY, classify, shares
+from benchlab.stats.judge import PARAMETRIC, Sequential, Series, Settings, judge, pair_key
 from benchlab.stats.sequential import paired_p, sequential_p
 from benchlab.stats.simulation import run_until_decided, simulate
 from benchlab.stats.verdict import blocks_needed, verdict

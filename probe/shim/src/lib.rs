@@ -7,8 +7,9 @@
 //! own and code that bypasses the shim (glibc's internal calls) stays correct.
 //! One free in N per thread is sampled: instead of being freed, the block is
 //! filled with a pattern and parked in a bounded quarantine; when it is evicted
-//! (oldest first) the pattern is checked, and a changed byte is reported on
-//! stderr as a use-after-free write. At exit the blocks still parked are checked
+//! (oldest first) the pattern is checked, and a changed byte is reported as a
+//! use-after-free write: a line for people on stderr and, where benchlab names a
+//! report file, a JSON line there. At exit the blocks still parked are checked
 //! too.
 //!
 //! Written by hand because no library does this: sanitizers and GWP-ASan are
@@ -22,7 +23,13 @@
 //!   (argv[0]'s last component) matches the shell pattern; others are no-ops.
 //! - `BENCHLAB_SHIM_QUARANTINE=SLOTS` (default 1024, at most 65536) and
 //!   `BENCHLAB_SHIM_QUARANTINE_KIB=KIB` (default 16384): the quarantine's bounds.
-//! - `BENCHLAB_SHIM_STATS=1`: at exit, print how many frees were sampled.
+//! - `BENCHLAB_SHIM_STATS=1`: at exit, say how many frees were sampled.
+//! - `BENCHLAB_SHIM_REPORT=PATH`: append what the shim found, one JSON object a
+//!   line (protocol `REPORT_PROTOCOL`), for benchlab to read: `{"protocol": 1,
+//!   "event": "use_after_free_write", "pid", "block", "size", "offset"}` per
+//!   caught write and, with STATS, `{"protocol": 1, "event": "stats", "pid",
+//!   "sampled", "sampling", "caught"}` at exit. Lines of several processes stay
+//!   whole (one O_APPEND write each).
 //!
 //! Re-entrancy: the only allocating calls the shim makes (`dlsym`, `fnmatch`,
 //! `pthread_atfork`) happen while it resolves the next allocator, and are served
@@ -301,16 +308,38 @@ unsafe fn quarantine(s: &Setup, p: *mut c_void) {
     }
 }
 
+/// The version of the JSON lines in `BENCHLAB_SHIM_REPORT`; benchlab refuses any other.
+const REPORT_PROTOCOL: u64 = 1;
+
+/// Appends one JSON line to the report file benchlab named, if it named one.
+unsafe fn report(line: &Line) {
+    let path = libc::getenv(c"BENCHLAB_SHIM_REPORT".as_ptr());
+    if path.is_null() || *path == 0 {
+        return;
+    }
+    let fd = libc::open(path, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC, 0o600);
+    if fd >= 0 {
+        libc::write(fd, line.bytes().as_ptr() as *const c_void, line.bytes().len());
+        libc::close(fd);
+    }
+}
+
 /// Reports the first byte of a parked block that is no longer the pattern.
 unsafe fn check(p: *mut u8, size: usize) {
     let bytes = std::slice::from_raw_parts(p, size);
     let Some(offset) = bytes.iter().position(|&b| b != PATTERN) else { return };
     CAUGHT.fetch_add(1, Ordering::Relaxed);
+    let pid = libc::getpid() as u64;
     let mut line = Line::new();
-    line.text(b"benchlab-shim: use-after-free write caught in pid ").number(libc::getpid() as u64);
+    line.text(b"benchlab-shim: use-after-free write caught in pid ").number(pid);
     line.text(b": block 0x").hex(p as u64).text(b" of ").number(size as u64);
     line.text(b" bytes changed at offset ").number(offset as u64).text(b" after it was freed\n");
     libc::write(2, line.bytes().as_ptr() as *const c_void, line.bytes().len());
+    let mut json = Line::new();
+    json.text(b"{\"protocol\": ").number(REPORT_PROTOCOL).text(b", \"event\": \"use_after_free_write\", \"pid\": ").number(pid);
+    json.text(b", \"block\": \"0x").hex(p as u64).text(b"\", \"size\": ").number(size as u64);
+    json.text(b", \"offset\": ").number(offset as u64).text(b"}\n");
+    report(&json);
 }
 
 #[used]
@@ -330,11 +359,17 @@ static FINI: extern "C" fn() = {
             }
             unlock();
             if s.stats {
+                let (pid, sampled, caught) = (libc::getpid() as u64, SAMPLED.load(Ordering::Relaxed), CAUGHT.load(Ordering::Relaxed));
                 let mut line = Line::new();
-                line.text(b"benchlab-shim: pid ").number(libc::getpid() as u64).text(b" sampled ");
-                line.number(SAMPLED.load(Ordering::Relaxed)).text(b" frees (1 in ").number(s.sampling);
-                line.text(b"), caught ").number(CAUGHT.load(Ordering::Relaxed)).text(b" use-after-free writes\n");
+                line.text(b"benchlab-shim: pid ").number(pid).text(b" sampled ");
+                line.number(sampled).text(b" frees (1 in ").number(s.sampling);
+                line.text(b"), caught ").number(caught).text(b" use-after-free writes\n");
                 libc::write(2, line.bytes().as_ptr() as *const c_void, line.bytes().len());
+                let mut json = Line::new();
+                json.text(b"{\"protocol\": ").number(REPORT_PROTOCOL).text(b", \"event\": \"stats\", \"pid\": ").number(pid);
+                json.text(b", \"sampled\": ").number(sampled).text(b", \"sampling\": ").number(s.sampling);
+                json.text(b", \"caught\": ").number(caught).text(b"}\n");
+                report(&json);
             }
         }
     }

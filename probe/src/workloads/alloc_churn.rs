@@ -5,9 +5,10 @@
 //! grown or shrunk with realloc. Every block is filled on allocation and
 //! read back before it is freed, so a broken allocator fails the run.
 
+use crate::protocol::Said;
 use crate::report::Entry;
 use crate::timing::Stopwatch;
-use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -148,22 +149,10 @@ fn churn(seed: u64, thread: u64, ops: u64, slots: usize, max_size: usize) -> Res
 }
 
 impl Workload for AllocChurn {
-    fn name(&self) -> &'static str {
-        "alloc.churn"
+    fn about(&self) -> About {
+        About { name: "alloc.churn", description: "multi-threaded malloc/free/realloc churn of mixed sizes and lifetimes, every block verified", version: 1, options: OPTIONS, metrics: METRICS }
     }
-    fn description(&self) -> &'static str {
-        "multi-threaded malloc/free/realloc churn of mixed sizes and lifetimes, every block verified"
-    }
-    fn version(&self) -> u32 {
-        1
-    }
-    fn options(&self) -> &'static [OptionSpec] {
-        OPTIONS
-    }
-    fn metrics(&self) -> &'static [MetricSpec] {
-        METRICS
-    }
-    fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
         let threads = opts.int("threads")?;
         let ops = opts.int("ops")?;
         let slots = opts.int("slots")? as usize;

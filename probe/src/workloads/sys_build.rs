@@ -10,8 +10,9 @@
 //! Where benchlab may make a PID namespace (root), the build runs in one, so
 //! the namespace's last PID is the number of tasks the build started.
 
+use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
-use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use std::fmt::Write as _;
@@ -290,22 +291,10 @@ fn check(root: &Path, plan: &Plan) -> Result<Digest, String> {
 }
 
 impl Workload for Build {
-    fn name(&self) -> &'static str {
-        "sys.build"
+    fn about(&self) -> About {
+        About { name: "sys.build", description: "a clean parallel build (cc + make -jN) of a generated C project, checked by the programs' output", version: 1, options: OPTIONS, metrics: METRICS }
     }
-    fn description(&self) -> &'static str {
-        "a clean parallel build (cc + make -jN) of a generated C project, checked by the programs' output"
-    }
-    fn version(&self) -> u32 {
-        1
-    }
-    fn options(&self) -> &'static [OptionSpec] {
-        OPTIONS
-    }
-    fn metrics(&self) -> &'static [MetricSpec] {
-        METRICS
-    }
-    fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
         let units = opts.int("units")? as usize;
         let programs = opts.int("programs")? as usize;
         let jobs = match opts.int("jobs")? as usize {
@@ -326,7 +315,7 @@ impl Workload for Build {
             dir => PathBuf::from(dir),
         };
         let plan = Plan::new(units, programs, seed);
-        generate(&root, &plan, &format!("sys.build v{} units={units} programs={programs} seed={seed}\n", self.version()))?;
+        generate(&root, &plan, &format!("sys.build v{} units={units} programs={programs} seed={seed}\n", self.about().version))?;
         let cleaned = Command::new("make").args(["-s", "clean"]).current_dir(&root).status().map_err(|e| format!("make clean: {e}"))?;
         if !cleaned.success() {
             return Err(format!("make clean failed in {}", root.display()));

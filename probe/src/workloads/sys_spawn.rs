@@ -8,9 +8,10 @@
 //! the reaped exit, so the distribution is measured inside the run; with
 //! `--parallel N`, N threads spawn at once.
 
+use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
-use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload};
+use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload};
 use crate::workloads::children::reap;
 use std::ffi::CString;
 use std::time::Instant;
@@ -153,26 +154,14 @@ fn program_path(opts: &Options) -> Result<CString, String> {
 }
 
 impl Workload for Spawn {
-    fn name(&self) -> &'static str {
-        "sys.spawn"
-    }
-    fn description(&self) -> &'static str {
-        "a parent with a large touched address space starts short-lived children by fork+exec, vfork+exec and posix_spawn"
-    }
-    fn version(&self) -> u32 {
-        1
-    }
-    fn options(&self) -> &'static [OptionSpec] {
-        OPTIONS
-    }
-    fn metrics(&self) -> &'static [MetricSpec] {
-        METRICS
+    fn about(&self) -> About {
+        About { name: "sys.spawn", description: "a parent with a large touched address space starts short-lived children by fork+exec, vfork+exec and posix_spawn", version: 1, options: OPTIONS, metrics: METRICS }
     }
     fn check(&self, opts: &Options) -> Result<(), String> {
         methods(opts)?;
         program_path(opts).map(|_| ())
     }
-    fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
         let bytes = opts.int("address-space")? as usize;
         let spawns = opts.int("spawns")?;
         let parallel = opts.int("parallel")?;

@@ -24,7 +24,7 @@ from typing import Annotated
 import typer
 
 from benchlab import interrupts
-from benchlab.cli import calibrate, container, experiment, ipc, results, score, system
+from benchlab.cli import calibrate, container, db, experiment, ipc, results, score, system
 from benchlab.cli.console import err
 from benchlab.errors import BenchlabError, Interrupted
 from benchlab.report import safe
@@ -37,7 +37,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (experiment, score, results, system, container, ipc, calibrate):
+for module in (experiment, score, results, system, container, ipc, calibrate, db):
     module.register(app)
 
 
@@ -73,6 +73,10 @@ def main() -> None:
         err.print("benchlab: interrupted; every finished run is stored (continue with --resume)")
         sys.exit(130)
     except typer.TyperException as exc:  # usage errors: unknown flag, missing argument (exit 2)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `benchlab`, `benchlab ipc`: the help, as help reads
+            # (typer vendors click and keeps this class private; typer itself tells it by its name)
+            err.print(exc.format_message(), highlight=False, markup=False)
+            sys.exit(exc.exit_code)
         err.print(f"benchlab: {safe.text(exc.format_message(), limit=safe.LINE_MAX)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     if code == Interrupted.exit_code:  # typer turns a Ctrl-C outside the runner into this code

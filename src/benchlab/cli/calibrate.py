@@ -11,6 +11,7 @@ from benchlab.cli.console import err, out
 from benchlab.cli.experiment import AllowFailures, check_failures
 from benchlab.cli.options import Db
 from benchlab.cli.progress import BarProgress
+from benchlab.errors import SpecError
 from benchlab.report import safe
 from benchlab.spec.quick import quick_spec
 
@@ -32,11 +33,10 @@ def calibrate(
     per workload, its run-to-run spread and how many experiments gave a false verdict; reports of
     that workload on this host show both beside its verdicts."""
     from benchlab.cli.results import open_store
-    from benchlab.errors import SpecError
     from benchlab.runner import Prepared, Runner
+    from benchlab.stats.analysis import analyze
     from benchlab.stats.calibration import calibration_key, outcomes, summarise
-    from benchlab.stats.experiment import analyze
-    from benchlab.store.db import Calibration
+    from benchlab.store import Calibration
 
     if not 1 <= experiments <= MAX_EXPERIMENTS:
         raise SpecError(f"give 1 to {MAX_EXPERIMENTS} experiments (a batch is run and stored whole)", where="--experiments")

@@ -17,14 +17,15 @@ from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import RunsFailed, SpecError
 from benchlab.report import check_format, safe
-from benchlab.spec import ExperimentSpec, load_spec
+from benchlab.spec import ExperimentSpec, read_spec, spec_from_dict
 from benchlab.spec.load import spec_error
 from benchlab.spec.models import UntilDecided
 from benchlab.spec.quick import quick_spec
+from benchlab.suite.cpu import expand_spec
 
 if TYPE_CHECKING:
-    from benchlab.stats.experiment import Analysis
-    from benchlab.store.db import ExperimentRecord
+    from benchlab.stats.analysis import Analysis
+    from benchlab.store import ExperimentRecord
 
 AllowFailures = Annotated[
     bool,
@@ -60,10 +61,16 @@ def check_failures(analyses: list[Analysis], what: str, *, allow: bool) -> None:
     if benchmarks:
         first = benchmarks[0]
         parts.append(
-            f"{len(benchmarks)} benchmark(s) failed inside runs ({first['workload']}: {first['benchmark']} "
-            f"in {first['failed']} of {first['runs']})"
+            f"{len(benchmarks)} benchmark(s) failed inside runs ({first.workload}: {first.benchmark} "
+            f"in {first.failed} of {first.runs})"
         )
     raise RunsFailed("; ".join(parts) + "; the report lists them (--allow-failures exits 0 all the same)")
+
+
+def load_spec(path: Path) -> ExperimentSpec:
+    """A spec file as `benchlab run` takes it: its CPU suite section expanded by the suite (whose
+    data the spec layer below it cannot read), then its sweep, then the whole validated."""
+    return spec_from_dict(expand_spec(read_spec(path), str(path)), str(path))
 
 
 def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None, max_blocks: int | None) -> ExperimentSpec:
@@ -100,7 +107,7 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, all
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
     from benchlab.cli.results import open_store, print_report
     from benchlab.runner import Prepared, Runner
-    from benchlab.stats.experiment import analyze
+    from benchlab.stats.analysis import analyze
     from benchlab.stats.verdict import plan_warning
 
     check_format(fmt)
@@ -116,7 +123,7 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, all
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
     analysis = analyze(store.load(exp))
-    print_report(analysis.as_dict(with_runs=fmt == "json"), fmt)
+    print_report(analysis.report(with_runs=fmt == "json"), fmt)
     err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures([analysis], f"'{exp.name}'", allow=allow_failures)
 
@@ -146,7 +153,7 @@ def compare(
     cmd: Annotated[list[str], typer.Option("--cmd", help="a command to time as a whole process tree")] = [],  # noqa: B006
     gbench: Annotated[list[str], typer.Option("--gbench", help="a Google Benchmark binary")] = [],  # noqa: B006
     variant: Annotated[
-        list[str], typer.Option("--variant", "-v", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
+        list[str], typer.Option("--variant", "-V", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
     ] = [],  # noqa: B006
     blocks: Annotated[int, typer.Option("-n", "--blocks", help="blocks (runs per variant)")] = 10,
     warmup: Annotated[int, typer.Option("--warmup", help="untimed warm-up runs per variant")] = 0,

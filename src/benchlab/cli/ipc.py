@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.table import Table
+from typer.core import TyperCommand
 
 from benchlab.cli.console import err, out
 from benchlab.errors import SpecError
@@ -21,14 +22,13 @@ Placement = Annotated[str, typer.Option("--placement", help="unpinned, same (one
 SpinUs = Annotated[int, typer.Option("--spin-us", help="spin this long before each blocking receive (0: block)")]
 
 
-FINDING = ": priority inheritance "
-
-
-def _say(messages: list[str]) -> None:
-    """The probe's notes and verbose lines; the inheritance finding is summed up once after the table."""
-    for line in messages:
-        if FINDING not in line:
-            err.print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
+def _say(workload: str, result: ProbeOutput) -> None:
+    """The probe's lines for people (the verbose ones) as they came, then its notes; the
+    inheritance result is summed up once after the table."""
+    for line in result.stderr.splitlines():
+        err.print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
+    for note in result.said.notes:
+        err.print(safe.text(f"{workload}: {note.text}", limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
 
 
 def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str) -> dict[str, ProbeOutput]:
@@ -37,7 +37,7 @@ def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str)
     results = {}
     for m in mechanisms(asked, binder_missing):
         results[m] = run_probe(f"ipc.{m}.{kind}", options, fmt)
-        _say(results[m].messages)
+        _say(f"ipc.{m}.{kind}", results[m])
     if binder_missing and (not asked or {"all", "binder"} & set(asked)):
         err.print(safe.text(binder_missing, limit=safe.LINE_MAX), soft_wrap=True)
     return results
@@ -57,7 +57,8 @@ def throughput(
     spin_us: SpinUs = 0,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
 ) -> None:
-    """Synchronous request/reply at payloads 4 B..64 KiB over each mechanism (Android's binder throughput test)."""
+    """Synchronous request/reply at payloads 4 B..64 KiB over each mechanism (Android's binder throughput test):
+    Google Benchmark's Time, CPU and Iterations per payload, and the payload bytes per second."""
     _check_format(fmt, ("table", "json"))
     options = {
         "placement": placement,
@@ -70,17 +71,16 @@ def throughput(
     if fmt == "json":
         out.file.write(json.dumps(docs, indent=2) + "\n")
         return
-    table = Table(title=f"IPC throughput ({placement}): time per transaction, payload bytes per second", title_justify="left")
-    table.add_column("payload", justify="right")
-    for m in docs:
-        table.add_column(m, justify="right")
-    rows: dict[str, list[str]] = {}
-    for doc in docs.values():
+    title = f"IPC throughput ({placement}): per transaction, as Google Benchmark's table (CPU: the caller's)"
+    table = Table(title=title, title_justify="left")
+    for column in ("payload", "mechanism", "Time", "CPU", "Iterations", "payload/s"):
+        table.add_column(column, justify="left" if column == "mechanism" else "right", no_wrap=True)
+    for m, doc in docs.items():
         for entry in doc["benchmarks"]:
-            size = entry["name"].rsplit("/", 1)[1]
-            rows.setdefault(size, []).append(f"{entry['real_time'] / 1000:.1f} µs\n{entry['bytes_per_second'] / 1e6:.2f} MB/s")
-    for size, cells in rows.items():
-        table.add_row(size, *cells)
+            table.add_row(
+                entry["name"].rsplit("/", 1)[1], m, f"{entry['real_time'] / 1000:.1f} µs", f"{entry['cpu_time'] / 1000:.1f} µs",
+                str(entry["iterations"]), f"{entry['bytes_per_second'] / 1e6:.2f} MB/s",
+            )  # fmt: skip
     out.print(table)
 
 
@@ -96,15 +96,17 @@ def _half_row(mech: str, half: str, group: dict[str, Any]) -> list[str]:
 def latency(
     mechanism: Mechanism = [],  # noqa: B006
     iterations: Annotated[int, typer.Option("--iterations", "-i", help="iterations per pair")] = 1000,
-    pair: Annotated[int, typer.Option("--pair", help="client/server process pairs at once")] = 1,
-    deadline_us: Annotated[int, typer.Option("--deadline-us", help="a transaction slower than this misses")] = 2500,
+    pair: Annotated[int, typer.Option("--pair", help="client/server process pairs at once (also -pair N)")] = 1,
+    deadline_us: Annotated[
+        int, typer.Option("--deadline-us", help="a transaction slower than this misses (also -deadline_us N)")
+    ] = 2500,
     placement: Placement = "unpinned",
     spin_us: SpinUs = 0,
     payload: Annotated[int, typer.Option("--payload", help="bytes per message (16-byte header included)")] = 32,
     fifo_priority: Annotated[int, typer.Option("--fifo-priority", help="the real-time caller's priority")] = 1,
     inheritance: Annotated[str, typer.Option("--inheritance", help="pi, plain or off: the lock of the inheritance check")] = "pi",
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="every process's pid, tid, CPU and policy")] = False,
-    trace: Annotated[bool, typer.Option("--trace", help="trace_marker and stop tracing on the first miss")] = False,
+    trace: Annotated[bool, typer.Option("--trace", help="trace_marker and stop tracing on the first miss (also -trace)")] = False,
     force: Annotated[bool, typer.Option("--force", help="allow more pairs than CPUs")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, android (the Android test's JSON) or json")] = "table",
 ) -> None:
@@ -117,7 +119,6 @@ def latency(
     }  # fmt: skip
     results = _run_each("latency", mechanism, options, "json" if fmt == "json" else "android")
     docs = {m: result.document for m, result in results.items()}
-    findings = [line.split(FINDING, 1)[1] for r in results.values() for line in r.messages if FINDING in line]
     if fmt != "table":
         out.file.write(json.dumps(next(iter(docs.values())) if len(docs) == 1 else docs, indent=2) + "\n")
         return
@@ -131,14 +132,34 @@ def latency(
     for row in rows:
         table.add_row(*row)
     out.print(table)
-    verdicts = ", ".join(sorted({doc["inheritance"] for doc in docs.values()}))
-    out.print(
-        f"priority inheritance ({inheritance} lock): {verdicts}" + (f" ({findings[0].split(': ', 1)[1]})" if findings else "")
-    )
+    checks = [r.said.inheritance for r in results.values() if r.said.inheritance is not None]
+    verdicts = ", ".join(sorted({check.verdict for check in checks})) or "OFF"
+    out.print(f"priority inheritance ({inheritance} lock): {verdicts}" + (f" ({checks[0].text})" if checks else ""))
+
+
+ANDROID_FLAGS = {"-pair": "--pair", "-deadline_us": "--deadline-us", "-trace": "--trace"}  # `-i`, `-v`: short flags
+
+
+class AndroidFlags(TyperCommand):
+    """`benchlab ipc latency` also takes the Android latency test's own flags (`-pair 2`,
+    `-deadline_us 500`, `-trace`), since the study's users type them. Click reads a
+    single-dash word as a bundle of one-letter flags (`-pair` as `-p -a -i -r`), so these
+    are turned into their long forms before it parses; `-i` and `-v` are already short
+    flags of --iterations and --verbose. A word after `--` is left as it is."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        end = args.index("--") if "--" in args else len(args)
+        return super().parse_args(ctx, [*map(_long_form, args[:end]), *args[end:]])
+
+
+def _long_form(word: str) -> str:
+    """`-pair` -> `--pair`, `-deadline_us=500` -> `--deadline-us=500`; any other word as it is."""
+    name, eq, value = word.partition("=")
+    return ANDROID_FLAGS[name] + eq + value if name in ANDROID_FLAGS else word
 
 
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="A quick look at IPC mechanisms (binder's throughput and latency tests).", no_args_is_help=True)
     group.command()(throughput)
-    group.command()(latency)
+    group.command(cls=AndroidFlags)(latency)
     app.add_typer(group, name="ipc")

@@ -9,7 +9,7 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -17,18 +17,19 @@ from rich.table import Table
 from benchlab.cli.console import err, out
 from benchlab.cli.options import Db, Format
 from benchlab.errors import EnvironmentProblem, SpecError
-from benchlab.report import check_format, render, safe
+from benchlab.report import VIEWS, View, check_format, render, safe
 from benchlab.report import table as table_report
 
 if TYPE_CHECKING:
+    from benchlab.stats.report_model import Report
     from benchlab.store import Store
 
 
-def print_report(report: dict[str, Any], fmt: str) -> None:
+def print_report(report: Report, fmt: str, view: View = "auto") -> None:
     if fmt == "table" and out.is_terminal:
-        out.print(table_report.renderable(report))
+        out.print(table_report.renderable(report, view))
     else:
-        text = render(report, fmt)
+        text = render(report, fmt, view)
         out.file.write(text)
         out.file.flush()
 
@@ -54,20 +55,23 @@ def report(
         typer.Option("--reference", help="host whose baseline the others are judged against, where several ran it"),
     ] = None,
     times: Annotated[
-        bool, typer.Option("--times", help="real/user/sys as best of N and median, with 'Nx faster' ratios")
+        bool, typer.Option("--times", help="real/user/sys as best of N and median, with 'Nx faster' ratios (--view times)")
     ] = False,
+    view: Annotated[
+        str,
+        typer.Option("--view", help=f"{', '.join(VIEWS)}: which tables to draw (auto: what the experiment is)"),
+    ] = "auto",
 ) -> None:
     """Print an experiment's verdict table (table, md, json or csv); runs from several hosts
     (merged with `benchlab import`) get a column per variant and host."""
-    from benchlab.stats.experiment import analyze  # scipy loads only for commands that judge
+    from benchlab.stats.analysis import analyze  # scipy loads only for commands that judge
 
-    check_format(fmt)
+    if times and view not in ("auto", "times"):
+        raise SpecError(f"--times is --view times, not --view {view}: give one of them", where="--times")
+    checked = check_format(fmt, "times" if times else view)
     store = open_store(db, create=False)
     analysis = analyze(store.load(store.require_experiment(name)), reference_host=reference)
-    document = analysis.as_dict(with_runs=fmt == "json")
-    if times:
-        document["view"] = "times"
-    print_report(document, fmt)
+    print_report(analysis.report(with_runs=fmt == "json"), fmt, checked)
 
 
 def list_(db: Db = None) -> None:
@@ -141,7 +145,7 @@ def export(
     db: Db = None,
 ) -> None:
     """Write an experiment, raw values included, to a JSON bundle."""
-    from benchlab.store.bundle import export_bundle
+    from benchlab.store import export_bundle
 
     bundle = export_bundle(open_store(db, create=False), name)
     # a stored name may come from another machine's bundle: it names a file here, never a folder
@@ -152,7 +156,7 @@ def export(
 
 def import_(bundle: Annotated[Path, typer.Argument(help="a bundle written by `benchlab export`")], db: Db = None) -> None:
     """Merge a bundle from another machine into this database."""
-    from benchlab.store.bundle import import_bundle, read_bundle
+    from benchlab.store import import_bundle, read_bundle
 
     checked = read_bundle(bundle)  # before opening the database: a refused bundle must not create one
     name, added = import_bundle(open_store(db), checked)

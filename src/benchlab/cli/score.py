@@ -39,7 +39,7 @@ def score(
         typer.Option("--quick", help=f"{QUICK_BLOCKS} blocks of half-length runs, no shared-task runs (about 45 s on 2 cores)"),
     ] = False,
     variant: Annotated[
-        list[str], typer.Option("--variant", "-v", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
+        list[str], typer.Option("--variant", "-V", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
     ] = [],  # noqa: B006
     workload: Annotated[list[str], typer.Option("-w", "--workload", help="only these suite workloads (e.g. aes_xts)")] = [],  # noqa: B006
     threads: Annotated[int, typer.Option("--threads", help="multi-core threads (0: every CPU a run may use)")] = 0,
@@ -56,6 +56,7 @@ def score(
 ) -> None:
     """Run the CPU suite and print single-core, multi-core and section scores (baseline machine = 1000)."""
     from benchlab.spec import spec_from_dict
+    from benchlab.suite.cpu import expand_spec
 
     data: dict[str, Any] = {
         "name": time.strftime("score-%Y%m%d-%H%M%S") if name is None else name,
@@ -73,7 +74,7 @@ def score(
     }
     if baseline is not None:
         data["baseline"] = baseline
-    spec = spec_from_dict(data, "command line")
+    spec = spec_from_dict(expand_spec(data, "command line"), "command line")
     check_suite_version()
     execute(spec, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures)
 

@@ -3,10 +3,11 @@ removed by the launcher): memory, so that the peak memory of the whole process t
 be read (wait4 only knows the largest single process), and the limits of a container
 environment; cgroup v1's separate cpu hierarchy for a container's CPU limit.
 
-Each run's cgroup is named after its launcher (`run-PID`), so that one whose launcher
-died uncleanly (killed on a timeout, or with a runner killed by `kill -9`) can be told
-from a live one: `clear_stale_runs` kills what is left in it and removes it. A cgroup
-is removed only once every process in it is gone (the kernel refuses it before)."""
+Each run's cgroup is named after its launcher (`run-PID`; a launcher that serves an
+experiment's runs makes one per run, in turn), so that one whose launcher died uncleanly
+(killed on a timeout, or with a runner killed by `kill -9`) can be told from a live one:
+`clear_stale_runs` kills what is left in it and removes it. A cgroup is removed only once
+every process in it is gone (the kernel refuses it before)."""
 
 from __future__ import annotations
 

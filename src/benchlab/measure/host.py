@@ -1,7 +1,7 @@
 """The machine's fingerprint: what makes timings on it comparable or not.
 
 The fingerprint holds facts that stay put while the machine is up (which
-identify its host row: resume and pairing rely on it, see `store.db.IDENTITY`)
+identify its host row: resume and pairing rely on it, see `store.hosts.IDENTITY`)
 and the machine state a variant or its setup may change (`machine_state`:
 swap, the governor, boost, SMT, huge pages), which each run records in its
 details. Readings of a moment such as the load average are reported by
@@ -16,7 +16,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from benchlab.variants.allocator import LIBRARIES, find_library
+from benchlab.measure.libraries import LIBRARIES, find_library
 
 
 def _read(path: str) -> str | None:

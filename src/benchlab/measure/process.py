@@ -31,10 +31,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from benchlab.errors import WorkloadFailed
+from benchlab.errors import EnvironmentProblem, WorkloadFailed
 from benchlab.locate import launcher_path
 from benchlab.measure.cgroup import cpu_cgroup_parent, remove_run_cgroup, run_cgroup_parent, tree_peak_unavailable
 
+ACCOUNT_PROTOCOL = 1  # the launcher's ACCOUNT_PROTOCOL (probe/src/launch.rs); both change together
 STDERR_TAIL_BYTES = 4000  # what a failed run keeps of its stderr
 OUTPUT_TAIL_BYTES = 64 * 1024  # what is read back of stderr, and of stdout that nobody parses
 STDOUT_LIMIT_BYTES = 64 * 1024 * 1024  # the most stdout read back for parsing (Google Benchmark JSON)
@@ -95,6 +96,7 @@ class Finished:
     usage: Usage
     stdout: bytes = b""
     stderr: bytes = field(default=b"", repr=False)
+    exec_error: str | None = None  # why the command could not be executed (exec's error), from the account
 
     @property
     def ok(self) -> bool:
@@ -112,7 +114,7 @@ class Finished:
             what = f"exited with code {self.exit_code}"
         return WorkloadFailed(
             f"the workload {what}",
-            exit_code=self.exit_code,
+            process_exit_code=self.exit_code,
             stderr_tail=self.stderr_tail(),
             status="timeout" if self.timed_out else "failed",
         )
@@ -127,7 +129,13 @@ class Executor(Protocol):
 def finished_from_account(
     account: dict[str, Any] | None, launch: Launch, timed_out: bool, stdout: bytes, stderr: bytes, note: str | None
 ) -> Finished:
-    """The launcher's JSON account of a run (None when it reported nothing) as a Finished."""
+    """The launcher's JSON account of a run (None when it reported nothing) as a Finished; an
+    account of another version is refused rather than misread."""
+    if account is not None and account.get("protocol") != ACCOUNT_PROTOCOL:
+        raise EnvironmentProblem(
+            f"the launcher speaks account protocol {account.get('protocol')}, this benchlab reads {ACCOUNT_PROTOCOL}",
+            hint="reinstall benchlab so that its launcher is built from the same source",
+        )
     if account is None:
         if not timed_out:
             raise WorkloadFailed(
@@ -150,21 +158,21 @@ def finished_from_account(
         memory=account.get("memory") or {},
         notes=tuple(filter(None, [account.get("mapped_note"), account.get("tree_peak_note"), note])),
     )
-    return Finished(account.get("exit_code"), account.get("signal"), timed_out, usage, stdout, stderr)
+    return Finished(account.get("exit_code"), account.get("signal"), timed_out, usage, stdout, stderr, account.get("exec_error"))
 
 
-def _tail(f: IO[bytes], size: int) -> bytes:
+def read_tail(f: IO[bytes], size: int) -> bytes:
     """The last `size` bytes of a file the process wrote, never more."""
     end = f.seek(0, os.SEEK_END)
     f.seek(max(0, end - size))
     return f.read(size)
 
 
-def _stdout(f: IO[bytes], launch: Launch) -> bytes:
+def read_stdout(f: IO[bytes], launch: Launch) -> bytes:
     """Stdout for parsing, whole up to the launch's limit (beyond it the run fails: a cut JSON
     document would read as a different one), or only its tail when nothing parses it."""
     if launch.stdout_limit is None:
-        return _tail(f, OUTPUT_TAIL_BYTES)
+        return read_tail(f, OUTPUT_TAIL_BYTES)
     size = f.seek(0, os.SEEK_END)
     if size > launch.stdout_limit:
         raise WorkloadFailed(
@@ -174,32 +182,39 @@ def _stdout(f: IO[bytes], launch: Launch) -> bytes:
     return f.read()
 
 
-def spawn_launcher(
-    flags: Sequence[str], launch: Launch, *, stdout: IO[bytes] | int, stderr: IO[bytes] | int, result_fd: int
+def start_launcher(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None = None,
+    cpus: frozenset[int] | None = None,
+    stdin: IO[bytes] | int = subprocess.DEVNULL,
+    stdout: IO[bytes] | int,
+    stderr: IO[bytes] | int,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
-    """`benchlab-launch FLAGS -- ARGV` leading its own session (so that its whole process group
-    can be killed) and bound to die with this process (`--die-with`, see probe/src/launch.rs:
+    """`benchlab-launch ARGS` leading its own session (so that its whole process group can be
+    killed) and bound to die with this process (`--die-with`, see probe/src/launch.rs:
     PR_SET_PDEATHSIG, which fires when the *thread* that forks it ends; benchlab starts every
     process from its main thread). Its cgroup holds the tree for `stop_tree` and `clear_stale_runs`."""
     parent = run_cgroup_parent()[0]
     argv = [
-        launcher_path(), "--result-fd", str(result_fd), "--die-with", str(os.getpid()),
-        *(["--cgroup", parent] if parent is not None else []), *flags, "--", *launch.argv,
+        launcher_path(), "--die-with", str(os.getpid()), *(["--cgroup", parent] if parent is not None else []), *args,
     ]  # fmt: skip
     # Children inherit the spawning thread's affinity; the runner's own mask is restored at once.
-    saved = os.sched_getaffinity(0) if launch.cpus is not None else None
+    saved = os.sched_getaffinity(0) if cpus is not None else None
     try:
-        if launch.cpus is not None:
-            os.sched_setaffinity(0, launch.cpus)
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)
         return subprocess.Popen(
             argv,
-            env=dict(launch.env),
-            cwd=launch.cwd,
-            stdin=subprocess.DEVNULL,
+            env=dict(env),
+            cwd=cwd,
+            stdin=stdin,
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
-            pass_fds=(result_fd,),
+            pass_fds=pass_fds,
         )
     except OSError as exc:
         raise WorkloadFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
@@ -208,16 +223,26 @@ def spawn_launcher(
             os.sched_setaffinity(0, saved)
 
 
+def spawn_launcher(
+    flags: Sequence[str], launch: Launch, *, stdout: IO[bytes] | int, stderr: IO[bytes] | int, result_fd: int
+) -> subprocess.Popen[bytes]:
+    """A one-shot launcher for `launch`, in its folder, environment and CPUs, reporting on `result_fd`."""
+    args = ["--result-fd", str(result_fd), *flags, "--", *launch.argv]
+    return start_launcher(
+        args, env=launch.env, cwd=launch.cwd, cpus=launch.cpus, stdout=stdout, stderr=stderr, pass_fds=(result_fd,)
+    )
+
+
 def stop_tree(proc: subprocess.Popen[bytes]) -> None:
     """Kills the launcher's process group, reaps the launcher, and removes its cgroups once
     everything in them is gone (what left the group is killed there)."""
-    _kill_group(proc.pid)
+    kill_group(proc.pid)
     proc.wait()
     remove_run_cgroup(proc.pid)
 
 
 class LocalExecutor:
-    """Runs processes on this machine through the probe's launcher.
+    """Runs processes on this machine through the probe's launcher, one launcher per process.
 
     The launcher (`benchlab-launch`) forks the workload, times it and
     reports its wait4() account on a pipe: a command spawned straight from
@@ -225,14 +250,16 @@ class LocalExecutor:
     temporary files, so a chatty process cannot block on a full pipe. The
     launcher leads its own session, so a timeout kills the whole tree, and
     stragglers left in the group are killed after the run so they cannot
-    disturb the next one.
+    disturb the next one. An experiment's runs go through one launcher that
+    stays up instead (`measure.served`), which saves a process start per run;
+    this one-shot form starts untimed steps and container runs.
     """
 
     def run(self, launch: Launch) -> Finished:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             account, timed_out = self._spawn_and_wait(launch, out, err)
-            stderr = _tail(err, OUTPUT_TAIL_BYTES)
-            stdout = _stdout(out, launch) if account is not None else _tail(out, OUTPUT_TAIL_BYTES)
+            stderr = read_tail(err, OUTPUT_TAIL_BYTES)
+            stdout = read_stdout(out, launch) if account is not None else read_tail(out, OUTPUT_TAIL_BYTES)
             return finished_from_account(account, launch, timed_out, stdout, stderr, tree_peak_unavailable())
 
     @staticmethod
@@ -246,15 +273,15 @@ class LocalExecutor:
         finally:
             os.close(write_end)
         try:
-            timed_out = not _wait_exit(proc.pid, launch.timeout)
+            timed_out = not wait_exit(proc.pid, launch.timeout)
         except BaseException:  # Ctrl-C or SIGTERM in the runner: take the tree down with us
             stop_tree(proc)
             os.close(read_end)
             raise
         if timed_out:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
         proc.wait()
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         with os.fdopen(read_end, "rb") as result:
             text = result.read(OUTPUT_TAIL_BYTES)
         if not text.strip():  # the launcher was killed before it could remove its cgroup
@@ -284,7 +311,7 @@ def _launcher_flags(launch: Launch) -> list[str]:
     return flags
 
 
-def _wait_exit(pid: int, timeout: float) -> bool:
+def wait_exit(pid: int, timeout: float) -> bool:
     """Waits for the child to exit without reaping it; False on timeout."""
     fd = os.pidfd_open(pid)
     try:
@@ -295,16 +322,13 @@ def _wait_exit(pid: int, timeout: float) -> bool:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            try:
-                if poller.poll(remaining * 1000):
-                    return True
-            except InterruptedError:  # pragma: no cover - PEP 475 retries poll itself
-                continue
+            if poller.poll(remaining * 1000):  # PEP 475: retried by Python itself after a signal
+                return True
     finally:
         os.close(fd)
 
 
-def _kill_group(pgid: int) -> None:
+def kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
 

@@ -3,8 +3,10 @@
 On first use benchlab copies its native parts (the launcher, the probe, the shim) to
 `~/.cache/benchlab/DIGEST/` on the host, once per build, and reads the host's
 fingerprint there. Each run is then one ssh command: the remote launcher times the
-workload on the host exactly as it does here, its account comes back on stderr after a
-marker line, and the run is stored here under the remote host. Only the variant's own
+workload on the host exactly as it does here, and everything the run left there comes
+back as one JSON document on stdout (`RemoteReply`: the launcher's account, the
+workload's stdout and stderr, the shim's report, each base64 in a versioned object),
+so nothing is read out of text; the run is stored here under the remote host. Only the variant's own
 environment (its `env`, tunables, shim settings and preloads) is sent; the rest is the
 host's. `timeout -s KILL` on the host ends a run that overstays, whole process group
 included, even if the connection drops.
@@ -12,6 +14,8 @@ included, even if the connection drops.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import hashlib
 import json
@@ -21,13 +25,31 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from benchlab.errors import EnvironmentProblem, WorkloadFailed
-from benchlab.locate import launcher_path, probe_path, shim_path
+from benchlab.locate import SHIM_REPORT, launcher_path, probe_path, shim_path
 from benchlab.measure.host import REMOTE_FINGERPRINT, parse_remote_fingerprint
 from benchlab.measure.process import Finished, Launch, finished_from_account
 from benchlab.spec.models import EnvironmentSpec
 
-MARKER = "@@benchlab-launch-account@@"
+REMOTE_PROTOCOL = 1
+
+
+class RemoteReply(BaseModel):
+    """What one remote run sends back, the files' contents base64 (empty: nothing written)."""
+
+    protocol: int
+    exit: int  # the shell's status of the launcher (137: `timeout` killed it)
+    account: str  # the launcher's JSON account
+    stdout: str
+    stderr: str
+    shim: str  # the shim's report (JSON lines), where the run had one
+
+    def data(self, field: str) -> bytes:
+        return base64.b64decode(getattr(self, field), validate=True)
+
+
 CONNECT_TIMEOUT_S = 15
 # a memory cgroup parent on the host for the tree's peak, where it is root with cgroup v1 or v2
 REMOTE_CGROUP = (
@@ -36,6 +58,10 @@ REMOTE_CGROUP = (
     "mkdir -p /sys/fs/cgroup/benchlab && echo +memory > /sys/fs/cgroup/cgroup.subtree_control && "
     "echo +memory > /sys/fs/cgroup/benchlab/cgroup.subtree_control && echo /sys/fs/cgroup/benchlab; fi"
 )
+
+
+FILES = (("stdout", "o"), ("stderr", "e"), ("shim", "s"))  # reply field, shell variable of its file
+SHIM_WORD, SHIM_VALUE = shlex.quote(f'{SHIM_REPORT}="$s"'), f'{SHIM_REPORT}="$s"'  # "$s" expands on the host
 
 
 @functools.cache
@@ -112,17 +138,22 @@ class RemoteExecutor:
             flags += ["--cgroup", self.cgroup]
         if launch.memory_interval:
             flags += ["--memory-interval-ms", str(max(1, round(launch.memory_interval * 1000)))]
-        env = [f"{k}={self._translate(v)}" for k, v in launch.env.items()]
+        env = [f"{k}={self._translate(v)}" for k, v in launch.env.items() if k != SHIM_REPORT]
         argv = [self._translate(a) for a in launch.argv]
         cpus = ["taskset", "-c", ",".join(map(str, sorted(launch.cpus)))] if launch.cpus is not None else []
         run = [
             "env", *env, "timeout", "-s", "KILL", f"{launch.timeout:.0f}", *cpus,
             f"{self.folder}/benchlab-launch", "--result-fd", "3", *flags, "--", *argv,
         ]  # fmt: skip
+        if SHIM_REPORT in launch.env:  # the shim reports to a file of the host's, sent back below
+            run[1:1] = [f'{SHIM_REPORT}="$s"']
         cd = f"cd {shlex.quote(launch.cwd)} && " if launch.cwd else ""
+        fields = "".join(f'printf \'","{name}":"\'; base64 -w0 <"${var}"; ' for name, var in FILES)
         return (
-            f'r=$(mktemp) && {cd}{shlex.join(run)} 3>"$r" </dev/null; code=$?; '
-            f'echo >&2; echo {MARKER} >&2; cat "$r" >&2; rm -f "$r"; exit $code'
+            f"r=$(mktemp) && o=$(mktemp) && e=$(mktemp) && s=$(mktemp) && ({cd}{shlex.join(run).replace(SHIM_WORD, SHIM_VALUE)} "
+            f'3>"$r" >"$o" 2>"$e" </dev/null); code=$?; '
+            f'printf \'{{"protocol":{REMOTE_PROTOCOL},"exit":%d,"account":"\' $code; base64 -w0 <"$r"; {fields}'
+            f'printf \'"}}\\n\'; rm -f "$r" "$o" "$e" "$s"; exit $code'
         )
 
     def run(self, launch: Launch) -> Finished:
@@ -133,10 +164,31 @@ class RemoteExecutor:
             )
         except subprocess.TimeoutExpired:
             raise WorkloadFailed(f"{self.spec.label} did not answer within the run's timeout", status="timeout") from None
-        stderr, _, account_text = proc.stderr.rpartition(f"\n{MARKER}\n".encode())
-        if not _:
-            raise WorkloadFailed(f"{self.spec.label}: the connection failed ({proc.stderr.decode(errors='replace')[-300:]})")
+        reply = self._reply(proc)
+        account_text = reply.data("account")
         account = json.loads(account_text) if account_text.strip() else None
-        timed_out = account is None and proc.returncode == 137  # timeout's SIGKILL took the launcher
+        timed_out = account is None and reply.exit == 137  # timeout's SIGKILL took the launcher
+        if SHIM_REPORT in launch.env:  # the shim's findings, where benchlab reads them for a local run
+            Path(launch.env[SHIM_REPORT]).write_bytes(reply.data("shim"))
         note = None if self.cgroup else f"tree peak memory not measured on {self.spec.label}: no writable memory cgroup there"
-        return finished_from_account(account, launch, timed_out, proc.stdout, stderr, note)
+        return finished_from_account(account, launch, timed_out, reply.data("stdout"), reply.data("stderr"), note)
+
+    def _reply(self, proc: subprocess.CompletedProcess[bytes]) -> RemoteReply:
+        """The run's one JSON document; without one the connection failed (ssh's own words)."""
+        try:
+            fields = json.loads(proc.stdout)
+        except ValueError:
+            said = proc.stderr.decode(errors="replace").strip()[-300:] or f"ssh exit {proc.returncode}"
+            raise WorkloadFailed(f"{self.spec.label}: the connection failed ({said})") from None
+        version = fields.get("protocol") if isinstance(fields, dict) else None
+        if version != REMOTE_PROTOCOL:
+            raise EnvironmentProblem(
+                f"{self.spec.label} answered in remote protocol {version}, this benchlab reads {REMOTE_PROTOCOL}"
+            )
+        try:
+            reply = RemoteReply.model_validate(fields)
+            for name in ("account", "stdout", "stderr", "shim"):
+                reply.data(name)
+        except (ValidationError, binascii.Error) as exc:
+            raise WorkloadFailed(f"{self.spec.label} sent a malformed reply: {exc}") from None
+        return reply

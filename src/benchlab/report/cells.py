@@ -1,13 +1,16 @@
-"""How numbers of the JSON report read in a table, shared by the terminal and Markdown tables."""
+"""How numbers of the report read in a table, shared by the terminal and Markdown tables."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
 
+from benchlab.stats.report_model import GeomeanRow, Judgement, MetricRow, Report, ScoreRow
 from benchlab.suite.baseline import SECTION_TITLES
+
+SHIFT = "shift"  # marks a change that is a raw shift, not a ratio (see shift_note)
 
 
 def quantity(value: float | None, unit: str) -> str:
@@ -23,31 +26,47 @@ def percent(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f}%"
 
 
-def change(value: float | None, ci: list[float | None]) -> str:
+def change(value: float | None, ci: Sequence[float | None], *, log_scale: bool | None = True) -> str:
+    """A change with its 95% interval, marked `shift` where it is a raw shift, not a ratio."""
     if value is None:
         return "n/a"
+    mark = "" if log_scale is not False else f" {SHIFT}"
     if ci[0] is None or ci[1] is None:
-        return f"{percent(value)} [n/a]"
-    return f"{percent(value)} [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]"
+        return f"{percent(value)} [n/a]{mark}"
+    return f"{percent(value)} [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]{mark}"
 
 
-def verdict(row: dict[str, Any]) -> str:
+def row_change(row: MetricRow | GeomeanRow) -> str:
+    return change(row.change, row.change_ci, log_scale=row.log_scale)
+
+
+def shift_note(rows: Sequence[MetricRow | ScoreRow]) -> str:
+    """The footnote a table with shifted changes needs, empty where every change is a ratio."""
+    if all(r.log_scale is not False or r.change is None for r in rows):
+        return ""
+    return (
+        f"'{SHIFT}': the metric has zero or negative values, so its change is the raw shift (variant minus "
+        "baseline) over the baseline's median, not a ratio"
+    )
+
+
+def verdict(row: Judgement) -> str:
     """The verdict with what would decide it: the blocks likely needed, or that the row's
     test cannot decide it (all differences zero, too few non-zero pairs)."""
-    if row["verdict"] == "unclear" and row.get("runs_needed"):
-        return f"unclear (~{row['runs_needed']} blocks)"
-    if row["verdict"] == "unclear" and (row.get("note") or "").startswith("not tested"):
+    if row.verdict == "unclear" and row.blocks_needed:
+        return f"unclear (~{row.blocks_needed} blocks)"
+    if row.verdict == "unclear" and (row.note or "").startswith("not tested"):
         return "unclear (untestable)"
-    return str(row["verdict"])
+    return row.verdict
 
 
 FAMILY_LABELS = {"primary": "", "secondary": "secondary", "characteristic": "not judged", "scored": "as score"}
 
 
-def metric_label(row: dict[str, Any]) -> str:
+def metric_label(row: MetricRow) -> str:
     """The metric's name, marked with its family where it is not a primary (outcome) metric."""
-    label = FAMILY_LABELS.get(row.get("family") or "primary", "")
-    return f"{row['metric']} ({label})" if label else str(row["metric"])
+    label = FAMILY_LABELS.get(row.family or "primary", "")
+    return f"{row.metric} ({label})" if label else row.metric
 
 
 def family_note() -> str:
@@ -59,40 +78,40 @@ def family_note() -> str:
     )
 
 
-def grouped_rows(report: dict[str, Any]) -> list[tuple[tuple[str, str], dict[str, dict[str, Any]]]]:
+def grouped_rows(report: Report) -> list[tuple[tuple[str, str], dict[str, MetricRow]]]:
     """Rows keyed by (workload, metric), each with its per-variant comparison, in report order."""
-    grouped: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
-    for row in report["rows"]:
-        grouped[(row["workload"], row["metric"])][row["variant"]] = row
+    grouped: dict[tuple[str, str], dict[str, MetricRow]] = defaultdict(dict)
+    for row in report.rows:
+        grouped[(row.workload, row.metric)][row.variant] = row
     return list(grouped.items())
 
 
-def compared_variants(report: dict[str, Any]) -> list[str]:
-    return [v for v in report["variants"] if v != report["baseline"]]
+def compared_variants(report: Report) -> list[str]:
+    return [v for v in report.variants if v != report.baseline]
 
 
-def failure_lines(report: dict[str, Any]) -> list[str]:
+def failure_lines(report: Report) -> list[str]:
     lines = []
-    for run in report["failed_runs"]:
-        tail = (run.get("stderr_tail") or "").strip().splitlines()
+    for run in report.failed_runs:
+        tail = (run["stderr_tail"] or "").strip().splitlines()
         detail = f": {tail[-1]}" if tail else ""
         lines.append(f"{run['workload']} / {run['variant']} block {run['block']}: {run['status']}, {run['message']}{detail}")
     return lines
 
 
-def geomean_notes(report: dict[str, Any]) -> list[str]:
-    return [f"geomean of {g['variant']} ({g['direction']} is better): {g['note']}" for g in report["geomean"] if g.get("note")]
+def geomean_notes(report: Report) -> list[str]:
+    return [f"geomean of {g.variant} ({g.direction} is better): {g.note}" for g in report.geomean if g.note]
 
 
 def geomean_label(direction: str) -> str:
     return "geomean (lower is better)" if direction == "lower" else "geomean (higher is better)"
 
 
-def geomean_by_direction(report: dict[str, Any]) -> list[tuple[str, dict[str, dict[str, Any]]]]:
+def geomean_by_direction(report: Report) -> list[tuple[str, dict[str, GeomeanRow]]]:
     """One line per direction, with each variant's geometric-mean change."""
-    grouped: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for g in report["geomean"]:
-        grouped[g["direction"]][g["variant"]] = g
+    grouped: dict[str, dict[str, GeomeanRow]] = defaultdict(dict)
+    for g in report.geomean:
+        grouped[g.direction][g.variant] = g
     return list(grouped.items())
 
 
@@ -100,17 +119,16 @@ def section_title(section: str | None) -> str:
     return SECTION_TITLES.get(section or "", section or "")
 
 
-def calibration_notes(report: dict[str, Any], workloads: set[str] | None = None) -> list[str]:
+def calibration_notes(report: Report, workloads: set[str] | None = None) -> list[str]:
     """'this host: ...' per calibrated workload, to weigh its verdicts by how this machine behaves."""
-    found = report["experiment"].get("calibration") or {}
     lines = []
-    for workload, c in found.items():
+    for workload, c in report.experiment.calibration.items():
         if workloads is not None and workload not in workloads:
             continue
-        spread = "n/a" if c["spread"] is None else f"{c['spread']:.1%}"
-        when = time.strftime("%Y-%m-%d", time.localtime(c["created_at"]))
+        spread = "n/a" if c.spread is None else f"{c.spread:.1%}"
+        when = time.strftime("%Y-%m-%d", time.localtime(c.created_at))
         lines.append(
-            f"this host: {workload} spread {spread} ({c['metric']}), A/A {c['false_verdicts']} of {c['experiments']} "
-            f"with a false verdict at {c['blocks']} blocks (benchlab calibrate, {when})"
+            f"this host: {workload} spread {spread} ({c.metric}), A/A {c.false_verdicts} of {c.experiments} "
+            f"with a false verdict at {c.blocks} blocks (benchlab calibrate, {when})"
         )
     return lines

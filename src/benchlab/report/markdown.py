@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from benchlab.report import cells, safe
-from benchlab.report.grid import Grid, report_grids
+from benchlab.report.grid import Grid
+from benchlab.report.views import View, report_grids
+from benchlab.stats.report_model import Report
 
 
 def _line(text: str) -> str:
@@ -17,8 +17,8 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
 
 
-def _grids(report: dict[str, Any], grids: list[Grid], footer: str) -> list[str]:
-    lines = [f"## {_line(report['experiment']['name'])}"]
+def _grids(report: Report, grids: list[Grid], footer: str) -> list[str]:
+    lines = [f"## {_line(report.experiment.name)}"]
     for grid in grids:
         rows = [
             [f"**{safe.markdown(c)}**" if emphasis and c else safe.markdown(c) for c in cols]
@@ -29,8 +29,8 @@ def _grids(report: dict[str, Any], grids: list[Grid], footer: str) -> list[str]:
     return [*lines, "", _line(footer)]
 
 
-def render(report: dict[str, Any]) -> str:
-    lines = _grids(report, *report_grids(report))
+def render(report: Report, view: View = "auto") -> str:
+    lines = _grids(report, *report_grids(report, view))
     lines += [f"- failed: {_line(line)}" for line in cells.failure_lines(report)]
-    lines += [f"- warning: {_line(line)}" for line in report["warnings"]]
+    lines += [f"- warning: {_line(line)}" for line in report.warnings]
     return "\n".join(lines) + "\n"

@@ -4,56 +4,54 @@ interval, and verdict; then the geometric-mean rows."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from benchlab.report import cells
 from benchlab.report.grid import Grid
+from benchlab.stats.report_model import Report
 
 
-def grid(report: dict[str, Any], workloads: set[str] | None = None) -> Grid:
+def grid(report: Report, workloads: set[str] | None = None) -> Grid:
     """Every workload's rows, or only those of `workloads` (the ones a score table leaves
     out); the geometric means cover the whole experiment, so they come with the whole table."""
-    baseline = report["baseline"]
+    baseline = report.baseline
     others = cells.compared_variants(report)
-    title = f"{report['experiment']['name']}: {', '.join(others) or 'no variant'} vs {baseline}"
+    title = f"{report.experiment.name}: {', '.join(others) or 'no variant'} vs {baseline}"
     header = ["workload", "metric", f"{baseline} (median)"]
     for v in others:
         header += [f"{v} (median)", f"{v} change [95% CI]", f"{v} verdict"]
     out = Grid(title=title, header=header, verdict_columns=[5 + 3 * i for i in range(len(others))])
+    shown = []
     for (workload, _), by_variant in cells.grouped_rows(report):
         if workloads is not None and workload not in workloads:
             continue
         first = next(iter(by_variant.values()))
-        cols = [workload, cells.metric_label(first), cells.quantity(first["baseline_median"], first["unit"])]
+        cols = [workload, cells.metric_label(first), cells.quantity(first.baseline_median, first.unit)]
         for v in others:
             row = by_variant.get(v)
-            cols += (
-                [cells.quantity(row["median"], row["unit"]), cells.change(row["change"], row["change_ci"]), cells.verdict(row)]
-                if row
-                else ["", "", ""]
-            )
+            cols += [cells.quantity(row.median, row.unit), cells.row_change(row), cells.verdict(row)] if row else ["", "", ""]
+            shown += [row] if row else []
         out.add(cols)
+    out.notes.append(cells.shift_note(shown))
     out.notes += cells.calibration_notes(report, workloads)
     if workloads is None:
-        for direction, by_variant in cells.geomean_by_direction(report):
+        for direction, by_geomean in cells.geomean_by_direction(report):
             cols = ["", cells.geomean_label(direction), ""]
             for v in others:
-                g = by_variant.get(v)
-                cols += ["", cells.change(g["change"], g["change_ci"]), cells.verdict(g)] if g else ["", "", ""]
+                g = by_geomean.get(v)
+                cols += ["", cells.row_change(g), cells.verdict(g)] if g else ["", "", ""]
             out.add(cols, emphasis=True)
         out.notes += cells.geomean_notes(report)
     return out
 
 
-def footer(report: dict[str, Any]) -> str:
-    judged = [r for r in report["rows"] if r["verdict"] != "-"]
-    sequential = report["experiment"]["spec"].get("until_decided")
+def footer(report: Report) -> str:
+    judged = [r for r in report.rows if r.verdict != "-"]
+    sequential = report.experiment.spec.get("until_decided")
     looks = (
         f"; sequential: looks after blocks {sequential['min_blocks']}-{sequential['max_blocks']}, thresholds calibrated for them"
         if sequential
         else ""
     )
     return (
-        f"{len(judged)} comparisons; {report['correction']} correction at alpha={report['alpha']}; "
-        f"same = 90% CI within ±{report['margin']:.1%}; below 6 blocks a paired t-test{looks}; " + cells.family_note()
+        f"{len(judged)} comparisons; {report.correction} correction at alpha={report.alpha}; "
+        f"same = 90% CI within ±{report.margin:.1%}; below 6 blocks a paired t-test{looks}; " + cells.family_note()
     )

@@ -6,20 +6,20 @@ of the comparison tables platform teams publish."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from benchlab.report import cells
 from benchlab.report.grid import Grid
+from benchlab.stats.report_model import Report, ScoreRow, Scores, Sweep
 
 MODE_TITLES = {"single-core": "single-core", "multi-core": "multi-core", "shared": "shared task"}
 
 
-def _score(row: dict[str, Any] | None, *, interval: bool) -> str:
-    if row is None or row["score"] is None:
+def _score(row: ScoreRow | None, *, interval: bool) -> str:
+    if row is None or row.score is None:
         return ""
-    text = f"{row['score']:,.0f}"
-    lo, hi = row["score_ci"]
-    if interval and lo is not None and hi is not None and row["n"] > 1 and row["level"] == "workload":
+    text = f"{row.score:,.0f}"
+    lo, hi = row.score_ci
+    if interval and lo is not None and hi is not None and row.n > 1 and row.level == "workload":
         text += f" [{lo:,.0f}, {hi:,.0f}]"
     return text
 
@@ -28,12 +28,12 @@ def _memory(kib: float | None) -> str:
     return "" if kib is None else cells.quantity(kib / 1024, "MiB")
 
 
-def _indexed(scores: dict[str, Any]) -> dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]]:
+def _indexed(scores: Scores) -> dict[tuple[str, str], dict[tuple[str, str], ScoreRow]]:
     """(name, level) -> (mode, variant) -> row, in report order; the suite's totals left out."""
-    out: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
-    for r in scores["rows"]:
-        if r["level"] != "suite":
-            out[(r["name"], r["level"])][(r["mode"], r["variant"])] = r
+    out: dict[tuple[str, str], dict[tuple[str, str], ScoreRow]] = defaultdict(dict)
+    for r in scores.rows:
+        if r.level != "suite":
+            out[(r.name, r.level)][(r.mode, r.variant)] = r
     return out
 
 
@@ -41,16 +41,16 @@ def _label(name: str, level: str) -> str:
     return name.removeprefix("cpu.") if level == "workload" else name
 
 
-def _suite_value(row: dict[str, Any]) -> str:
+def _suite_value(row: ScoreRow) -> str:
     """A suite total: its wall time in seconds, or its peak memory."""
-    if row["score"] is None:
+    if row.score is None:
         return ""
-    return f"{row['score']:.1f} s" if row["unit"] == "s" else _memory(row["score"])
+    return f"{row.score:.1f} s" if row.unit == "s" else _memory(row.score)
 
 
-def _suite_line(scores: dict[str, Any], variant: str) -> str:
-    rows = [r for r in scores["rows"] if r["level"] == "suite" and r["variant"] == variant]
-    return ", ".join(f"{r['mode']} {_suite_value(r)}" for r in rows if r["score"] is not None)
+def _suite_line(scores: Scores, variant: str) -> str:
+    rows = [r for r in scores.rows if r.level == "suite" and r.variant == variant]
+    return ", ".join(f"{r.mode} {_suite_value(r)}" for r in rows if r.score is not None)
 
 
 def _scaling_header(modes: list[str]) -> str:
@@ -58,20 +58,20 @@ def _scaling_header(modes: list[str]) -> str:
     return f"scaling ({' / '.join(parallel)})" if len(parallel) > 1 else "scaling"
 
 
-def single_variant(scores: dict[str, Any]) -> Grid:
-    variant = scores["reference"]
-    modes = scores["modes"]
+def single_variant(scores: Scores) -> Grid:
+    variant = scores.reference
+    modes = scores.modes
     grid = Grid(
         title=f"CPU suite scores, variant '{variant}' (the baseline machine scores 1000)",
         header=["workload", "section", *(MODE_TITLES[m] for m in modes), _scaling_header(modes), "peak memory"],
     )
     for (name, level), by_mode in _indexed(scores).items():
         any_row = next(iter(by_mode.values()))
-        cols = [_label(name, level), cells.section_title(any_row["section"]) if level == "workload" else ""]
+        cols = [_label(name, level), cells.section_title(any_row.section) if level == "workload" else ""]
         cols += [_score(by_mode.get((m, variant)), interval=True) for m in modes]
-        scaling = [f"{by_mode[(m, variant)]['scaling']:.0%}" for m in modes
-                   if by_mode.get((m, variant), {}).get("scaling") is not None]  # fmt: skip
-        memory = [by_mode[(m, variant)].get("peak_memory_kib") for m in modes if (m, variant) in by_mode]
+        found = [by_mode[(m, variant)] for m in modes if (m, variant) in by_mode]
+        scaling = [f"{r.scaling:.0%}" for r in found if r.scaling is not None]
+        memory = [r.peak_memory_kib for r in found]
         peak = max((k for k in memory if k is not None), default=None)
         grid.add([*cols, " / ".join(scaling), _memory(peak)], emphasis=level != "workload")
     grid.notes.append(_suite_line(scores, variant))
@@ -79,12 +79,12 @@ def single_variant(scores: dict[str, Any]) -> Grid:
     return grid
 
 
-def comparison(scores: dict[str, Any]) -> list[Grid]:
-    ref = scores["reference"]
-    others = [v for v in scores["variants"] if v != ref]
+def comparison(scores: Scores) -> list[Grid]:
+    ref = scores.reference
+    others = [v for v in scores.variants if v != ref]
     grids = []
     indexed = _indexed(scores)
-    for mode in scores["modes"]:
+    for mode in scores.modes:
         grid = Grid(title=f"{MODE_TITLES[mode]} scores: {', '.join(others)} vs {ref}", header=["workload", "section", ref])
         for v in others:
             grid.verdict_columns.append(len(grid.header) + 2)
@@ -95,13 +95,17 @@ def comparison(scores: dict[str, Any]) -> list[Grid]:
                 continue
             cols = [
                 _label(name, level),
-                cells.section_title(base["section"]) if level == "workload" else "",
+                cells.section_title(base.section) if level == "workload" else "",
                 _score(base, interval=False),
             ]
             for v in others:
                 row = by_mode.get((mode, v))
                 cols += (
-                    [_score(row, interval=False), cells.change(row["change"], row["change_ci"]), cells.verdict(row)]
+                    [
+                        _score(row, interval=False),
+                        cells.change(row.change, row.change_ci, log_scale=row.log_scale),
+                        cells.verdict(row),
+                    ]
                     if row
                     else ["", "", ""]
                 )
@@ -111,58 +115,68 @@ def comparison(scores: dict[str, Any]) -> list[Grid]:
     for v in others:
         suite.verdict_columns.append(len(suite.header) + 2)
         suite.header += [v, f"{v} delta vs {ref} [95% CI]", f"{v} verdict"]
-    by_metric: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for r in scores["rows"]:
-        if r["level"] == "suite":
-            by_metric[r["mode"]][r["variant"]] = r
+    by_metric: dict[str, dict[str, ScoreRow]] = defaultdict(dict)
+    for r in scores.rows:
+        if r.level == "suite":
+            by_metric[r.mode][r.variant] = r
     for metric, rows in by_metric.items():
         cols = [metric, _suite_value(rows[ref]) if ref in rows else ""]
         for v in others:
-            r = rows.get(v)
-            cols += [_suite_value(r), cells.change(r["change"], r["change_ci"]), cells.verdict(r)] if r else ["", "", ""]
+            found = rows.get(v)
+            cols += (
+                [
+                    _suite_value(found),
+                    cells.change(found.change, found.change_ci, log_scale=found.log_scale),
+                    cells.verdict(found),
+                ]
+                if found
+                else ["", "", ""]
+            )
         suite.add(cols)
+    suite.notes.append(cells.shift_note(scores.rows))
     grids.append(suite)
     return grids
 
 
-def along_sweep(scores: dict[str, Any], sweep: dict[str, Any]) -> Grid:
+def along_sweep(scores: Scores, sweep: Sweep) -> Grid:
     """The overall scores and the suite's peak memory at every sweep point, the reference first."""
-    ref = scores["reference"]
-    overall = {r["mode"] for r in scores["rows"] if r["level"] == "overall"}  # none where a section did not run
-    modes = [m for m in ("single-core", "multi-core") if m in scores["modes"] and m in overall]
-    grid = Grid(title=f"overall scores along the sweep of {', '.join(sweep['parameters'])}", header=list(sweep["parameters"]))
+    ref = scores.reference
+    overall = {r.mode for r in scores.rows if r.level == "overall"}  # none where a section did not run
+    modes = [m for m in ("single-core", "multi-core") if m in scores.modes and m in overall]
+    grid = Grid(title=f"overall scores along the sweep of {', '.join(sweep.parameters)}", header=list(sweep.parameters))
     for title in [*(MODE_TITLES[m] for m in modes), "suite peak memory"]:
         grid.verdict_columns.append(len(grid.header) + 2)
         grid.header += [title, f"delta vs {ref} [95% CI]", "verdict"]
-    rows = {(r["mode"], r["variant"]): r for r in scores["rows"] if r["level"] in ("overall", "suite")}
-    for variant in [ref, *(v for v in scores["variants"] if v != ref)]:
-        point = sweep["points"].get(variant, {})
-        cols = [str(point[f]) if f in point else ("(reference)" if variant == ref else variant) for f in sweep["parameters"]]
+    rows = {(r.mode, r.variant): r for r in scores.rows if r.level in ("overall", "suite")}
+    for variant in [ref, *(v for v in scores.variants if v != ref)]:
+        point = sweep.points.get(variant, {})
+        cols = [str(point[f]) if f in point else ("(reference)" if variant == ref else variant) for f in sweep.parameters]
         for mode in [*modes, "suite peak memory"]:
             row = rows.get((mode, variant))
             value = (_suite_value(row) if mode == "suite peak memory" else _score(row, interval=False)) if row else ""
-            delta = cells.change(row["change"], row["change_ci"]) if row and variant != ref else ""
+            delta = cells.change(row.change, row.change_ci, log_scale=row.log_scale) if row and variant != ref else ""
             cols += [value, delta, cells.verdict(row) if row and variant != ref else ""]
         grid.add(cols)
     return grid
 
 
-def grids(scores: dict[str, Any], sweep: dict[str, Any] | None = None) -> list[Grid]:
-    if len(scores["variants"]) == 1:
+def grids(scores: Scores, sweep: Sweep | None = None) -> list[Grid]:
+    if len(scores.variants) == 1:
         return [single_variant(scores)]
     return [*comparison(scores), *([along_sweep(scores, sweep)] if sweep else [])]
 
 
-def footer(report: dict[str, Any]) -> str:
-    scores = report["scores"]
-    machine = scores["baseline_machine"]
-    judged = sum(1 for r in scores["rows"] if r["verdict"] != "-")
+def footer(report: Report) -> str:
+    scores = report.scores
+    assert scores is not None
+    machine = scores.baseline_machine
+    judged = sum(1 for r in scores.rows if r.verdict != "-")
     text = (
-        f"suite version {scores['suite_version']}; baseline (1000): {machine.get('cpu_model')}, "
-        f"{machine.get('cpus_online')} CPUs, measured {scores['baseline_measured'].get('date')}; "
+        f"suite version {scores.suite_version}; baseline (1000): {machine.get('cpu_model')}, "
+        f"{machine.get('cpus_online')} CPUs, measured {scores.baseline_measured.get('date')}; "
         "section = geometric mean of its workloads, overall = "
-        + ", ".join(f"{cells.section_title(k)} {w:.0%}" for k, w in scores["weights"].items())
+        + ", ".join(f"{cells.section_title(k)} {w:.0%}" for k, w in scores.weights.items())
     )
     if judged:
-        text += f"; {judged} comparisons, {report['correction']} correction at alpha={report['alpha']}"
+        text += f"; {judged} comparisons, {report.correction} correction at alpha={report.alpha}"
     return text + "; every metric of every run: --format json or csv"

@@ -10,7 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from benchlab.report import cells, safe
-from benchlab.report.grid import Grid, report_grids
+from benchlab.report.grid import Grid
+from benchlab.report.views import View, report_grids
+from benchlab.stats.report_model import Report
 
 STYLE = {"better": "bold green", "worse": "bold red", "same": "dim", "unclear": "yellow", "-": "dim"}
 
@@ -45,16 +47,16 @@ def _grids(grids: list[Grid], footer: str) -> list[Any]:
     return parts
 
 
-def renderable(report: dict[str, Any]) -> Group:
-    return Group(*_grids(*report_grids(report)), *_trailer(report))
+def renderable(report: Report, view: View = "auto") -> Group:
+    return Group(*_grids(*report_grids(report, view)), *_trailer(report))
 
 
-def _trailer(report: dict[str, Any]) -> list[Text]:
+def _trailer(report: Report) -> list[Text]:
     lines = [_line(f"failed: {line}", "red") for line in cells.failure_lines(report)]
-    return lines + [_line(f"warning: {line}", "yellow") for line in report["warnings"]]
+    return lines + [_line(f"warning: {line}", "yellow") for line in report.warnings]
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: Report, view: View = "auto") -> str:
     buffer = io.StringIO()
-    Console(file=buffer, width=220, color_system=None).print(renderable(report))
+    Console(file=buffer, width=220, color_system=None).print(renderable(report, view))
     return buffer.getvalue()

@@ -6,18 +6,22 @@ that ratio, which is the judged change turned round."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from benchlab.report import cells
 from benchlab.report.grid import Grid
+from benchlab.stats.report_model import MetricRow, Report
 
 TIMES = ("wall", "user", "sys", "real_time")
 
 
-def ratio(change: float | None, ci: list[float | None]) -> str:
-    """A change of the variant's time against the baseline's, said as a speed ratio."""
+def ratio(change: float | None, ci: Sequence[float | None], *, log_scale: bool = True) -> str:
+    """A change of the variant's time against the baseline's, said as a speed ratio (marked
+    `shift` where the change is a raw shift over the baseline's median, see `cells.shift_note`)."""
     if change is None:
         return "n/a"
+    if not log_scale:
+        return f"{ratio(change, ci)} {cells.SHIFT}"
     factor = 1 / (1 + change)  # baseline time / variant time
     faster = factor >= 1
     word = "faster" if faster else "slower"
@@ -29,32 +33,43 @@ def ratio(change: float | None, ci: list[float | None]) -> str:
     return f"{shown:.2f}x {word} [{bounds[0]:.2f}, {bounds[1]:.2f}]"
 
 
-def grid(report: dict[str, Any]) -> Grid:
-    baseline = report["baseline"]
+def rows(report: Report) -> list[tuple[tuple[str, str], dict[str, MetricRow]]]:
+    """The time rows, by workload and then in TIMES order."""
+    return sorted(
+        ((key, by_variant) for key, by_variant in cells.grouped_rows(report) if key[1] in TIMES),
+        key=lambda item: (item[0][0], TIMES.index(item[0][1])),
+    )
+
+
+def grid(report: Report) -> Grid:
+    baseline = report.baseline
     others = cells.compared_variants(report)
     header = ["workload", "time", f"{baseline} best", f"{baseline} median"]
     for v in others:
         header += [f"{v} best", f"{v} median", f"{v} vs {baseline} [95% CI]"]
-    out = Grid(title=f"{report['experiment']['name']}: times, best of N and median", header=header)
-    ordered = sorted(
-        ((key, rows) for key, rows in cells.grouped_rows(report) if key[1] in TIMES),
-        key=lambda item: (item[0][0], TIMES.index(item[0][1])),
-    )
-    for (workload, metric), by_variant in ordered:
+    out = Grid(title=f"{report.experiment.name}: times, best of N and median", header=header)
+    shown = []
+    for (workload, metric), by_variant in rows(report):
         first = next(iter(by_variant.values()))
-        unit = first["unit"]
-        cols = [workload, metric, cells.quantity(first["baseline_best"], unit), cells.quantity(first["baseline_median"], unit)]
+        unit = first.unit
+        cols = [workload, metric, cells.quantity(first.baseline_best, unit), cells.quantity(first.baseline_median, unit)]
         for v in others:
             row = by_variant.get(v)
             cols += (
-                [cells.quantity(row["best"], unit), cells.quantity(row["median"], unit), ratio(row["change"], row["change_ci"])]
+                [
+                    cells.quantity(row.best, unit),
+                    cells.quantity(row.median, unit),
+                    ratio(row.change, row.change_ci, log_scale=row.log_scale),
+                ]
                 if row
                 else ["", "", ""]
             )
+            shown += [row] if row else []
         out.add(cols)
+    out.notes.append(cells.shift_note(shown))
     return out
 
 
-def footer(report: dict[str, Any]) -> str:
-    runs = max((r["n"] for r in report["rows"]), default=0)
+def footer(report: Report) -> str:
+    runs = max((r.n for r in report.rows), default=0)
     return f"best and median of up to {runs} runs per column; the ratio is the baseline's time over the column's"

@@ -1,4 +1,8 @@
-"""Reading specs from TOML and turning validation failures into one line that names the place."""
+"""Reading spec files from TOML and turning validation failures into one line that names the place.
+
+What a spec file holds is raw data until its sections (the CPU suite's, the sweep's) are expanded
+and the whole validated (`benchlab.spec.validate`); these helpers sit below both so that each
+section's expansion can place its errors the same way."""
 
 from __future__ import annotations
 
@@ -15,7 +19,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SpecError
-from benchlab.spec.models import ExperimentSpec
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -82,16 +85,6 @@ def take_section(data: Mapping[str, Any], key: str, model: type[M], source: str)
         raise spec_error(exc, source, prefix=f"{key}.") from None
 
 
-def spec_from_dict(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
-    from benchlab.spec.sweep import expand_sweep
-    from benchlab.suite.cpu import expand_spec
-
-    try:
-        return ExperimentSpec.model_validate(expand_sweep(expand_spec(data, source), source))
-    except ValidationError as exc:
-        raise spec_error(exc, source) from None
-
-
 MAX_SPEC_BYTES = 1 << 20  # a spec is a page or two of TOML; a bigger file is something else
 
 
@@ -111,7 +104,8 @@ def read_capped(path: Path, cap: int) -> bytes:
         os.close(fd)
 
 
-def load_spec(path: Path) -> ExperimentSpec:
+def read_spec(path: Path) -> dict[str, Any]:
+    """A spec file's data, its sections not yet expanded; every way reading it fails is one line."""
     try:
         raw = read_capped(path, MAX_SPEC_BYTES)
         if len(raw) > MAX_SPEC_BYTES:
@@ -129,4 +123,4 @@ def load_spec(path: Path) -> ExperimentSpec:
         raise SpecError(f"{path}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses once per nested array or inline table
         raise SpecError(f"{path}: nested too deeply to be a spec") from None
-    return spec_from_dict(data, str(path))
+    return data

@@ -429,6 +429,3 @@ class ExperimentSpec(Strict):
 
     def workload(self, name: str) -> WorkloadSpec:
         return next(w for w in self.workloads if w.name == name)
-
-    def variant(self, name: str) -> VariantSpec:
-        return next(v for v in self.variants if v.name == name)

@@ -12,8 +12,9 @@ import shlex
 from typing import Any
 
 from benchlab.errors import SpecError
-from benchlab.spec.load import shown, spec_from_dict
+from benchlab.spec.load import shown
 from benchlab.spec.models import ExperimentSpec
+from benchlab.spec.validate import spec_from_dict
 from benchlab.spec.variant_fields import set_field
 
 _TYPED_FIELDS = ("tunables.", "shim.")  # variant fields whose values are numbers or flags, not text

@@ -18,12 +18,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from benchlab.spec.models import ExperimentSpec
+from benchlab.spec.suite import SuiteSpec
 from benchlab.spec.sweep import SweepSpec
 
 Schema = dict[str, Any]
 
 # the spec file's sections: (the place a user writes it, its model)
-SECTIONS: list[tuple[str, type[BaseModel]]] = [("", ExperimentSpec), ("sweep", SweepSpec)]
+SECTIONS: list[tuple[str, type[BaseModel]]] = [("", ExperimentSpec), ("suite", SuiteSpec), ("sweep", SweepSpec)]
 
 HEADER = """\
 # Spec reference
@@ -36,7 +37,7 @@ anything runs: an unknown key, a value of the wrong type (`blocks = "10"`) or on
 refused in one line that names its place, exit code 2 (see [bad input](bad-input.md)). Places
 are written as `benchlab` prints them: `variants[N].environment` is the `environment` of the
 N-th `[[variants]]` table, counted from 0. Two keys are expanded before these checks:
-`suite` (the CPU suite's workloads, see [CPU scores](commands/score.md#in-a-spec)) and
+`suite` (the CPU suite's workloads, below and in [CPU scores](commands/score.md#in-a-spec)) and
 `[sweep]` (variants, below).
 """
 

@@ -26,7 +26,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from benchlab.errors import SpecError
 from benchlab.spec.fields import Finite, Line
-from benchlab.spec.load import shown
+from benchlab.spec.load import shown, take_section
 from benchlab.spec.models import MAX_VARIANTS, Scalar, Strict, VariantSpec
 from benchlab.spec.variant_fields import set_field
 
@@ -139,8 +139,6 @@ def _check_point(variant: object, where: str) -> None:
 
 def expand_sweep(data: Mapping[str, Any], source: str) -> dict[str, Any]:
     """The spec with its `sweep` section replaced by the variants it stands for."""
-    from benchlab.spec.load import take_section
-
     out, sweep = take_section(data, "sweep", SweepSpec, source)
     variants = out.get("variants") or []
     if not isinstance(variants, list):

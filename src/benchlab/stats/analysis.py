@@ -1,456 +1,287 @@
-"""Judging an experiment: per workload x metric x variant, the centre, the change against
-the baseline with its interval, the test, the correction and the verdict.
+"""`analyze()`: an experiment's stored runs judged, and turned into the report every format renders.
 
-Changes are estimated on the log scale (ratios, so a 5% change means the
-same on every metric) and reported as fractions: exp(x) - 1. Runs pair up
-within a block on one host; where they cannot pair (results merged from
-different hosts, partners missing), the two-sample test and shift are used.
-Metrics with zero or negative values cannot be logged; their change is the
-shift of the raw values relative to the baseline median.
+`Analysis.report()` is the typed report (stats/report_model.py); the JSON report is
+its serialisation and the table, Markdown and CSV are drawn from it, so every number
+a person reads is one a machine can read too.
 """
 
 from __future__ import annotations
 
-import math
-import os
-from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+import dataclasses
+import functools
+from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
+from pydantic import TypeAdapter, ValidationError
 
-from benchlab.stats.correction import adjust
-from benchlab.stats.estimators import (
-    NAN,
-    hodges_lehmann_paired,
-    hodges_lehmann_two_sample,
-    median_ci,
-    paired_t,
-    rank_sum_min_p,
-    rank_sum_p,
-    signed_rank_min_p,
-    signed_rank_p,
-)
-from benchlab.stats.families import GEOMEAN, JUDGED, PRIMARY, shares
-from benchlab.stats.sequential import FIRST_LOOK, SMALL_N, nominal_level, sequential_p
-from benchlab.stats.verdict import DECIDED, NOT_JUDGED, UNCLEAR, blocks_needed, verdict
+from benchlab.errors import StoreError
+from benchlab.measure.host import noise_warnings
+from benchlab.spec import ExperimentSpec
+from benchlab.spec.models import MetricSettings
+from benchlab.stats import report_model as model
+from benchlab.stats.calibration import calibration_report
+from benchlab.stats.environments import split_by_host
+from benchlab.stats.families import PRIMARY, SECONDARY, classify
+from benchlab.stats.judge import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge, undecided
+from benchlab.stats.scores import SCORES, score_report, suite_series
+from benchlab.stats.sweep import sweep_report
+from benchlab.store import ExperimentData, RunRecord
+from benchlab.suite.baseline import load_baseline
 
-LEVELS = (0.95, 0.90)  # the change's interval, and the one TOST compares with the margin
-PARAMETRIC = "t (parametric)"
-
-KEY_SHIFT = 32  # pairing key = host << 32 | block
-
-
-def pair_key(host: int, block: int) -> int:
-    return (host << KEY_SHIFT) | block
-
-
-@dataclass(frozen=True)
-class Sequential:
-    """An experiment run with --until-decided: looks after every block from `first` to `last`."""
-
-    first: int = FIRST_LOOK
-    last: int = 40
-
-
-@dataclass(frozen=True)
-class Settings:
-    baseline: str
-    alpha: float = 0.05
-    correction: str = "bh"
-    margin: float = 0.01
-    margins: dict[tuple[str, str], float] = field(default_factory=dict)  # (workload, metric) -> margin
-    sequential: Sequential | None = None
-
-    def levels(self) -> tuple[float, float]:
-        """The change's interval and the TOST interval: 95% and 90%, or in sequential mode the
-        repeated intervals at the per-look level that keeps any false verdict at alpha."""
-        if self.sequential is None:
-            return LEVELS
-        c = nominal_level(self.alpha, self.sequential.first, self.sequential.last)
-        return (1 - c, 1 - 2 * c)
+NOISY_SPREAD = 0.03
+MAX_SPREAD_LINES = 5  # more noisy workloads than this read as one line about the machine
 
 
 @dataclass
-class Series:
-    """All sample values of one metric of one workload: per variant, pairing keys and values
-    as arrays (keys unique per variant), so that 100,000 runs judge in a blink. `family` says
-    how it is judged (stats/families.py); rows of one `group` and family are corrected together
-    (the group is the workload, or the CPU scores)."""
-
-    workload: str
-    metric: str
-    unit: str
-    direction: str
-    values: dict[str, tuple[np.ndarray, np.ndarray]]
-    family: str = PRIMARY
-    group: str = ""
-
-    def of(self, variant: str) -> tuple[np.ndarray, np.ndarray]:
-        return self.values.get(variant, (np.empty(0, dtype=np.int64), np.empty(0)))
-
-    def paired(self, baseline: str, variant: str) -> tuple[np.ndarray, np.ndarray]:
-        """Baseline and variant values of the keys both have, aligned."""
-        kb, vb = self.of(baseline)
-        kv, vv = self.of(variant)
-        _, ib, iv = np.intersect1d(kb, kv, assume_unique=True, return_indices=True)
-        return vb[ib], vv[iv]
-
-
-@dataclass
-class Estimate:
-    """A change on the scale it is tested on (log ratio, or raw shift), with its intervals,
-    the test's p, the smallest p that test could give these data, and the spread of the
-    differences (what the blocks-needed hint extrapolates from)."""
-
-    value: float
-    ci: tuple[float, float]
-    ci90: tuple[float, float]
-    p: float
-    p_min: float
-    test: str
-    spread: float
-    paired: bool
-
-
-def paired_estimate(d: np.ndarray, levels: tuple[float, float]) -> Estimate:
-    """The test chosen in advance by the number of pairs: below SMALL_N the paired t on the
-    differences (labelled parametric: no signed-rank test can reject there), from SMALL_N on
-    the exact signed-rank test with the Hodges-Lehmann estimate and interval."""
-    spread = float(np.std(d, ddof=1)) if len(d) > 1 else NAN
-    if FIRST_LOOK <= len(d) < SMALL_N and np.ptp(d) > 0:
-        est, (ci, ci90), p = paired_t(d, levels)
-        return Estimate(est, ci, ci90, p, 0.0, PARAMETRIC, spread, True)
-    est, (ci, ci90) = hodges_lehmann_paired(d, levels)
-    return Estimate(est, ci, ci90, signed_rank_p(d), signed_rank_min_p(d), "wilcoxon", spread, True)
-
-
-def two_sample_estimate(x: np.ndarray, y: np.ndarray, levels: tuple[float, float]) -> Estimate:
-    est, (ci, ci90) = hodges_lehmann_two_sample(x, y, levels)
-    spread = float(np.sqrt((np.var(x, ddof=1) + np.var(y, ddof=1)) / 2)) if min(len(x), len(y)) > 1 else NAN
-    return Estimate(est, ci, ci90, rank_sum_p(x, y), rank_sum_min_p(len(x), len(y)), "mann-whitney", spread, False)
-
-
-@dataclass
-class Judged:
-    """What every judged comparison (a metric row or a geometric mean) carries through the
-    correction: its family, test results on the tested scale, and the outcome."""
-
-    family: str = PRIMARY
-    group: str = ""
-    p: float = NAN
-    q: float = NAN
-    verdict: str = NOT_JUDGED
-    runs_needed: int | None = None
-    note: str = ""
-    estimate: Estimate | None = None
-    margin: float = NAN  # the equivalence margin, a fraction as the change is
-    change: float = NAN
-    change_ci: tuple[float, float] = (NAN, NAN)
-    change_ci90: tuple[float, float] = (NAN, NAN)
+class Analysis:
+    experiment: model.Experiment
+    settings: Settings
+    variants: list[str]
+    rows: list[Row]
+    geomean: list[GeomeanRow]
+    data: ExperimentData
+    warnings: list[str] = field(default_factory=list)
+    scores: model.Scores | None = None  # CPU-suite scores, where the experiment ran suite workloads
+    sweep: model.Sweep | None = None  # sweep points and fitted lines, where variants come from a sweep
+    score_rows: list[Row] = field(default_factory=list)  # the judged score rows behind `scores`
+    failed_benchmarks: list[model.FailedBenchmark] = field(default_factory=list)
 
     @property
-    def margin_tested(self) -> float:
-        """The margin on the scale the change is tested on (the log ratio, or the raw shift)."""
-        return math.log1p(self.margin)
-
-
-@dataclass
-class Row(Judged):
-    workload: str = ""
-    metric: str = ""
-    unit: str = ""
-    direction: str = "none"
-    variant: str = ""
-    n: int = 0
-    median: float = NAN
-    median_ci: tuple[float, float] = (NAN, NAN)
-    baseline_median: float = NAN
-    pairs: int = 0
-    test: str = "none"
-    log_scale: bool = True
-    best: float = NAN  # best of the variant's runs (the lowest, or the highest where higher is better)
-    baseline_best: float = NAN
+    def runs(self) -> list[RunRecord]:
+        return self.data.runs
 
     @property
-    def margin_tested(self) -> float:
-        return math.log1p(self.margin) if self.log_scale else self.margin * abs(self.baseline_median)
+    def failed_runs(self) -> list[RunRecord]:
+        return [r for r in self.runs if r.status != "ok"]
 
-    @property
-    def sample_size(self) -> int:
-        """Pairs (or runs, where unpaired) behind the estimate: what the blocks-needed hint grows."""
-        return self.pairs or self.n
+    def undecided(self) -> list[Row]:
+        """The undecided primary rows, scores included (see `analysis.undecided`)."""
+        if len(self.variants) < 2:  # a lone variant is described, never judged: nothing to wait for
+            return []
+        return undecided([*self.rows, *self.score_rows])
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "workload": self.workload, "metric": self.metric, "unit": self.unit, "direction": self.direction,
-            "variant": self.variant, "n": self.n, "pairs": self.pairs, "median": json_number(self.median),
-            "median_ci": json_pair(self.median_ci), "baseline_median": json_number(self.baseline_median),
-            "change": json_number(self.change), "change_ci": json_pair(self.change_ci),
-            "change_ci90": json_pair(self.change_ci90), "test": self.test, "p": json_number(self.p),
-            "q": json_number(self.q), "verdict": self.verdict, "runs_needed": self.runs_needed,
-            "family": self.family, "note": self.note or None,
-            "spread": json_number(self.estimate.spread) if self.estimate else None,
-            "best": json_number(self.best), "baseline_best": json_number(self.baseline_best),
-        }  # fmt: skip
-
-
-@dataclass
-class GeomeanRow(Judged):
-    variant: str = ""
-    direction: str = "lower"
-    metrics: int = 0
-    blocks: int = 0
-    test: str = "none"
-
-    @property
-    def sample_size(self) -> int:
-        return self.blocks
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "variant": self.variant, "direction": self.direction, "metrics": self.metrics, "blocks": self.blocks,
-            "change": json_number(self.change), "change_ci": json_pair(self.change_ci), "test": self.test,
-            "p": json_number(self.p), "q": json_number(self.q), "verdict": self.verdict,
-            "runs_needed": self.runs_needed, "family": self.family, "note": self.note or None,
-        }  # fmt: skip
+    def report(self, *, with_runs: bool = True) -> model.Report:
+        """The report; `with_runs` adds every run's raw values (left out where only a table is drawn)."""
+        report = model.Report(
+            experiment=self.experiment,
+            baseline=self.settings.baseline,
+            variants=self.variants,
+            alpha=self.settings.alpha,
+            margin=self.settings.margin,
+            correction=self.settings.correction,
+            rows=[r.exported() for r in self.rows],
+            geomean=[g.exported() for g in self.geomean],
+            scores=self.scores,
+            sweep=self.sweep,
+            failed_runs=[_run_summary(r) for r in self.failed_runs],
+            failed_benchmarks=self.failed_benchmarks,
+            warnings=self.warnings,
+            runs=[],
+        )
+        if not with_runs:
+            return report
+        values = self.data.run_values()
+        return report.with_runs([model.Run(**_run_summary(r), metrics=values[r.id]) for r in self.runs])
 
 
-def json_number(x: float | None) -> float | None:
-    """NaN (no estimate) becomes JSON null."""
-    return None if x is None or math.isnan(x) else float(x)
-
-
-def json_pair(p: tuple[float, float]) -> list[float | None]:
-    return [json_number(p[0]), json_number(p[1])]
-
-
-def _to_fraction(x: float) -> float:
-    return math.expm1(x) if not math.isnan(x) else NAN
-
-
-def _best(values: np.ndarray, direction: str) -> float:
-    """Best of N, as people quote whole-command timings ("best of 5 runs")."""
-    if not len(values):
-        return NAN
-    return float(values.max() if direction == "higher" else values.min())
-
-
-def _compare(series: Series, variant: str, settings: Settings) -> Row:
-    _, b_all = series.of(settings.baseline)
-    _, v_all = series.of(variant)
-    b, v = series.paired(settings.baseline, variant)
-    med, lo, hi = median_ci(v_all)
-    base_med = float(np.median(b_all)) if len(b_all) else NAN
-    paired = len(b) >= 2 and len(b) >= 0.5 * min(len(b_all), len(v_all))
-    log_scale = bool(len(b_all) and len(v_all) and b_all.min() > 0 and v_all.min() > 0)
-    levels = settings.levels()
-    if paired:
-        est = paired_estimate(np.log(v) - np.log(b) if log_scale else v - b, levels)
-    elif log_scale:
-        est = two_sample_estimate(np.log(v_all), np.log(b_all), levels)
-    else:
-        est = two_sample_estimate(v_all, b_all, levels)
-    if log_scale:
-        to_frac = _to_fraction
-    else:
-        scale = base_med if base_med and not math.isnan(base_med) else NAN
-
-        def to_frac(x: float) -> float:
-            if x == 0:
-                return 0.0
-            return x / abs(scale) if not math.isnan(scale) else NAN
-
-    return Row(
-        workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
-        variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
-        change=to_frac(est.value), change_ci=(to_frac(est.ci[0]), to_frac(est.ci[1])),
-        change_ci90=(to_frac(est.ci90[0]), to_frac(est.ci90[1])), pairs=len(b) if paired else 0, test=est.test,
-        p=est.p, log_scale=log_scale, best=_best(v_all, series.direction), baseline_best=_best(b_all, series.direction),
-        family=series.family, group=series.group or series.workload, estimate=est,
-        margin=settings.margins.get((series.workload, series.metric), settings.margin),
+def _run_summary(run: RunRecord) -> model.RunSummary:
+    return model.RunSummary(
+        workload=run.workload, variant=run.variant, block=run.block, warmup=run.warmup, host=run.host_id,
+        status=run.status, exit_code=run.exit_code, message=run.message, stderr_tail=run.stderr_tail,
+        started_at=run.started_at, ended_at=run.ended_at, details=run.details,
     )  # fmt: skip
 
 
-def _describe(series: Series, variant: str) -> Row:
-    _, values = series.of(variant)
-    med, lo, hi = median_ci(values)
-    return Row(
-        workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
-        variant=variant, n=len(values), median=med, median_ci=(lo, hi), baseline_median=med,
-        best=_best(values, series.direction), baseline_best=_best(values, series.direction),
-        family=series.family, group=series.group or series.workload,
-    )  # fmt: skip
+def failed_benchmarks(runs: list[RunRecord]) -> list[model.FailedBenchmark]:
+    """Benchmarks of a binary that failed inside runs that otherwise succeeded (Google Benchmark's
+    `SkipWithError`): per workload and benchmark, in how many of the workload's successful runs, per
+    variant, with the last message. Their metrics are missing from those runs, never made up."""
+    variants: dict[tuple[str, str], dict[str, int]] = {}
+    messages: dict[tuple[str, str], str] = {}
+    for run in runs:
+        if not run.details or not run.details.get("failed_benchmarks"):
+            continue
+        for name, message in run.details["failed_benchmarks"].items():
+            counts = variants.setdefault((run.workload, name), {})
+            counts[run.variant] = counts.get(run.variant, 0) + 1
+            messages[(run.workload, name)] = message
+    if not variants:
+        return []
+    ok = Counter(r.workload for r in runs if r.status == "ok")
+    return [
+        model.FailedBenchmark(workload=workload, benchmark=name, variants=counts, message=messages[(workload, name)],
+                              failed=sum(counts.values()), runs=ok[workload])
+        for (workload, name), counts in variants.items()
+    ]  # fmt: skip
 
 
-def _geomeans(series_list: list[Series], settings: Settings, variants: list[str]) -> list[GeomeanRow]:
-    """Per variant and direction: the mean log ratio over the primary metrics within each
-    pairing key (keys where every such metric has a pair), then the same paired estimate and
-    test as a metric gets. Only where two or more metrics share a direction: over one metric
-    the mean is that metric's row again, and would be judged twice."""
-    out = []
-    primary = [s for s in series_list if s.family == PRIMARY and not s.group]  # the CPU scores have their own overall
-    for variant in variants:
-        for direction in ("lower", "higher"):
-            keys, ratios = [], []
-            for s in primary:
-                if s.direction != direction:
-                    continue
-                kb, vb = s.of(settings.baseline)
-                kv, vv = s.of(variant)
-                common, ib, iv = np.intersect1d(kb, kv, assume_unique=True, return_indices=True)
-                if len(common) < 2 or min(vb[ib].min(), vv[iv].min()) <= 0:
-                    continue
-                keys.append(common)
-                ratios.append(np.log(vv[iv]) - np.log(vb[ib]))
-            if len(keys) < 2:
-                continue
-            unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
-            counts = np.bincount(inverse, minlength=len(unique))
-            sums = np.bincount(inverse, weights=np.concatenate(ratios), minlength=len(unique))
-            d = (sums / np.maximum(counts, 1))[counts == len(keys)]
-            if len(d) < 2:
-                continue
-            est = paired_estimate(d, settings.levels())
-            out.append(GeomeanRow(
-                variant=variant, direction=direction, metrics=len(keys), blocks=len(d), change=_to_fraction(est.value),
-                change_ci=(_to_fraction(est.ci[0]), _to_fraction(est.ci[1])),
-                change_ci90=(_to_fraction(est.ci90[0]), _to_fraction(est.ci90[1])), test=est.test, p=est.p,
-                family=GEOMEAN, group="", estimate=est, margin=settings.margin,
-            ))  # fmt: skip
-    return out
+def _benchmark_warning(entry: model.FailedBenchmark) -> str:
+    variants = ", ".join(f"{v} {n}" for v, n in entry.variants.items())
+    return (
+        f"{entry.workload}: benchmark {entry.benchmark} failed in {entry.failed} of {entry.runs} runs "
+        f"({variants}; its metrics are missing from those runs): {entry.message}"
+    )
 
 
-def judge(series_list: list[Series], variants: list[str], settings: Settings) -> tuple[list[Row], list[GeomeanRow]]:
-    """Rows for every non-baseline variant of every series, with verdicts for the judged
-    families, each family corrected on its own at its share of alpha (see `decide`)."""
-    others = [v for v in variants if v != settings.baseline]
-    if not others:  # a lone variant is measured, not compared
-        return [_describe(s, settings.baseline) for s in series_list], []
-    pairs = [(s, v) for s in series_list for v in others]
-    if len(pairs) > 8:  # numpy's selection and sorting release the GIL: rows judge in parallel
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            rows = list(pool.map(lambda pair: _compare(pair[0], pair[1], settings), pairs))
-    else:
-        rows = [_compare(s, v, settings) for s, v in pairs]
-    geomeans = _geomeans(series_list, settings, others)
-    decide([r for r in rows if r.family in JUDGED and r.direction != "none"], geomeans, settings)
-    return rows, geomeans
+@functools.cache
+def _spec_field(name: str) -> TypeAdapter[Any]:
+    return TypeAdapter(ExperimentSpec.model_fields[name].rebuild_annotation())
 
 
-def _cannot_reach(row: Judged, level: float, p_min: float) -> str:
-    est = row.estimate
-    if est is None or est.p_min >= 1:
-        return "not tested: every difference is zero"
-    return f"not tested: its test cannot reach its family's level {level:.2g} (smallest p {p_min:.2g})"
+def stored_setting(spec: dict[str, Any], name: str) -> Any:
+    """One setting of a stored spec, validated and defaulted by the spec model's own field, so that
+    its default can never drift from what the spec means. The stored spec as a whole is not
+    validated again: its names may come from a bundle written elsewhere, and are shown as stored."""
+    if spec.get(name) is None:
+        return ExperimentSpec.model_fields[name].get_default(call_default_factory=True)
+    try:
+        return _spec_field(name).validate_python(spec[name])
+    except ValidationError as exc:
+        raise StoreError(f"the stored spec's {name} is not valid: {exc.errors()[0]['msg']}") from None
 
 
-def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> None:
-    """Adjusted p, verdict and blocks-needed hint for every judged comparison.
+def settings_from_spec(spec: dict[str, Any]) -> Settings:
+    """The judging settings of a stored spec (see `stored_setting`)."""
+    margins = {}
+    for w in spec["workloads"]:
+        for metric, given in (w.get("metrics") or {}).items():
+            try:
+                margin = MetricSettings.model_validate(given).margin
+            except ValidationError as exc:
+                raise StoreError(f"the stored settings of metric {metric!r}: {exc.errors()[0]['msg']}") from None
+            if margin is not None:
+                margins[(w["name"], metric)] = margin
+    until = stored_setting(spec, "until_decided")
+    return Settings(
+        baseline=spec.get("baseline") or spec["variants"][0]["name"],
+        alpha=stored_setting(spec, "alpha"),
+        correction=stored_setting(spec, "correction"),
+        margin=stored_setting(spec, "margin"),
+        margins=margins,
+        sequential=Sequential(until.min_blocks, until.max_blocks) if until else None,
+    )
 
-    Families (a workload's primary and secondary metrics, the geometric means) share alpha
-    by their weights, among those that can decide anything; within each, the rows whose
-    exact test cannot reach the level (all-zero counts, too few non-zero pairs) leave the
-    family (Tarone's rule: for Holm its full form, the smallest k with at most k rows able to
-    reach level / k; for BH, which can reject any row whose p reaches the level, the rows that
-    cannot), then BH or Holm corrects the rest. q is reported on alpha's scale
-    (adjusted p x alpha / the family's level), so q < alpha decides, as always. In
-    sequential mode every p is first made a sequential p (stats/sequential.py).
+
+def build_series(data: ExperimentData) -> tuple[list[Series], list[str]]:
+    """Sample values by (workload, metric); warm-ups, failures and other workload versions left out.
+
+    Works on the metric columns with numpy: a report on 100,000 runs must not loop over a
+    million values in Python.
     """
-    judged: list[Row | GeomeanRow] = [*rows, *geomeans]
-    seq = settings.sequential
-    p_used = {id(r): r.p for r in judged}
-    p_min = {id(r): r.estimate.p_min if r.estimate else 1.0 for r in judged}
-    if seq is not None:
-        p_used = {k: float(sequential_p(v, seq.first, seq.last)) if not math.isnan(v) else v for k, v in p_used.items()}
-        p_min = {k: float(sequential_p(v, seq.first, seq.last)) for k, v in p_min.items()}
-    families: dict[tuple[str, str], list[Row | GeomeanRow]] = defaultdict(list)
-    for r in judged:
-        families[(r.group, r.family)].append(r)
-    first_split = dict(zip(families, shares(settings.alpha, [f for _, f in families]), strict=True))
-    if settings.correction == "none":
-        levels = {key: settings.alpha for key in families}
-    else:
-        can = [key for key, level in first_split.items() if any(p_min[id(r)] <= level for r in families[key])]
-        levels = dict(zip(can, shares(settings.alpha, [f for _, f in can]), strict=True))
-    same_level = (1 - settings.levels()[1]) / 2
-    for key, members in families.items():
-        level = levels.get(key)
-        testable: list[Row | GeomeanRow]
-        if level is None:  # nothing in it can reach even its first share
-            level = first_split[key]
-            testable, row_level = [], level
-        elif settings.correction == "holm":
-            testable, k = _tarone(members, p_min, level)
-            row_level = level / max(k, 1)
-        else:  # BH (or none) can reject a row whenever its p reaches the level: leave out those that cannot
-            testable = [r for r in members if p_min[id(r)] <= level and not math.isnan(p_used[id(r)])]
-            row_level = level / max(len(testable), 1) if settings.correction == "bh" else level
-        testable_ids = {id(r) for r in testable}
-        adjusted = adjust([p_used[id(r)] for r in testable], settings.correction)
-        scale = settings.alpha / level if level else 1.0
-        for r, q in zip(testable, adjusted, strict=True):
-            r.q = min(1.0, q * scale) if not math.isnan(q) else q
-        for r in members:
-            if id(r) not in testable_ids:
-                r.q = NAN
-                r.note = _cannot_reach(r, level, p_min[id(r)])
-            _verdict(r, settings, row_level, same_level)
-    _explain_geomeans(rows, geomeans)
+    exp = data.experiment
+    workloads, variants, names = list(exp.workload_ids), list(exp.variant_ids), data.metrics.names
+    if not data.runs or not names:
+        return [], []
+    w_index = {w: i for i, w in enumerate(workloads)}
+    v_index = {v: i for i, v in enumerate(variants)}
+    runs, count = data.runs, len(data.runs)
+    specs = {w["name"]: w for w in exp.spec.get("workloads", [])}
+
+    def column(field: str, dtype: type, lookup: dict[str, int] | None = None) -> np.ndarray:
+        values = map(attrgetter(field), runs)
+        return np.fromiter(map(lookup.__getitem__, values) if lookup else values, dtype=dtype, count=count)
+
+    ids = column("id", np.int64)
+    run_w = column("workload", np.int64, w_index)
+    run_v = column("variant", np.int64, v_index)
+    run_key = (column("host_id", np.int64) << KEY_SHIFT) | column("block", np.int64)
+    ok = (column("status", object) == "ok") & ~column("warmup", bool)
+    current = column("current_version", bool)
+    usable = ok & current
+    skipped_versions = int((ok & ~current).sum())
+    order = np.argsort(ids)
+    pos = order[np.searchsorted(ids[order], data.metrics.run_ids)]
+    keep = usable[pos]
+    pos = pos[keep]
+    group = (run_w[pos] * len(names) + data.metrics.name_codes[keep]) * len(variants) + run_v[pos]
+    by_group = np.argsort(group, kind="stable")
+    group, keys, values = group[by_group], run_key[pos][by_group], data.metrics.values[keep][by_group]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(group)) + 1])
+    ends = np.concatenate([starts[1:], [len(group)]])
+    series: dict[tuple[int, int], Series] = {}
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        rest, v = divmod(int(group[start]), len(variants))
+        w, code = divmod(rest, len(names))
+        workload, metric = workloads[w], names[code]
+        if (w, code) not in series:
+            unit, stored = data.metric_info.get((workload, metric), ("", "none"))
+            family, direction = classify(specs.get(workload), metric, stored)
+            series[(w, code)] = Series(workload, metric, unit, direction, {}, family)
+        series[(w, code)].values[variants[v]] = (keys[start:end], values[start:end])
+    rank = {PRIMARY: 0, SECONDARY: 1}  # outcome first, then what explains it, then characteristics
+    ordered = sorted(series.values(), key=lambda s: (w_index[s.workload], rank.get(s.family, 2), s.metric))
+    warnings = [f"{skipped_versions} run(s) of another workload version were left out"] if skipped_versions else []
+    return ordered, warnings
 
 
-def _tarone(members: list[Row | GeomeanRow], p_min: dict[int, float], level: float) -> tuple[list[Row | GeomeanRow], int]:
-    """Tarone (1990): the smallest k such that at most k rows can reach level / k; those rows
-    are the family that is corrected, the others could never be decided and only dilute it."""
-    for k in range(1, len(members) + 1):
-        reach = [r for r in members if p_min[id(r)] <= level / k]
-        if len(reach) <= k:
-            return reach, k
-    return members, len(members)
+def _spread_warnings(series: list[Series], baseline: str) -> list[str]:
+    """One line per noisy workload, naming its noisiest timing metric."""
+    worst: dict[str, tuple[float, str]] = {}
+    for s in series:
+        if s.direction == "none" or s.metric not in ("wall", "real_time", "cpu_time", "items_per_second"):
+            continue
+        _, x = s.of(baseline)
+        if len(x) < 3 or np.median(x) <= 0:
+            continue
+        spread = 1.4826 * float(np.median(np.abs(x - np.median(x)))) / float(np.median(x))
+        if spread > NOISY_SPREAD and spread > worst.get(s.workload, (0.0, ""))[0]:
+            worst[s.workload] = (spread, s.metric)
+    if len(worst) > MAX_SPREAD_LINES:
+        name, (spread, metric) = max(worst.items(), key=lambda item: item[1][0])
+        typical = float(np.median([s for s, _ in worst.values()]))
+        return [
+            f"{len(worst)} workloads have a run-to-run spread over {NOISY_SPREAD:.0%} on the baseline (median {typical:.1%}, "
+            f"worst {name}: {spread:.1%} of {metric}): the machine is noisy; more blocks or a quieter machine will help"
+        ]
+    return [
+        f"{w}: run-to-run spread {spread:.1%} (robust CV of {metric}) on the baseline" for w, (spread, metric) in worst.items()
+    ]
 
 
-def _verdict(r: Row | GeomeanRow, settings: Settings, row_level: float, same_level: float) -> None:
-    est = r.estimate
-    assert est is not None
-    r.verdict = verdict(
-        direction=r.direction, change=r.change, ci=r.change_ci, ci90=r.change_ci90, q=r.q, alpha=settings.alpha,
-        margin=r.margin,
-    )  # fmt: skip
-    if r.verdict == UNCLEAR:
-        r.runs_needed = blocks_needed(
-            n=r.sample_size, effect=est.value, spread=est.spread, margin=r.margin_tested, level=row_level,
-            same_level=same_level, paired=est.paired,
-        )  # fmt: skip
-
-
-def _explain_geomeans(rows: list[Row], geomeans: list[GeomeanRow]) -> None:
-    """A geometric mean that reads differently from its rows says why."""
-    for g in geomeans:
-        mine = [
-            r for r in rows
-            if r.family == PRIMARY and r.group == r.workload and r.variant == g.variant  # not the CPU scores
-            and r.direction == g.direction and r.log_scale
-        ]  # fmt: skip
-        decided = [r.verdict for r in mine if r.verdict in ("better", "worse")]
-        if g.verdict in ("better", "worse"):
-            opposite = [v for v in decided if v != g.verdict]
-            if opposite:
-                g.note = (
-                    f"its metrics disagree: {decided.count('better')} better, {decided.count('worse')} worse; "
-                    f"the mean weighs all {g.metrics} together"
-                )
-            elif not decided:
-                g.note = f"no single metric is decided; together the {g.metrics} are"
-        elif decided:
-            g.note = (
-                f"{len(decided)} of {g.metrics} metrics are decided ({', '.join(sorted(set(decided)))}); "
-                "their mean, with the others, is not"
-            )
-
-
-def undecided(rows: list[Row]) -> list[Row]:
-    """Primary rows (the outcomes) not yet better, worse or same: what a sequential experiment
-    waits for. Secondary rows explain an outcome and do not hold it up: a command's user and
-    sys time in clock ticks may never settle within a margin."""
-    return [r for r in rows if r.family == PRIMARY and r.direction != "none" and r.verdict not in DECIDED]
+def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analysis:
+    """Judges every variant against the baseline; where runs come from several hosts,
+    every variant on every host against the baseline on `reference_host`."""
+    spec = data.experiment.spec
+    settings = settings_from_spec(spec)
+    runs_per_host = Counter(map(attrgetter("host_id"), data.runs))
+    if len(runs_per_host) > 1 or reference_host is not None:
+        data, baseline = split_by_host(data, settings.baseline, reference_host)
+        settings = dataclasses.replace(settings, baseline=baseline)
+    variants = list(data.experiment.variant_ids)
+    series, warnings = build_series(data)
+    baseline_scores = load_baseline()
+    suite = suite_series(spec, data.experiment.workload_versions, series, variants, baseline_scores)
+    rows, geomean = judge([*series, *suite.series], variants, settings)
+    score_rows = [r for r in rows if r.group == SCORES]
+    rows = [r for r in rows if r.group != SCORES]
+    scores = score_report(suite, score_rows, settings, baseline_scores)
+    warnings += suite.warnings
+    sweep, sweep_warnings = sweep_report(spec, stored_setting(spec, "fit"), [*suite.overall, *series], settings)
+    warnings += sweep_warnings
+    failed = sum(1 for r in data.runs if r.status != "ok")
+    if failed:
+        warnings.append(f"{failed} run(s) failed; they are not samples (see failed_runs)")
+    benchmarks = failed_benchmarks(data.runs)
+    warnings += map(_benchmark_warning, benchmarks)
+    warnings += _spread_warnings(series, settings.baseline)
+    for host_id, fp in data.hosts.items():
+        for text, fix in noise_warnings(fp, live=False):
+            warnings.append(f"host {host_id}: {text} ({fix})")
+    # the host that ran most of the experiment (the only one, unless bundles were merged)
+    main_host = None
+    if data.hosts:
+        main_host = runs_per_host.most_common(1)[0][0] if runs_per_host else next(iter(data.hosts))
+    experiment = model.Experiment(
+        id=data.experiment.id,
+        name=data.experiment.name,
+        created_at=data.experiment.created_at,
+        spec=spec,
+        host=data.hosts[main_host] if main_host is not None else None,
+        hosts={str(k): v for k, v in data.hosts.items()},
+        workload_versions=data.experiment.workload_versions,
+        calibration=calibration_report(data.calibrations, spec, data.experiment.workload_versions, main_host),
+    )
+    return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scores, sweep, score_rows, benchmarks)

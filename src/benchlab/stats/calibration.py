@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.stats.analysis import Row, json_number
 from benchlab.stats.families import PRIMARY
-from benchlab.store.db import Calibration
+from benchlab.stats.judge import Row
+from benchlab.stats.report_model import CalibrationNote, number
+from benchlab.store import Calibration
 
 FALSE = ("better", "worse")
 
@@ -74,12 +75,12 @@ def calibration_key(workload: dict[str, Any], version: str) -> str:
 
 
 def calibration_report(calibrations: list[Calibration], spec: dict[str, Any], versions: dict[str, str],
-                       host_id: int | None) -> dict[str, Any]:  # fmt: skip
+                       host_id: int | None) -> dict[str, CalibrationNote]:  # fmt: skip
     """For the report: workload -> the latest calibration of it on the experiment's main host."""
     by_key = {c.workload_key: c for c in calibrations if c.host_id == host_id}
     out = {}
     for w in spec.get("workloads", []):
         found = by_key.get(calibration_key(w, versions.get(w["name"], "")))
         if found is not None:
-            out[w["name"]] = {**found.as_dict(), "spread": json_number(found.spread)}
+            out[w["name"]] = CalibrationNote(**{**found.as_dict(), "spread": number(found.spread)})
     return out

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from benchlab.errors import SpecError
-from benchlab.store.db import ExperimentData
+from benchlab.store import ExperimentData
 
 
 def host_labels(hosts: dict[int, dict[str, Any]]) -> dict[int, str]:

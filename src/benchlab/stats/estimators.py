@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from benchlab.stats.selection import difference_order_statistics, walsh_order_statistics
 
@@ -62,6 +62,7 @@ def _signed_rank_cdf(n: int) -> np.ndarray:
     return np.cumsum(counts) / 2.0**n
 
 
+@functools.cache  # a report asks for the same few (n, level) on every row; scipy's ppf costs ~0.1 ms a call
 def signed_rank_critical(n: int, level: float) -> int:
     """Largest c with P(T+ <= c - 1) <= (1 - level) / 2; 0 when no interval reaches the level."""
     tail = (1 - level) / 2
@@ -103,6 +104,7 @@ def hodges_lehmann_paired(d: np.ndarray, levels: tuple[float, ...] = (0.95,)) ->
     return _estimate_and_intervals(total, criticals, lambda ranks: walsh_order_statistics(d, ranks))
 
 
+@functools.cache
 def rank_sum_critical(m: int, n: int, level: float) -> int:
     """Critical count for the two-sample interval, from the normal approximation to U."""
     z = stats.norm.ppf(1 - (1 - level) / 2)
@@ -139,16 +141,31 @@ def signed_rank_p(d: np.ndarray) -> float:
     if n == 0:
         return 1.0
     ranks = stats.rankdata(np.abs(d))
-    tied = len(np.unique(ranks)) < n
+    _, ties = np.unique(ranks, return_counts=True)
+    tied = len(ties) < n
     if not tied and n <= EXACT_SIGNED_RANK_MAX_N:
         return float(signed_rank_p_exact(ranks[d > 0].sum(), n))
     if not tied or n > EXACT_TIED_MAX:
-        return float(stats.wilcoxon(d, alternative="two-sided", method="approx").pvalue)
+        return _signed_rank_normal_p(d, ranks, ties)
     patterns = (np.arange(1 << n)[:, None] >> np.arange(n)) & 1
     null = patterns @ ranks
     centre = ranks.sum() / 2
     observed = abs(ranks[d > 0].sum() - centre)
     return float(np.mean(np.abs(null - centre) >= observed - 1e-9))
+
+
+def _signed_rank_normal_p(d: np.ndarray, ranks: np.ndarray, ties: np.ndarray) -> float:
+    """`scipy.stats.wilcoxon(d, method="approx").pvalue` (no continuity correction, zeros already
+    dropped) computed term by term as scipy does, so the p is the same to the last bit, without
+    the ~1.5 ms its argument checks cost per call, a third of a 100,000-run report. Every sum
+    here is of integers or half-integers, exact in any order."""
+    n = len(d)
+    r_plus = np.sum((d > 0).astype(float) * ranks)
+    mean = n * (n + 1.0) * 0.25
+    tie_correct = np.sum(ties.astype(float) ** 3 - ties)
+    se = np.sqrt((n * (n + 1.0) * (2.0 * n + 1.0) - tie_correct / 2) / 24)
+    z = (r_plus - mean) / se
+    return float(2 * special.ndtr(-np.abs(z)))
 
 
 def signed_rank_p_exact(t_plus: np.ndarray | float, n: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchlab.plan import make_plan
-from benchlab.stats.analysis import KEY_SHIFT, Row, Series, Settings, judge, pair_key, undecided
+from benchlab.stats.judge import KEY_SHIFT, Row, Series, Settings, judge, pair_key, undecided
 
 
 def simulate(

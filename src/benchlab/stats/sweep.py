@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.stats.analysis import Series, Settings, json_number, json_pair
 from benchlab.stats.fit import as_fraction, fit_line
+from benchlab.stats.judge import Series, Settings
+from benchlab.stats.report_model import Sweep, SweepFit, number, pair
 
 
 def _x(value: float, mode: str) -> float:
@@ -18,13 +19,14 @@ def _x(value: float, mode: str) -> float:
     return value
 
 
-def sweep_report(spec: dict[str, Any], series: list[Series], settings: Settings) -> tuple[dict[str, Any] | None, list[str]]:
+def sweep_report(spec: dict[str, Any], fit: str, series: list[Series], settings: Settings) -> tuple[Sweep | None, list[str]]:
+    """The sweep of a stored spec, if its variants are sweep points; `fit` is the spec's fit setting."""
     points = {v["name"]: v.get("sweep") or {} for v in spec["variants"]}
     swept = {name: p for name, p in points.items() if p}
     if not swept:
         return None, []
     fields = list(dict.fromkeys(f for p in swept.values() for f in p))
-    mode = spec.get("fit", "none")
+    mode = fit
     warnings: list[str] = []
     fits = []
     if mode != "none":
@@ -40,11 +42,10 @@ def sweep_report(spec: dict[str, Any], series: list[Series], settings: Settings)
             warnings.append("fewer than two numeric sweep values: no line is fitted")
         else:
             fits = [f for s in series if s.direction != "none" and (f := _fit(s, settings.baseline, numeric, mode))]
-    report = {"parameters": fields, "fit": mode, "reference": settings.baseline, "points": swept, "fits": fits}
-    return report, warnings
+    return Sweep(parameters=fields, fit=mode, reference=settings.baseline, points=swept, fits=fits), warnings
 
 
-def _fit(s: Series, reference: str, numeric: dict[str, float], mode: str) -> dict[str, Any] | None:
+def _fit(s: Series, reference: str, numeric: dict[str, float], mode: str) -> SweepFit | None:
     parts = [(s.of(reference), 0.0, 0.0)] + [(s.of(v), 1.0, _x(x, mode)) for v, x in numeric.items()]
     keys = np.concatenate([k for (k, _), _, _ in parts])
     values = np.concatenate([v for (_, v), _, _ in parts])
@@ -55,9 +56,8 @@ def _fit(s: Series, reference: str, numeric: dict[str, float], mode: str) -> dic
     line = fit_line(keys, swept, x, np.log(values))
     if line is None:
         return None
-    return {
-        "workload": s.workload, "metric": s.metric, "direction": s.direction, "x": mode,
-        "intercept": json_number(as_fraction(line.intercept)),
-        "intercept_ci": json_pair((as_fraction(line.intercept_ci[0]), as_fraction(line.intercept_ci[1]))),
-        "slope": json_number(line.slope), "slope_ci": json_pair(line.slope_ci), "n": line.n, "blocks": line.blocks,
-    }  # fmt: skip
+    return SweepFit(
+        workload=s.workload, metric=s.metric, direction=s.direction, x=mode, intercept=number(as_fraction(line.intercept)),
+        intercept_ci=pair((as_fraction(line.intercept_ci[0]), as_fraction(line.intercept_ci[1]))),
+        slope=number(line.slope), slope_ci=pair(line.slope_ci), n=line.n, blocks=line.blocks,
+    )  # fmt: skip

@@ -1,5 +1,38 @@
-"""Storage: one schema for SQLite and PostgreSQL; runs committed as they end."""
+"""Storage: one schema for SQLite and PostgreSQL, migrated by alembic; runs committed as they end.
 
-from benchlab.store.db import ExperimentData, ExperimentRecord, RunRecord, Store, default_db
+Every name other packages use is imported from here, never from the modules below, which
+each do one job: `url` (which database, connection pragmas), `version` and `migrate` (the
+schema a database is at, and bringing it to this benchlab's), `hosts` (host identity),
+`experiments` and `runs` (writing), `reading` and `columns` (loading), `driver` (the raw
+cursor both fast paths use), `bundle` (export and import), `store` (the Store tying them).
+"""
 
-__all__ = ["ExperimentData", "ExperimentRecord", "RunRecord", "Store", "default_db"]
+from benchlab.store.bundle import CheckedBundle, export_bundle, import_bundle, read_bundle
+from benchlab.store.experiments import spec_digest
+from benchlab.store.hosts import IDENTITY, host_digest
+from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, MetricColumns, NewRun, RunRecord
+from benchlab.store.store import Store, revision_of
+from benchlab.store.url import default_db
+from benchlab.store.version import BASELINE, HEAD, Migration
+
+__all__ = [
+    "BASELINE",
+    "HEAD",
+    "IDENTITY",
+    "Calibration",
+    "CheckedBundle",
+    "ExperimentData",
+    "ExperimentRecord",
+    "MetricColumns",
+    "Migration",
+    "NewRun",
+    "RunRecord",
+    "Store",
+    "default_db",
+    "export_bundle",
+    "host_digest",
+    "import_bundle",
+    "read_bundle",
+    "revision_of",
+    "spec_digest",
+]

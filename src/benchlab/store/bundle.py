@@ -31,7 +31,10 @@ from benchlab.spec.fields import UNIT_MAX, Blob, Label, Line, Name
 from benchlab.spec.load import read_capped, spec_error
 from benchlab.spec.models import Direction, ExperimentSpec, VariantSpec
 from benchlab.store import schema as t
-from benchlab.store.db import ExperimentRecord, Store, is_unique_violation
+from benchlab.store.experiments import experiment_in, insert_experiment
+from benchlab.store.hosts import host_row
+from benchlab.store.records import ExperimentRecord, NewRun
+from benchlab.store.store import Store, is_unique_violation
 
 BUNDLE_SCHEMA = "benchlab.bundle/1"
 BUNDLE_MAX = 1 << 30  # bytes: refused before reading, a bigger file is not worth holding in memory
@@ -365,9 +368,9 @@ def _check_references(bundle: Bundle, source: str) -> ExperimentSpec:
 def _target_experiment(conn: Connection, checked: CheckedBundle) -> ExperimentRecord:
     """The experiment to merge into, created in the import's transaction where it is new."""
     info, spec = checked.bundle.experiment, checked.spec.model_dump(mode="json")
-    existing = Store.experiment_in(conn, info.name)
+    existing = experiment_in(conn, info.name)
     if existing is None:
-        return Store.insert_experiment(
+        return insert_experiment(
             conn,
             name=info.name,
             spec=spec,
@@ -403,48 +406,31 @@ def import_bundle(store: Store, checked: CheckedBundle) -> tuple[str, int]:
 
 
 def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: Bundle) -> None:
-    """The bundle's runs, their hosts, metrics and details, in the caller's transaction."""
-    if not bundle.runs:
-        return
+    """The bundle's runs, their hosts, metrics and details, in the caller's transaction, through
+    the insert path live runs take."""
     used = {run.host for run in bundle.runs}
-    host_ids = {key: store.host_row(conn, _facts(facts)) for key, facts in bundle.hosts.items() if key in used}
-    rows = [
-        {
-            "uuid": run.uuid,
-            "experiment_id": exp.id,
-            "workload_id": exp.workload_ids[run.workload],
-            "variant_id": exp.variant_ids[run.variant],
-            "host_id": host_ids[run.host],
-            "block": run.block,
-            "warmup": run.warmup,
-            "position": run.position,
-            "attempt": 1,
-            "status": run.status,
-            "started_at": run.started_at,
-            "ended_at": run.ended_at,
-            "exit_code": run.exit_code,
-            "message": run.message,
-            "stderr_tail": run.stderr_tail,
-            "workload_version": run.workload_version,
-        }  # fmt: skip
+    host_ids = {key: host_row(conn, _facts(facts)) for key, facts in bundle.hosts.items() if key in used}
+    runs = [
+        NewRun(
+            workload=run.workload,
+            variant=run.variant,
+            host_id=host_ids[run.host],
+            block=run.block,
+            warmup=run.warmup,
+            position=run.position,
+            status=run.status,
+            started_at=run.started_at,
+            ended_at=run.ended_at,
+            metrics=[Metric(m.name, m.value, m.unit, m.direction) for m in run.metrics],
+            exit_code=run.exit_code,
+            message=run.message,
+            stderr_tail=run.stderr_tail,
+            details=run.details.model_dump(mode="json", exclude_unset=True) if run.details else None,
+            uuid=run.uuid,
+        )  # fmt: skip
         for run in bundle.runs
     ]
-    run_ids = conn.execute(insert(t.run).returning(t.run.c.id, sort_by_parameter_order=True), rows).scalars().all()
-    values = []
-    for run, run_id in zip(bundle.runs, run_ids, strict=True):
-        workload_id = exp.workload_ids[run.workload]
-        names = store.metric_name_ids(conn, workload_id, [Metric(m.name, m.value, m.unit, m.direction) for m in run.metrics])
-        values += [{"run_id": run_id, "name_id": names[m.name], "value": m.value} for m in run.metrics]
-    if values:
-        conn.execute(insert(t.metric), values)
-    given = (
-        (run_id, run.details.model_dump(mode="json", exclude_unset=True))
-        for run, run_id in zip(bundle.runs, run_ids, strict=True)
-        if run.details
-    )
-    details = [{"run_id": run_id, "details": json.dumps(facts, sort_keys=True)} for run_id, facts in given if facts]
-    if details:
-        conn.execute(insert(t.run_detail), details)
+    store.runs.insert(conn, exp, runs)
 
 
 def _facts(facts: HostFacts) -> Mapping[str, Any]:

@@ -4,6 +4,10 @@ One row per run, one per metric value (its name, unit and direction in
 metric_name); a run is committed the moment it ends. The unique key on run (experiment, host, workload, variant, block,
 warm-up) is what makes `--resume` and redelivered fleet tasks unable to store
 a run twice; `uuid` makes an imported bundle unable to add a run twice.
+
+This is the schema at the newest migration (`migrations/versions/`): a new database is made
+from it, an older one is brought to it by the migrations, and a test checks that both agree.
+A change here needs a migration beside it, and SCHEMA_VERSION one higher.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 1
+# What `schema_version` holds. Release 0.1.0 knew nothing of alembic and read only this number: it
+# refuses any higher one ("newer than this benchlab; upgrade benchlab") instead of writing into a
+# database whose columns it does not know, so every migration raises it.
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -82,7 +89,6 @@ run = Table(
     Column("block", Integer, nullable=False),
     Column("warmup", Boolean, nullable=False),
     Column("position", Integer, nullable=False),
-    Column("attempt", Integer, nullable=False, default=1),
     Column("status", String(10), nullable=False),  # ok | failed | timeout
     Column("started_at", Float, nullable=False),
     Column("ended_at", Float, nullable=False),

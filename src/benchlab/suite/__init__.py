@@ -1,2 +1,3 @@
-"""The CPU suite as benchlab sees it: which workloads make it up, how a spec names it,
-and how runs become Geekbench-style scores against a fixed baseline."""
+"""The CPU suite as benchlab sees it: which workloads make it up and how a spec names it
+(`cpu`), and the fixed baseline its scores are measured against (`baseline`); the scores
+themselves are judged in `stats.scores`."""

@@ -11,36 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
-
-from pydantic import Field, model_validator
+from typing import Any
 
 from benchlab.errors import SpecError
-from benchlab.spec.models import Strict
+from benchlab.spec.load import take_section
+from benchlab.spec.suite import SuiteSpec
 from benchlab.suite.baseline import Baseline, load_baseline
 
 SINGLE, MULTI, SHARED = "single-core", "multi-core", "shared"
 MODES = (SINGLE, MULTI, SHARED)
 _SUFFIX = {SINGLE: "single", MULTI: "multi", SHARED: "shared"}
-
-
-class SuiteSpec(Strict):
-    """Which part of the suite to run; every field has the full suite's default."""
-
-    name: Literal["cpu"]
-    workloads: list[str] = []  # short or full task names; empty: all of them
-    single_core: bool = True
-    multi_core: bool = True
-    shared: bool = True
-    threads: Annotated[int, Field(ge=0, le=4096)] = 0  # multi-core threads; 0: every CPU a run may use
-    iterations: Annotated[int, Field(ge=0, le=1 << 40)] = 0  # rounds per copy; 0: each task's default x `rounds`
-    rounds: Annotated[float, Field(gt=0, le=100)] = 1.0  # a fraction (or multiple) of each task's default rounds
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, value: object) -> object:
-        """`suite = "cpu"` stands for `suite = { name = "cpu" }`."""
-        return {"name": value} if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -81,9 +61,8 @@ def expand(suite: SuiteSpec, baseline: Baseline, where: str) -> list[dict[str, A
 
 
 def expand_spec(data: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """The spec with its `suite` key replaced by the workloads it stands for."""
-    from benchlab.spec.load import take_section
-
+    """The spec with its `suite` key replaced by the workloads it stands for; done by whoever
+    reads a spec before `benchlab.spec.spec_from_dict`, since the spec layer sits below the suite."""
     out, suite = take_section(data, "suite", SuiteSpec, source)
     if suite is None:
         return out

@@ -15,7 +15,7 @@ from benchlab.variants.background import background_argv
 from benchlab.variants.cpus import affinity_for
 from benchlab.variants.environment import PreparedEnvironment
 from benchlab.variants.knobs import validate_knob_path
-from benchlab.variants.shim import shim_environment, shim_preload
+from benchlab.variants.shim import shim_environment, shim_preload, shim_report_environment
 from benchlab.variants.tunables import options_from_env, tunable_environment
 from benchlab.variants.wrapper import wrapper_argv
 
@@ -96,8 +96,10 @@ class PreparedVariant:
     ) -> Launch:
         full = (*self.wrapper, *argv)
         remote = self.spec.environment.kind == "ssh"
+        report = shim_report_environment(self.spec.shim)  # the shim's findings of this run
         return Launch(
-            argv=full, env=self.overrides if remote else self.env, cwd=cwd, cpus=self.cpus, timeout=timeout,
+            argv=full, env={**(self.overrides if remote else self.env), **report}, cwd=cwd, cpus=self.cpus, timeout=timeout,
             perf_counters=perf_counters, memory_interval=memory_interval,
-            container=self.environment.container(full, cwd) if self.environment else None,
+            container=self.environment.container(full, cwd, [os.path.dirname(p) for p in report.values()])
+            if self.environment else None,
         )  # fmt: skip

@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,15 +64,17 @@ class PreparedEnvironment:
                 )  # fmt: skip
         return cls(spec, rootfs, shim)
 
-    def container(self, argv: tuple[str, ...], cwd: str | None) -> ContainerLaunch | None:
+    def container(self, argv: tuple[str, ...], cwd: str | None, writes: Sequence[str] = ()) -> ContainerLaunch | None:
         """The container a run enters, binding in what it needs from the host: the program
-        when the root filesystem lacks it (the probe, a benchmark binary), the shim, the folder."""
+        when the root filesystem lacks it (the probe, a benchmark binary), the shim, the folder,
+        and the folders it writes to for benchlab (`writes`: the shim's report)."""
         if self.rootfs is None:
             return None
         wanted = [p for p in (argv[0], self.shim) if p and os.path.isabs(p)]
         binds = {os.path.dirname(p) for p in wanted if not os.path.exists(_inside(self.rootfs, p))}
         if cwd:
             binds.add(os.path.abspath(cwd))
+        binds.update(writes)
         return ContainerLaunch(rootfs=self.rootfs, binds=tuple(sorted(binds)), memory_limit=self.spec.memory, cpus=self.spec.cpus)
 
 

@@ -1,4 +1,9 @@
-"""Built-in workloads, run by the `benchlab-probe` executable."""
+"""Built-in workloads, run by the `benchlab-probe` executable.
+
+Besides its measurements the probe says things benchlab reads (notes, the
+priority-inheritance result, why options cannot run here) as JSON fields of a
+versioned protocol, `ProbeSaid`: never as text on stderr, which is for people.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,11 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import probe_path
@@ -19,6 +27,50 @@ from benchlab.spec.models import WorkloadSpec
 from benchlab.workloads.base import metric_directions
 from benchlab.workloads.gbench_json import benchmark_metrics, parse_document
 
+PROBE_PROTOCOL = 1  # the probe's `protocol::PROTOCOL`; both change together
+
+
+class ProbeNote(BaseModel):
+    """What a run could not do and says so (a skipped real-time half, no tracefs)."""
+
+    topic: str  # fifo_skipped, trace_unavailable, inheritance_skipped
+    text: str
+
+
+class Inheritance(BaseModel):
+    """The priority-inheritance check of an `ipc.*.latency` run."""
+
+    lock: Literal["pi", "plain"]
+    verdict: Literal["PASS", "FAIL", "SKIPPED"]
+    holder_priority: int | None  # the real-time priority the lock's holder ran at; None: not boosted
+    waiter_priority: int
+    text: str
+
+
+class ProbeSaid(BaseModel):
+    """benchlab's own fields of a probe document: `context.benchlab` in Google Benchmark
+    JSON, `benchlab` in the Android latency JSON and in the answer of `--check`."""
+
+    protocol: int
+    notes: list[ProbeNote] = []
+    inheritance: Inheritance | None = None  # None: the check was off, or not a latency run
+    error: str | None = None  # `--check`: why the options cannot run here
+
+
+def probe_said(fields: object, where: str) -> ProbeSaid:
+    """The fields, once their protocol is the one this benchlab reads: a probe of another
+    build is refused in one line rather than misread."""
+    version = fields.get("protocol") if isinstance(fields, dict) else None
+    if version != PROBE_PROTOCOL:
+        raise EnvironmentProblem(
+            f"{where} speaks probe protocol {version}, this benchlab reads {PROBE_PROTOCOL}",
+            hint="reinstall benchlab so that its probe is built from the same source",
+        )
+    try:
+        return ProbeSaid.model_validate(fields)
+    except ValidationError as exc:
+        raise WorkloadFailed(f"{where} sent malformed protocol fields: {exc.errors()[0]['msg']}") from None
+
 
 @functools.cache
 def catalogue() -> dict[str, dict[str, Any]]:
@@ -26,18 +78,12 @@ def catalogue() -> dict[str, dict[str, Any]]:
     path = probe_path()
     try:
         out = subprocess.run([path, "list", "--format", "json"], capture_output=True, check=True, timeout=60).stdout
-        return {w["name"]: w for w in json.loads(out)["workloads"]}
+        listing = json.loads(out)
+        workloads = {w["name"]: w for w in listing["workloads"]}
     except (OSError, subprocess.SubprocessError, ValueError, KeyError) as exc:
         raise EnvironmentProblem(f"{path} did not list its workloads: {exc}") from None
-
-
-NOTE_PREFIX = "benchlab-probe: note: "
-
-
-def probe_notes(stderr: bytes) -> list[str]:
-    """What a built-in workload could not do and said so (a skipped real-time half, no tracefs)."""
-    lines = stderr.decode(errors="replace").splitlines()
-    return [line.removeprefix(NOTE_PREFIX) for line in lines if line.startswith(NOTE_PREFIX)]
+    probe_said({"protocol": listing.get("protocol")}, path)
+    return workloads
 
 
 def probe_version(name: str, version: int) -> str:
@@ -110,13 +156,11 @@ class ProbeWorkload:
                 os.sched_setaffinity(0, cpus)
 
         try:
-            proc = subprocess.run([*self.argv()[:-2], "--check"], capture_output=True, timeout=60, preexec_fn=pin)
+            error = check_options(self.argv()[:-2], str(self.spec.builtin), pin)
         except (OSError, subprocess.SubprocessError) as exc:
             raise EnvironmentProblem(f"{probe_path()} could not check {self.spec.builtin}'s options: {exc}") from None
-        if proc.returncode != 0:
-            said = proc.stderr.decode(errors="replace").strip().splitlines() or [f"exit {proc.returncode}"]
-            reason = said[0].removeprefix(f"benchlab-probe {self.spec.builtin}: ")
-            raise SpecError(f"{self.spec.builtin} cannot run with these options here: {reason}", where=where)
+        if error is not None:
+            raise SpecError(f"{self.spec.builtin} cannot run with these options here: {error}", where=where)
 
     @property
     def version(self) -> str:
@@ -126,9 +170,36 @@ class ProbeWorkload:
         options = [f"--{key}={value}" for key, value in self.values.items()]  # `=`: a value may start with '-'
         return [probe_path(), str(self.spec.builtin), *options, "--format", "json"]
 
-    def metrics(self, finished: Finished) -> list[Metric]:
+    def _document(self, finished: Finished) -> tuple[dict[str, Any], ProbeSaid]:
         doc = parse_document(finished.stdout)
-        reported = doc.get("context", {}).get("workload_version")
+        context = doc.get("context", {})
+        said = probe_said(context.get("benchlab"), str(self.spec.builtin))
+        reported = context.get("workload_version")
         if reported != self.info["version"]:
             raise WorkloadFailed(f"the probe ran version {reported} of {self.spec.builtin}, expected {self.info['version']}")
+        return doc, said
+
+    def metrics(self, finished: Finished) -> list[Metric]:
+        doc, _ = self._document(finished)
         return benchmark_metrics(doc, metric_directions(self.spec))  # type: ignore[arg-type]
+
+    def notes(self, finished: Finished) -> list[str]:
+        """What the run could not do and said so, each naming the workload."""
+        return [f"{self.spec.builtin}: {note.text}" for note in self._document(finished)[1].notes]
+
+
+def check_options(argv: list[str], workload: str, preexec_fn: Callable[[], None] | None = None) -> str | None:
+    """Why the probe cannot run `argv` (a workload and its options) here, None where it can:
+    its `--check` answer, read from the JSON it prints, never from its words on stderr."""
+    proc = subprocess.run(
+        [*argv, "--check", "--format", "json"], capture_output=True, timeout=60, preexec_fn=preexec_fn, check=False
+    )
+    try:
+        answer = json.loads(proc.stdout)
+    except ValueError:
+        tail = proc.stderr.decode(errors="replace").strip()[-300:]
+        return f"{workload} --check gave no answer (exit {proc.returncode}){': ' + tail if tail else ''}"
+    said = probe_said(answer.get("benchlab") if isinstance(answer, dict) else None, workload)
+    if proc.returncode == 0:
+        return None
+    return said.error or f"{workload} --check failed (exit {proc.returncode})"

@@ -26,8 +26,8 @@ def run_step(step: str, argv: list[str], *, cwd: str | None, env: Mapping[str, s
         raise WorkloadFailed(f"the {step} step `{shown}` did not start: {exc.message}") from None
     if done.timed_out:
         raise WorkloadFailed(f"the {step} step `{shown}` ran past {timeout:g} s and was killed", status="timeout")
-    if done.exit_code == 127 and b"benchlab-launch: cannot execute" in done.stderr:
-        raise WorkloadFailed(f"the {step} step `{shown}` did not start", stderr_tail=done.stderr_tail())
+    if done.exec_error is not None:
+        raise WorkloadFailed(f"the {step} step `{shown}` did not start: {done.exec_error}", stderr_tail=done.stderr_tail())
     if not done.ok:
         how = f"exited {done.exit_code}" if done.signal is None else f"was killed by signal {done.signal}"
         raise WorkloadFailed(f"the {step} step `{shown}` {how}", stderr_tail=done.stderr_tail())

@@ -30,9 +30,10 @@ mod sqlite;
 mod text_compression;
 mod vector_rendering;
 
+use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
-use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 
@@ -235,14 +236,8 @@ impl<T: Task> Cpu<T> {
 }
 
 impl<T: Task> Workload for Cpu<T> {
-    fn name(&self) -> &'static str {
-        T::NAME
-    }
-    fn description(&self) -> &'static str {
-        T::DESCRIPTION
-    }
-    fn version(&self) -> u32 {
-        T::VERSION
+    fn about(&self) -> About {
+        About { name: T::NAME, description: T::DESCRIPTION, version: T::VERSION, options: OPTIONS, metrics: METRICS }
     }
     fn section(&self) -> Option<&'static str> {
         Some(T::SECTION)
@@ -260,16 +255,10 @@ impl<T: Task> Workload for Cpu<T> {
             &["copies"]
         }
     }
-    fn options(&self) -> &'static [OptionSpec] {
-        OPTIONS
-    }
-    fn metrics(&self) -> &'static [MetricSpec] {
-        METRICS
-    }
     fn check(&self, opts: &Options) -> Result<(), String> {
         Self::part_option(opts).map(|_| ())
     }
-    fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
         let mut threads = opts.int("threads")? as usize;
         if threads == 0 {
             threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);

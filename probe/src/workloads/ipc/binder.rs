@@ -289,8 +289,8 @@ mod tests {
         }
         let binder = ALL.iter().find(|w| w.name == "ipc.binder.throughput").unwrap();
         let values = [("min-payload", "4"), ("max-payload", "64k"), ("iterations", "20"), ("warmup", "2"), ("seed", "1"), ("placement", "unpinned"), ("spin-us", "0")];
-        let opts = Options::parse(binder.options(), values.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap();
-        let entries = binder.run(&opts).unwrap();
+        let opts = Options::parse(binder.about().options, values.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap();
+        let entries = binder.run(&opts, &mut Default::default()).unwrap();
         assert_eq!(entries.len(), 15);
         assert!(entries.iter().all(|e| e.iterations == 20 && e.real_time_ns > 0.0));
     }

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 pub const LOCKS: &[&str] = &["pi", "plain", "off"];
 
 pub struct Finding {
-    pub boosted: bool,
+    /// the real-time priority the holder ran at while the waiter waited; None: it was not boosted
+    pub holder_priority: Option<i64>,
     pub text: String,
 }
 
@@ -135,7 +136,7 @@ pub fn check(lock: &str, priority: i32) -> Result<Finding, String> {
     } else {
         format!("the SCHED_OTHER holder of {kind} stayed at priority {priority_seen} while a SCHED_FIFO/{priority} thread waited (priority inversion)")
     };
-    Ok(Finding { boosted, text })
+    Ok(Finding { holder_priority: boosted.then_some(-1 - priority_seen), text })
 }
 
 #[cfg(test)]
@@ -153,10 +154,10 @@ mod tests {
             return;
         }
         let pi = check("pi", 3).unwrap();
-        assert!(pi.boosted, "{}", pi.text);
+        assert_eq!(pi.holder_priority, Some(3), "{}", pi.text);
         assert!(pi.text.contains("real-time priority 3 "), "{}", pi.text);
         let plain = check("plain", 3).unwrap();
-        assert!(!plain.boosted, "{}", plain.text);
+        assert_eq!(plain.holder_priority, None, "{}", plain.text);
         assert!(plain.text.ends_with("(priority inversion)"), "{}", plain.text);
     }
 

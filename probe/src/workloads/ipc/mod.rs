@@ -33,8 +33,11 @@ pub mod binder;
 pub mod channel;
 mod inheritance;
 mod latency;
+mod pingpong;
 mod throughput;
 mod tracing;
+
+pub use pingpong::PipePingPong;
 
 use crate::workload::Workload;
 use std::sync::atomic::{AtomicU64, Ordering};

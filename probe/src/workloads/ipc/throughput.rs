@@ -10,9 +10,10 @@
 use super::channel::{with_spin, Channel, Mechanism, MECHANISMS};
 use super::{migrations_of, payloads, pin, placement_cpus, thread_cpu_ns, Ledger, PLACEMENTS};
 use crate::workloads::children::{fork_with, reap};
+use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
-use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -61,26 +62,14 @@ fn serve(channel: &mut dyn Channel, sizes: &[usize], warmup: u64, iterations: u6
 }
 
 impl Workload for Throughput {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn description(&self) -> &'static str {
-        "synchronous request/reply between two processes over payloads of 4 B to 64 KiB (binder throughput test)"
-    }
-    fn version(&self) -> u32 {
-        1
-    }
-    fn options(&self) -> &'static [OptionSpec] {
-        OPTIONS
-    }
-    fn metrics(&self) -> &'static [MetricSpec] {
-        METRICS
+    fn about(&self) -> About {
+        About { name: self.name, description: "synchronous request/reply between two processes over payloads of 4 B to 64 KiB (binder throughput test)", version: 1, options: OPTIONS, metrics: METRICS }
     }
     fn check(&self, opts: &Options) -> Result<(), String> {
         opts.bounded("max-payload", opts.int("min-payload")?, 1 << 20)?;
         placement_cpus(opts.choice("placement")?, 1).map(drop)
     }
-    fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
         let min = opts.int("min-payload")? as usize;
         let max = opts.bounded("max-payload", min as u64, 1 << 20)? as usize;
         let iterations = opts.int("iterations")?;

@@ -6,7 +6,7 @@ geometric mean of its workloads' scores, the overall score the weighted mean
 of the sections, the suite's wall time the sum over its runs and its peak
 memory the largest max RSS. Each of these is then a series with one value per
 block, so the medians, intervals, paired tests, correction and verdicts are
-exactly those of `stats.analysis`.
+exactly those of `stats.judge`.
 
 The score a table shows follows Geekbench's arithmetic on those medians, so
 anyone can recompute it from the raw throughputs: workload score = 1000 x
@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.stats.analysis import Row, Series, Settings, json_number, json_pair
 from benchlab.stats.estimators import median_ci
 from benchlab.stats.families import CHARACTERISTIC, JUDGED, PRIMARY, SCORED, SECONDARY
+from benchlab.stats.judge import Row, Series, Settings
+from benchlab.stats.report_model import Level, ScoreRow, Scores, number, pair
 from benchlab.suite.baseline import SECTION_TITLES, SECTIONS, Baseline
 from benchlab.suite.cpu import MODES, MULTI, SINGLE, SuiteWorkload, classify
 from benchlab.workloads.probe import probe_version
@@ -38,7 +39,7 @@ SCORES = "CPU scores"  # the group (family) every score row is corrected in
 
 @dataclass(frozen=True)
 class _Level:
-    level: str  # workload, section, overall or suite
+    level: Level
     section: str | None = None
 
 
@@ -119,8 +120,8 @@ def suite_series(spec: dict[str, Any], versions: dict[str, str], series: list[Se
     return suite
 
 
-def score_report(suite: Suite, rows: list[Row], settings: Settings, baseline: Baseline) -> dict[str, Any] | None:
-    """The `scores` part of the JSON report from the judged score rows; None without suite workloads."""
+def score_report(suite: Suite, rows: list[Row], settings: Settings, baseline: Baseline) -> Scores | None:
+    """The `scores` part of the report from the judged score rows; None without suite workloads."""
     if not suite.members:
         return None
     judged = {(r.workload, r.metric, r.variant): r for r in rows}
@@ -132,21 +133,21 @@ def score_report(suite: Suite, rows: list[Row], settings: Settings, baseline: Ba
                 continue
             med, lo, hi = median_ci(values)
             row = judged.get((s.workload, s.metric, v)) if v != settings.baseline else None
-            out_rows.append(_row_dict(s, suite.levels[(s.workload, s.metric)], v, med, (lo, hi), len(values), row))
+            out_rows.append(_score_row(s, suite.levels[(s.workload, s.metric)], v, med, (lo, hi), len(values), row))
     _point_scores(out_rows, baseline)
     _extras(out_rows, suite)
-    return {
-        "suite": "cpu",
-        "suite_version": baseline.suite_version,
-        "baseline_machine": baseline.machine,
-        "baseline_measured": baseline.measured,
-        "weights": baseline.weights,
-        "reference": settings.baseline,
-        "variants": suite.variants,
-        "modes": sorted({m.mode for m in suite.members.values()}, key=MODES.index),
-        "workloads": sorted(suite.members),
-        "rows": out_rows,
-    }
+    return Scores(
+        suite="cpu",
+        suite_version=baseline.suite_version,
+        baseline_machine=baseline.machine,
+        baseline_measured=baseline.measured,
+        weights=baseline.weights,
+        reference=settings.baseline,
+        variants=suite.variants,
+        modes=sorted({m.mode for m in suite.members.values()}, key=MODES.index),
+        workloads=sorted(suite.members),
+        rows=out_rows,
+    )
 
 
 def _score_series(suite: Suite, baseline: Baseline) -> None:
@@ -195,35 +196,35 @@ def _score_series(suite: Suite, baseline: Baseline) -> None:
             add(_combine("suite", metric, unit, "lower", parts, suite.variants, reduce), _Level("suite"))
 
 
-def _row_dict(s: Series, level: _Level, variant: str, med: float, ci: tuple[float, float], n: int,
-              judged: Row | None) -> dict[str, Any]:  # fmt: skip
-    return {
-        "level": level.level, "name": s.workload, "section": level.section, "mode": s.metric, "variant": variant,
-        "unit": s.unit, "n": n, "score": json_number(med), "score_ci": json_pair(ci),
-        "change": json_number(judged.change) if judged else None,
-        "change_ci": json_pair(judged.change_ci) if judged else [None, None],
-        "p": json_number(judged.p) if judged else None, "q": json_number(judged.q) if judged else None,
-        "verdict": judged.verdict if judged else "-", "runs_needed": judged.runs_needed if judged else None,
-        "family": judged.family if judged else s.family, "note": (judged.note or None) if judged else None,
-    }  # fmt: skip
+def _score_row(s: Series, level: _Level, variant: str, med: float, ci: tuple[float, float], n: int,
+               judged: Row | None) -> ScoreRow:  # fmt: skip
+    return ScoreRow(
+        level=level.level, name=s.workload, section=level.section, mode=s.metric, variant=variant, unit=s.unit, n=n,
+        score=number(med), score_ci=pair(ci), change=number(judged.change) if judged else None,
+        change_ci=pair(judged.change_ci) if judged else (None, None), log_scale=judged.log_scale if judged else None,
+        test=judged.test if judged else "none", p=number(judged.p) if judged else None,
+        q=number(judged.q) if judged else None, verdict=judged.verdict if judged else "-",
+        blocks_needed=judged.blocks_needed if judged else None, family=judged.family if judged else s.family,
+        note=(judged.note or None) if judged else None,
+    )  # fmt: skip
 
 
-def _point_scores(rows: list[dict[str, Any]], baseline: Baseline) -> None:
+def _point_scores(rows: list[ScoreRow], baseline: Baseline) -> None:
     """Section and overall scores from the workload medians, as Geekbench computes them."""
     by_key: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if r["level"] == "workload" and r["score"]:
-            by_key[(r["variant"], r["mode"])][r["section"]].append(r["score"])
+        if r.level == "workload" and r.score and r.section is not None:
+            by_key[(r.variant, r.mode)][r.section].append(r.score)
     for r in rows:
-        sections = by_key.get((r["variant"], r["mode"]), {})
-        if r["level"] == "section":
-            r["score"] = float(np.exp(np.mean(np.log(sections[r["section"]]))))
-        elif r["level"] == "overall":
+        sections = by_key.get((r.variant, r.mode), {})
+        if r.level == "section" and r.section is not None:
+            r.score = float(np.exp(np.mean(np.log(sections[r.section]))))
+        elif r.level == "overall":
             geo = {sec: float(np.exp(np.mean(np.log(v)))) for sec, v in sections.items()}
-            r["score"] = sum(baseline.weights[sec] * geo[sec] for sec in SECTIONS)
+            r.score = sum(baseline.weights[sec] * geo[sec] for sec in SECTIONS)
 
 
-def _extras(rows: list[dict[str, Any]], suite: Suite) -> None:
+def _extras(rows: list[ScoreRow], suite: Suite) -> None:
     """Peak memory and threads (medians over runs) on workload rows, and on workload, section
     and overall rows the scaling efficiency of multi-core and shared runs: score / single-core
     score / threads (a section's threads: the median over its workloads)."""
@@ -236,18 +237,18 @@ def _extras(rows: list[dict[str, Any]], suite: Suite) -> None:
 
     threads_of: dict[tuple[str, str, str], list[float]] = defaultdict(list)  # (variant, mode, section) -> threads
     for r in rows:
-        if r["level"] == "workload":
-            r["peak_memory_kib"] = median_of(r["name"], r["mode"], "max_rss", r["variant"])
-            r["threads"] = median_of(r["name"], r["mode"], "threads", r["variant"])
-            if r["threads"]:
-                threads_of[(r["variant"], r["mode"], r["section"])].append(r["threads"])
-                threads_of[(r["variant"], r["mode"], "")].append(r["threads"])
+        if r.level == "workload":
+            r.peak_memory_kib = median_of(r.name, r.mode, "max_rss", r.variant)
+            r.threads = median_of(r.name, r.mode, "threads", r.variant)
+            if r.threads:
+                threads_of[(r.variant, r.mode, r.section or "")].append(r.threads)
+                threads_of[(r.variant, r.mode, "")].append(r.threads)
     for r in rows:
-        if r["level"] in ("section", "overall"):
-            found = threads_of.get((r["variant"], r["mode"], r["section"] or ""))
-            r["threads"] = float(np.median(found)) if found else None
-    single = {(r["name"], r["variant"]): r["score"] for r in rows if r["mode"] == SINGLE}
+        if r.level in ("section", "overall"):
+            found = threads_of.get((r.variant, r.mode, r.section or ""))
+            r.threads = float(np.median(found)) if found else None
+    single = {(r.name, r.variant): r.score for r in rows if r.mode == SINGLE}
     for r in rows:
-        base = single.get((r["name"], r["variant"]))
-        ok = r["level"] != "suite" and r["mode"] != SINGLE and base and r.get("threads") and r["score"]
-        r["scaling"] = r["score"] / base / r["threads"] if ok else None
+        base = single.get((r.name, r.variant))
+        parallel = r.level != "suite" and r.mode != SINGLE
+        r.scaling = r.score / base / r.threads if parallel and base and r.threads and r.score else None

@@ -2,11 +2,14 @@
 //! of pipes. The echoing child adds one to every byte, and the parent checks
 //! each reply, so a round trip that did not really cross both pipes fails
 //! the run. Each round trip is timed on its own to give the distribution.
+//! It is the family's pipe channel (`channel::MECHANISMS[0]`) without the
+//! binder tests' protocol: a plain echo.
 
+use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
-use crate::workload::{Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
-use crate::workloads::ipc::channel::{Channel, Mechanism, MECHANISMS};
+use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use super::channel::{Channel, Mechanism, MECHANISMS};
 use crate::workloads::children::{fork_with, reap};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
@@ -45,22 +48,10 @@ fn echo(channel: &mut dyn Channel, payload: usize) {
 }
 
 impl Workload for PipePingPong {
-    fn name(&self) -> &'static str {
-        "ipc.pipe.pingpong"
+    fn about(&self) -> About {
+        About { name: "ipc.pipe.pingpong", description: "two processes ping-pong a payload over a pair of pipes; round-trip latency distribution", version: 1, options: OPTIONS, metrics: METRICS }
     }
-    fn description(&self) -> &'static str {
-        "two processes ping-pong a payload over a pair of pipes; round-trip latency distribution"
-    }
-    fn version(&self) -> u32 {
-        1
-    }
-    fn options(&self) -> &'static [OptionSpec] {
-        OPTIONS
-    }
-    fn metrics(&self) -> &'static [MetricSpec] {
-        METRICS
-    }
-    fn run(&self, opts: &Options) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
         let roundtrips = opts.int("roundtrips")?;
         let warmup = opts.int("warmup")?;
         let payload = opts.int("payload")? as usize;

@@ -1,0 +1,88 @@
+//! What benchlab reads from the probe besides the measurements, as JSON fields:
+//! the notes a run wants its reader to see (a half it skipped, tracing it could
+//! not start), the priority-inheritance result and why options cannot run here. They ride
+//! in the output document (`context.benchlab` in Google Benchmark JSON, `benchlab`
+//! in the Android latency JSON, `benchlab` alone as the answer of `--check`) with
+//! a protocol version that benchlab checks, so that the human lines on stderr are
+//! free to change.
+
+use serde_json::{json, Value};
+
+/// Bumped whenever a field below changes meaning or shape; benchlab refuses any other.
+pub const PROTOCOL: u32 = 1;
+
+/// Something a run could not do and says so; `topic` is for programs, `text` for people.
+pub struct Note {
+    pub topic: &'static str,
+    pub text: String,
+}
+
+/// The priority-inheritance check of a latency run.
+pub struct Inheritance {
+    /// pi or plain: the lock the check used
+    pub lock: &'static str,
+    /// PASS (the holder ran at the waiter's real-time priority), FAIL (it did not: the
+    /// inversion), SKIPPED (no real-time privilege, or the check could not block the waiter)
+    pub verdict: &'static str,
+    /// the real-time priority the holder ran at while the waiter waited; None: not boosted
+    pub holder_priority: Option<i64>,
+    /// the SCHED_FIFO waiter's priority
+    pub waiter_priority: i32,
+    pub text: String,
+}
+
+/// Everything a run says besides its entries.
+#[derive(Default)]
+pub struct Said {
+    pub notes: Vec<Note>,
+    pub inheritance: Option<Inheritance>,
+}
+
+impl Said {
+    pub fn note(&mut self, topic: &'static str, text: String) {
+        self.notes.push(Note { topic, text });
+    }
+
+    pub fn to_json(&self) -> Value {
+        let notes: Vec<Value> = self.notes.iter().map(|n| json!({"topic": n.topic, "text": n.text})).collect();
+        let inheritance = self.inheritance.as_ref().map(|i| {
+            json!({
+                "lock": i.lock, "verdict": i.verdict, "holder_priority": i.holder_priority,
+                "waiter_priority": i.waiter_priority, "text": i.text,
+            })
+        });
+        json!({"protocol": PROTOCOL, "notes": notes, "inheritance": inheritance})
+    }
+
+    /// The same, for a person reading the console table.
+    pub fn print(&self, workload: &str) {
+        for note in &self.notes {
+            eprintln!("benchlab-probe: note: {workload}: {}", note.text);
+        }
+        if let Some(i) = &self.inheritance {
+            eprintln!("benchlab-probe: {workload}: priority inheritance {}: {}", i.verdict, i.text);
+        }
+    }
+}
+
+/// The answer of `--check` in a JSON format: `error` is why these options cannot run here, null when they can.
+pub fn checked(error: Option<&str>) -> Value {
+    json!({"benchlab": {"protocol": PROTOCOL, "error": error}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_document_names_its_protocol() {
+        let mut said = Said::default();
+        said.note("trace", "no tracefs".into());
+        let doc = said.to_json();
+        assert_eq!(doc["protocol"], PROTOCOL);
+        assert_eq!(doc["notes"][0]["topic"], "trace");
+        assert!(doc["inheritance"].is_null());
+        assert_eq!(checked(Some("x"))["benchlab"]["error"], "x");
+        assert!(checked(None)["benchlab"]["error"].is_null());
+    }
+}

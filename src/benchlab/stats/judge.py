@@ -1,0 +1,446 @@
+"""Judging an experiment: per workload x metric x variant, the centre, the change against
+the baseline with its interval, the test, the correction and the verdict.
+
+Changes are estimated on the log scale (ratios, so a 5% change means the
+same on every metric) and reported as fractions: exp(x) - 1. Runs pair up
+within a block on one host; where they cannot pair (results merged from
+different hosts, partners missing), the two-sample test and shift are used.
+Metrics with zero or negative values cannot be logged; their change is the
+shift of the raw values relative to the baseline median.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from benchlab.stats import report_model as model
+from benchlab.stats.correction import adjust
+from benchlab.stats.estimators import (
+    NAN,
+    hodges_lehmann_paired,
+    hodges_lehmann_two_sample,
+    median_ci,
+    paired_t,
+    rank_sum_min_p,
+    rank_sum_p,
+    signed_rank_min_p,
+    signed_rank_p,
+)
+from benchlab.stats.families import GEOMEAN, JUDGED, PRIMARY, shares
+from benchlab.stats.report_model import number, pair
+from benchlab.stats.sequential import FIRST_LOOK, SMALL_N, nominal_level, sequential_p
+from benchlab.stats.verdict import DECIDED, NOT_JUDGED, UNCLEAR, blocks_needed, verdict
+
+LEVELS = (0.95, 0.90)  # the change's interval, and the one TOST compares with the margin
+PARAMETRIC = "t (parametric)"
+
+KEY_SHIFT = 32  # pairing key = host << 32 | block
+
+
+def pair_key(host: int, block: int) -> int:
+    return (host << KEY_SHIFT) | block
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """An experiment run with --until-decided: looks after every block from `first` to `last`."""
+
+    first: int = FIRST_LOOK
+    last: int = 40
+
+
+@dataclass(frozen=True)
+class Settings:
+    baseline: str
+    alpha: float = 0.05
+    correction: str = "bh"
+    margin: float = 0.01
+    margins: dict[tuple[str, str], float] = field(default_factory=dict)  # (workload, metric) -> margin
+    sequential: Sequential | None = None
+
+    def levels(self) -> tuple[float, float]:
+        """The change's interval and the TOST interval: 95% and 90%, or in sequential mode the
+        repeated intervals at the per-look level that keeps any false verdict at alpha."""
+        if self.sequential is None:
+            return LEVELS
+        c = nominal_level(self.alpha, self.sequential.first, self.sequential.last)
+        return (1 - c, 1 - 2 * c)
+
+
+@dataclass
+class Series:
+    """All sample values of one metric of one workload: per variant, pairing keys and values
+    as arrays (keys unique per variant), so that 100,000 runs judge in a blink. `family` says
+    how it is judged (stats/families.py); rows of one `group` and family are corrected together
+    (the group is the workload, or the CPU scores)."""
+
+    workload: str
+    metric: str
+    unit: str
+    direction: str
+    values: dict[str, tuple[np.ndarray, np.ndarray]]
+    family: str = PRIMARY
+    group: str = ""
+
+    def of(self, variant: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.values.get(variant, (np.empty(0, dtype=np.int64), np.empty(0)))
+
+    def paired(self, baseline: str, variant: str) -> tuple[np.ndarray, np.ndarray]:
+        """Baseline and variant values of the keys both have, aligned."""
+        kb, vb = self.of(baseline)
+        kv, vv = self.of(variant)
+        _, ib, iv = np.intersect1d(kb, kv, assume_unique=True, return_indices=True)
+        return vb[ib], vv[iv]
+
+
+@dataclass
+class Estimate:
+    """A change on the scale it is tested on (log ratio, or raw shift), with its intervals,
+    the test's p, the smallest p that test could give these data, and the spread of the
+    differences (what the blocks-needed hint extrapolates from)."""
+
+    value: float
+    ci: tuple[float, float]
+    ci90: tuple[float, float]
+    p: float
+    p_min: float
+    test: str
+    spread: float
+    paired: bool
+
+
+def paired_estimate(d: np.ndarray, levels: tuple[float, float]) -> Estimate:
+    """The test chosen in advance by the number of pairs: below SMALL_N the paired t on the
+    differences (labelled parametric: no signed-rank test can reject there), from SMALL_N on
+    the exact signed-rank test with the Hodges-Lehmann estimate and interval."""
+    spread = float(np.std(d, ddof=1)) if len(d) > 1 else NAN
+    if FIRST_LOOK <= len(d) < SMALL_N and np.ptp(d) > 0:
+        est, (ci, ci90), p = paired_t(d, levels)
+        return Estimate(est, ci, ci90, p, 0.0, PARAMETRIC, spread, True)
+    est, (ci, ci90) = hodges_lehmann_paired(d, levels)
+    return Estimate(est, ci, ci90, signed_rank_p(d), signed_rank_min_p(d), "wilcoxon", spread, True)
+
+
+def two_sample_estimate(x: np.ndarray, y: np.ndarray, levels: tuple[float, float]) -> Estimate:
+    est, (ci, ci90) = hodges_lehmann_two_sample(x, y, levels)
+    spread = float(np.sqrt((np.var(x, ddof=1) + np.var(y, ddof=1)) / 2)) if min(len(x), len(y)) > 1 else NAN
+    return Estimate(est, ci, ci90, rank_sum_p(x, y), rank_sum_min_p(len(x), len(y)), "mann-whitney", spread, False)
+
+
+@dataclass
+class Judged:
+    """What every judged comparison (a metric row or a geometric mean) carries through the
+    correction: its family, test results on the tested scale, and the outcome."""
+
+    family: str = PRIMARY
+    group: str = ""
+    p: float = NAN
+    q: float = NAN
+    verdict: str = NOT_JUDGED
+    blocks_needed: int | None = None
+    note: str = ""
+    estimate: Estimate | None = None
+    margin: float = NAN  # the equivalence margin, a fraction as the change is
+    change: float = NAN
+    change_ci: tuple[float, float] = (NAN, NAN)
+    change_ci90: tuple[float, float] = (NAN, NAN)
+
+    @property
+    def margin_tested(self) -> float:
+        """The margin on the scale the change is tested on (the log ratio, or the raw shift)."""
+        return math.log1p(self.margin)
+
+
+@dataclass
+class Row(Judged):
+    workload: str = ""
+    metric: str = ""
+    unit: str = ""
+    direction: str = "none"
+    variant: str = ""
+    n: int = 0
+    median: float = NAN
+    median_ci: tuple[float, float] = (NAN, NAN)
+    baseline_median: float = NAN
+    pairs: int = 0
+    test: str = "none"
+    log_scale: bool = True
+    best: float = NAN  # best of the variant's runs (the lowest, or the highest where higher is better)
+    baseline_best: float = NAN
+
+    @property
+    def margin_tested(self) -> float:
+        return math.log1p(self.margin) if self.log_scale else self.margin * abs(self.baseline_median)
+
+    @property
+    def sample_size(self) -> int:
+        """Pairs (or runs, where unpaired) behind the estimate: what the blocks-needed hint grows."""
+        return self.pairs or self.n
+
+    def exported(self) -> model.MetricRow:
+        return model.MetricRow(
+            workload=self.workload, metric=self.metric, unit=self.unit, direction=self.direction, variant=self.variant,
+            n=self.n, pairs=self.pairs, median=number(self.median), median_ci=pair(self.median_ci),
+            baseline_median=number(self.baseline_median), change=number(self.change), change_ci=pair(self.change_ci),
+            change_ci90=pair(self.change_ci90), log_scale=self.log_scale, test=self.test, p=number(self.p),
+            q=number(self.q), verdict=self.verdict, blocks_needed=self.blocks_needed, family=self.family,
+            note=self.note or None, spread=number(self.estimate.spread) if self.estimate else None,
+            best=number(self.best), baseline_best=number(self.baseline_best),
+        )  # fmt: skip
+
+
+@dataclass
+class GeomeanRow(Judged):
+    variant: str = ""
+    direction: str = "lower"
+    metrics: int = 0
+    blocks: int = 0
+    test: str = "none"
+
+    @property
+    def sample_size(self) -> int:
+        return self.blocks
+
+    def exported(self) -> model.GeomeanRow:
+        return model.GeomeanRow(
+            variant=self.variant, direction=self.direction, metrics=self.metrics, blocks=self.blocks,
+            change=number(self.change), change_ci=pair(self.change_ci), test=self.test, p=number(self.p),
+            q=number(self.q), verdict=self.verdict, blocks_needed=self.blocks_needed, family=self.family,
+            note=self.note or None,
+        )  # fmt: skip
+
+
+def _to_fraction(x: float) -> float:
+    return math.expm1(x) if not math.isnan(x) else NAN
+
+
+def _best(values: np.ndarray, direction: str) -> float:
+    """Best of N, as people quote whole-command timings ("best of 5 runs")."""
+    if not len(values):
+        return NAN
+    return float(values.max() if direction == "higher" else values.min())
+
+
+def _compare(series: Series, variant: str, settings: Settings) -> Row:
+    _, b_all = series.of(settings.baseline)
+    _, v_all = series.of(variant)
+    b, v = series.paired(settings.baseline, variant)
+    med, lo, hi = median_ci(v_all)
+    base_med = float(np.median(b_all)) if len(b_all) else NAN
+    paired = len(b) >= 2 and len(b) >= 0.5 * min(len(b_all), len(v_all))
+    log_scale = bool(len(b_all) and len(v_all) and b_all.min() > 0 and v_all.min() > 0)
+    levels = settings.levels()
+    if paired:
+        est = paired_estimate(np.log(v) - np.log(b) if log_scale else v - b, levels)
+    elif log_scale:
+        est = two_sample_estimate(np.log(v_all), np.log(b_all), levels)
+    else:
+        est = two_sample_estimate(v_all, b_all, levels)
+    if log_scale:
+        to_frac = _to_fraction
+    else:
+        scale = base_med if base_med and not math.isnan(base_med) else NAN
+
+        def to_frac(x: float) -> float:
+            if x == 0:
+                return 0.0
+            return x / abs(scale) if not math.isnan(scale) else NAN
+
+    return Row(
+        workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
+        variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
+        change=to_frac(est.value), change_ci=(to_frac(est.ci[0]), to_frac(est.ci[1])),
+        change_ci90=(to_frac(est.ci90[0]), to_frac(est.ci90[1])), pairs=len(b) if paired else 0, test=est.test,
+        p=est.p, log_scale=log_scale, best=_best(v_all, series.direction), baseline_best=_best(b_all, series.direction),
+        family=series.family, group=series.group or series.workload, estimate=est,
+        margin=settings.margins.get((series.workload, series.metric), settings.margin),
+    )  # fmt: skip
+
+
+def _describe(series: Series, variant: str) -> Row:
+    _, values = series.of(variant)
+    med, lo, hi = median_ci(values)
+    return Row(
+        workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
+        variant=variant, n=len(values), median=med, median_ci=(lo, hi), baseline_median=med,
+        best=_best(values, series.direction), baseline_best=_best(values, series.direction),
+        family=series.family, group=series.group or series.workload,
+    )  # fmt: skip
+
+
+def _geomeans(series_list: list[Series], settings: Settings, variants: list[str]) -> list[GeomeanRow]:
+    """Per variant and direction: the mean log ratio over the primary metrics within each
+    pairing key (keys where every such metric has a pair), then the same paired estimate and
+    test as a metric gets. Only where two or more metrics share a direction: over one metric
+    the mean is that metric's row again, and would be judged twice."""
+    out = []
+    primary = [s for s in series_list if s.family == PRIMARY and not s.group]  # the CPU scores have their own overall
+    for variant in variants:
+        for direction in ("lower", "higher"):
+            keys, ratios = [], []
+            for s in primary:
+                if s.direction != direction:
+                    continue
+                kb, vb = s.of(settings.baseline)
+                kv, vv = s.of(variant)
+                common, ib, iv = np.intersect1d(kb, kv, assume_unique=True, return_indices=True)
+                if len(common) < 2 or min(vb[ib].min(), vv[iv].min()) <= 0:
+                    continue
+                keys.append(common)
+                ratios.append(np.log(vv[iv]) - np.log(vb[ib]))
+            if len(keys) < 2:
+                continue
+            unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+            counts = np.bincount(inverse, minlength=len(unique))
+            sums = np.bincount(inverse, weights=np.concatenate(ratios), minlength=len(unique))
+            d = (sums / np.maximum(counts, 1))[counts == len(keys)]
+            if len(d) < 2:
+                continue
+            est = paired_estimate(d, settings.levels())
+            out.append(GeomeanRow(
+                variant=variant, direction=direction, metrics=len(keys), blocks=len(d), change=_to_fraction(est.value),
+                change_ci=(_to_fraction(est.ci[0]), _to_fraction(est.ci[1])),
+                change_ci90=(_to_fraction(est.ci90[0]), _to_fraction(est.ci90[1])), test=est.test, p=est.p,
+                family=GEOMEAN, group="", estimate=est, margin=settings.margin,
+            ))  # fmt: skip
+    return out
+
+
+def judge(series_list: list[Series], variants: list[str], settings: Settings) -> tuple[list[Row], list[GeomeanRow]]:
+    """Rows for every non-baseline variant of every series, with verdicts for the judged
+    families, each family corrected on its own at its share of alpha (see `decide`)."""
+    others = [v for v in variants if v != settings.baseline]
+    if not others:  # a lone variant is measured, not compared
+        return [_describe(s, settings.baseline) for s in series_list], []
+    pairs = [(s, v) for s in series_list for v in others]
+    if len(pairs) > 8:  # numpy's selection and sorting release the GIL: rows judge in parallel
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            rows = list(pool.map(lambda pair: _compare(pair[0], pair[1], settings), pairs))
+    else:
+        rows = [_compare(s, v, settings) for s, v in pairs]
+    geomeans = _geomeans(series_list, settings, others)
+    decide([r for r in rows if r.family in JUDGED and r.direction != "none"], geomeans, settings)
+    return rows, geomeans
+
+
+def _cannot_reach(row: Judged, level: float, p_min: float) -> str:
+    est = row.estimate
+    if est is None or est.p_min >= 1:
+        return "not tested: every difference is zero"
+    return f"not tested: its test cannot reach its family's level {level:.2g} (smallest p {p_min:.2g})"
+
+
+def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> None:
+    """Adjusted p, verdict and blocks-needed hint for every judged comparison.
+
+    Families (a workload's primary and secondary metrics, the geometric means) share alpha
+    by their weights, among those that can decide anything; within each, the rows whose
+    exact test cannot reach the level (all-zero counts, too few non-zero pairs) leave the
+    family (Tarone's rule: for Holm its full form, the smallest k with at most k rows able to
+    reach level / k; for BH, which can reject any row whose p reaches the level, the rows that
+    cannot), then BH or Holm corrects the rest. q is reported on alpha's scale
+    (adjusted p x alpha / the family's level), so q < alpha decides, as always. In
+    sequential mode every p is first made a sequential p (stats/sequential.py).
+    """
+    judged: list[Row | GeomeanRow] = [*rows, *geomeans]
+    seq = settings.sequential
+    p_used = {id(r): r.p for r in judged}
+    p_min = {id(r): r.estimate.p_min if r.estimate else 1.0 for r in judged}
+    if seq is not None:
+        p_used = {k: float(sequential_p(v, seq.first, seq.last)) if not math.isnan(v) else v for k, v in p_used.items()}
+        p_min = {k: float(sequential_p(v, seq.first, seq.last)) for k, v in p_min.items()}
+    families: dict[tuple[str, str], list[Row | GeomeanRow]] = defaultdict(list)
+    for r in judged:
+        families[(r.group, r.family)].append(r)
+    first_split = dict(zip(families, shares(settings.alpha, [f for _, f in families]), strict=True))
+    if settings.correction == "none":
+        levels = {key: settings.alpha for key in families}
+    else:
+        can = [key for key, level in first_split.items() if any(p_min[id(r)] <= level for r in families[key])]
+        levels = dict(zip(can, shares(settings.alpha, [f for _, f in can]), strict=True))
+    same_level = (1 - settings.levels()[1]) / 2
+    for key, members in families.items():
+        level = levels.get(key)
+        testable: list[Row | GeomeanRow]
+        if level is None:  # nothing in it can reach even its first share
+            level = first_split[key]
+            testable, row_level = [], level
+        elif settings.correction == "holm":
+            testable, k = _tarone(members, p_min, level)
+            row_level = level / max(k, 1)
+        else:  # BH (or none) can reject a row whenever its p reaches the level: leave out those that cannot
+            testable = [r for r in members if p_min[id(r)] <= level and not math.isnan(p_used[id(r)])]
+            row_level = level / max(len(testable), 1) if settings.correction == "bh" else level
+        testable_ids = {id(r) for r in testable}
+        adjusted = adjust([p_used[id(r)] for r in testable], settings.correction)
+        scale = settings.alpha / level if level else 1.0
+        for r, q in zip(testable, adjusted, strict=True):
+            r.q = min(1.0, q * scale) if not math.isnan(q) else q
+        for r in members:
+            if id(r) not in testable_ids:
+                r.q = NAN
+                r.note = _cannot_reach(r, level, p_min[id(r)])
+            _verdict(r, settings, row_level, same_level)
+    _explain_geomeans(rows, geomeans)
+
+
+def _tarone(members: list[Row | GeomeanRow], p_min: dict[int, float], level: float) -> tuple[list[Row | GeomeanRow], int]:
+    """Tarone (1990): the smallest k such that at most k rows can reach level / k; those rows
+    are the family that is corrected, the others could never be decided and only dilute it."""
+    for k in range(1, len(members) + 1):
+        reach = [r for r in members if p_min[id(r)] <= level / k]
+        if len(reach) <= k:
+            return reach, k
+    return members, len(members)
+
+
+def _verdict(r: Row | GeomeanRow, settings: Settings, row_level: float, same_level: float) -> None:
+    est = r.estimate
+    assert est is not None
+    r.verdict = verdict(
+        direction=r.direction, change=r.change, ci=r.change_ci, ci90=r.change_ci90, q=r.q, alpha=settings.alpha,
+        margin=r.margin,
+    )  # fmt: skip
+    if r.verdict == UNCLEAR:
+        r.blocks_needed = blocks_needed(
+            n=r.sample_size, effect=est.value, spread=est.spread, margin=r.margin_tested, level=row_level,
+            same_level=same_level, paired=est.paired,
+        )  # fmt: skip
+
+
+def _explain_geomeans(rows: list[Row], geomeans: list[GeomeanRow]) -> None:
+    """A geometric mean that reads differently from its rows says why."""
+    for g in geomeans:
+        mine = [
+            r for r in rows
+            if r.family == PRIMARY and r.group == r.workload and r.variant == g.variant  # not the CPU scores
+            and r.direction == g.direction and r.log_scale
+        ]  # fmt: skip
+        decided = [r.verdict for r in mine if r.verdict in ("better", "worse")]
+        if g.verdict in ("better", "worse"):
+            opposite = [v for v in decided if v != g.verdict]
+            if opposite:
+                g.note = (
+                    f"its metrics disagree: {decided.count('better')} better, {decided.count('worse')} worse; "
+                    f"the mean weighs all {g.metrics} together"
+                )
+            elif not decided:
+                g.note = f"no single metric is decided; together the {g.metrics} are"
+        elif decided:
+            g.note = (
+                f"{len(decided)} of {g.metrics} metrics are decided ({', '.join(sorted(set(decided)))}); "
+                "their mean, with the others, is not"
+            )
+
+
+def undecided(rows: list[Row]) -> list[Row]:
+    """Primary rows (the outcomes) not yet better, worse or same: what a sequential experiment
+    waits for. Secondary rows explain an outcome and do not hold it up: a command's user and
+    sys time in clock ticks may never settle within a margin."""
+    return [r for r in rows if r.family == PRIMARY and r.direction != "none" and r.verdict not in DECIDED]

@@ -1,0 +1,243 @@
+"""The report: one typed model that the analysis fills and every format renders.
+
+The JSON report is this model serialised (schema `benchlab.report/2`), and its
+JSON Schema, generated from these classes, is published as docs/report.schema.json,
+so a reader of the table and a program reading the JSON see the same numbers
+under the same names. How the report is drawn (the plain metric table, the CPU
+scores, the sweep, the `--times` view) is chosen when rendering, never stored in it.
+
+Numbers a report cannot give (no estimate, too few runs) are null, never NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, with_config
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+
+SCHEMA: Final = "benchlab.report/2"
+
+Number = float | None
+Level = Literal["workload", "section", "overall", "suite"]  # of a CPU-suite score row
+Pair = tuple[Number, Number]
+LOG_SCALE = (
+    "true: the change is a ratio, exp(mean or Hodges-Lehmann log ratio) - 1; false: the metric has zero or "
+    "negative values, so the change is the raw shift divided by the baseline's median"
+)
+
+
+def number(x: float | None) -> Number:
+    """NaN (no estimate) becomes None (JSON null)."""
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def pair(p: tuple[float, float]) -> Pair:
+    return number(p[0]), number(p[1])
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Judgement(Model):
+    """What every judged comparison carries: its change against the baseline (a fraction),
+    the test, the corrected p and the verdict."""
+
+    change: Number
+    change_ci: Pair = Field(description="95% interval of the change")
+    test: str
+    p: Number
+    q: Number = Field(description="p adjusted within its family, on alpha's scale: q < alpha decides")
+    verdict: str = Field(description="better, worse, same, unclear, or - (not judged)")
+    blocks_needed: int | None = Field(description="blocks likely to decide an unclear comparison")
+    family: str
+    note: str | None
+
+
+class MetricRow(Judgement):
+    """One metric of one workload, one variant against the baseline."""
+
+    workload: str
+    metric: str
+    unit: str
+    direction: str = Field(description="lower or higher is better, or none (a characteristic)")
+    variant: str
+    n: int = Field(description="the variant's runs")
+    pairs: int = Field(description="runs paired with the baseline by block; 0: compared as two samples")
+    median: Number
+    median_ci: Pair
+    baseline_median: Number
+    change_ci90: Pair = Field(description="90% interval, the one compared with the margin for 'same'")
+    log_scale: bool = Field(description=LOG_SCALE)
+    spread: Number = Field(description="standard deviation of the differences, on the scale they are tested on")
+    best: Number = Field(description="best of the variant's runs: the lowest, or the highest where higher is better")
+    baseline_best: Number
+
+
+class GeomeanRow(Judgement):
+    """Per variant and direction, the geometric mean of the ratios of its primary metrics."""
+
+    variant: str
+    direction: str
+    metrics: int
+    blocks: int
+    log_scale: Literal[True] = Field(default=True, description="a geometric mean is always of ratios")
+
+
+class ScoreRow(Judgement):
+    """A CPU-suite score (a workload, a section, the overall score) or a suite total, of one variant."""
+
+    level: Level
+    name: str
+    section: str | None
+    mode: str = Field(description="single-core, multi-core or shared; for suite totals the total's name")
+    variant: str
+    unit: str
+    n: int
+    score: Number
+    score_ci: Pair
+    log_scale: bool | None = Field(description=LOG_SCALE + "; null where the row is not compared")
+    peak_memory_kib: Number = None
+    threads: Number = None
+    scaling: Number = Field(default=None, description="score / single-core score / threads")
+
+
+class Scores(Model):
+    suite: str
+    suite_version: int
+    baseline_machine: dict[str, Any]
+    baseline_measured: dict[str, Any]
+    weights: dict[str, float]
+    reference: str
+    variants: list[str]
+    modes: list[str]
+    workloads: list[str]
+    rows: list[ScoreRow]
+
+
+class SweepFit(Model):
+    """The line fitted through one metric's log changes along a one-parameter sweep."""
+
+    workload: str
+    metric: str
+    direction: str
+    x: str = Field(description="value or reciprocal: what the slope is per unit of")
+    intercept: Number = Field(description="the change at x = 0, a fraction")
+    intercept_ci: Pair
+    slope: Number = Field(description="log change per unit of x")
+    slope_ci: Pair
+    n: int
+    blocks: int
+
+
+class Sweep(Model):
+    parameters: list[str]
+    fit: str
+    reference: str
+    points: dict[str, dict[str, Any]] = Field(description="variant -> the swept values it stands for")
+    fits: list[SweepFit]
+
+
+class CalibrationNote(Model):
+    """The latest `benchlab calibrate` of a workload on the experiment's main host."""
+
+    host_id: int
+    workload_key: str
+    metric: str
+    spread: Number
+    experiments: int
+    false_verdicts: int
+    blocks: int
+    created_at: float
+
+
+class Experiment(Model):
+    id: int
+    name: str
+    created_at: float
+    spec: dict[str, Any]
+    host: dict[str, Any] | None
+    hosts: dict[str, dict[str, Any]]
+    workload_versions: dict[str, str]
+    calibration: dict[str, CalibrationNote]
+
+
+# Runs are plain dicts, not models: a report of 100,000 runs must not build and dump
+# 100,000 objects (see `Report.with_runs`).
+@with_config(ConfigDict(extra="forbid"))
+class RunSummary(TypedDict):
+    """A run as stored: where it ran, in which block, and how it ended."""
+
+    workload: str
+    variant: str
+    block: int
+    warmup: bool
+    host: int
+    status: str
+    exit_code: int | None
+    message: str | None
+    stderr_tail: str | None
+    started_at: float | None
+    ended_at: float | None
+    details: dict[str, Any] | None
+
+
+class Run(RunSummary):
+    metrics: dict[str, float]
+
+
+class FailedBenchmark(Model):
+    """A benchmark of a binary that failed inside runs that otherwise succeeded."""
+
+    workload: str
+    benchmark: str
+    variants: dict[str, int] = Field(description="variant -> runs in which it failed")
+    message: str
+    failed: int
+    runs: int = Field(description="the workload's successful runs")
+
+
+class Report(Model):
+    report_schema: Literal["benchlab.report/2"] = Field(default=SCHEMA, alias="schema")
+    experiment: Experiment
+    baseline: str
+    variants: list[str]
+    alpha: float
+    margin: float
+    correction: str
+    rows: list[MetricRow]
+    geomean: list[GeomeanRow]
+    scores: Scores | None
+    sweep: Sweep | None
+    failed_runs: list[RunSummary]
+    failed_benchmarks: list[FailedBenchmark]
+    warnings: list[str]
+    runs: list[Run] = Field(description="every run with its metrics; empty where only a table was drawn")
+
+    def with_runs(self, runs: list[Run]) -> Report:
+        """The report with every run, unchecked: they come straight from the store, whose columns
+        have these types, and validating 100,000 of them would cost more than the analysis."""
+        return self.model_copy(update={"runs": runs})
+
+    def to_json(self) -> str:
+        """The JSON report; json.dumps (not pydantic's writer) so that every control and
+        non-ASCII character in stored text is escaped (see report/safe.py). The runs, plain
+        JSON values already, are passed as they are."""
+        document = self.model_dump(mode="json", by_alias=True, exclude={"runs"})
+        document["runs"] = self.runs
+        return json.dumps(document, indent=2) + "\n"
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the report, generated from the models, so it cannot drift from them."""
+    schema = Report.model_json_schema(by_alias=True, mode="serialization")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA, **schema}
+
+
+def schema_text() -> str:
+    """The text of the published schema file, docs/report.schema.json (tests/unit/test_report_model.py
+    checks that the committed file is this, and says how to rewrite it)."""
+    return json.dumps(json_schema(), indent=2) + "\n"

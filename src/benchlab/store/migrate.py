@@ -1,0 +1,106 @@
+"""Creating a database at the newest schema and migrating older ones, with alembic.
+
+The migrations ship inside the package (`migrations/`) and run on the store's own engine,
+so no alembic.ini is read. A SQLite file belongs to one machine and is migrated in place
+the first time a newer benchlab opens it; a PostgreSQL database is shared by several, so
+it is migrated only by `benchlab db upgrade`, once, while the others are told to wait for it.
+Downgrades are not offered: a bundle (`benchlab export`) moves data between versions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import Connection, Engine, insert, text
+
+from benchlab.errors import StoreError
+from benchlab.store import schema as t
+from benchlab.store.version import BASELINE, HEAD, VERSION_TABLE, Migration, stored_revision
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+UPGRADE_LOCK = 0x62656E63686C6162  # PostgreSQL advisory lock: one `db upgrade` at a time
+
+
+def newer(shown: str, revision: str) -> StoreError:
+    return StoreError(f"{shown} has schema {revision}, newer than this benchlab ({HEAD}); upgrade benchlab")
+
+
+def known(revision: str) -> bool:
+    """Whether a revision is one of this benchlab's (an older one or HEAD)."""
+    try:
+        return ScriptDirectory(str(MIGRATIONS)).get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
+def alembic_config(conn: Connection) -> Config:
+    """Alembic's configuration without an alembic.ini: the shipped scripts, on this connection."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+def bring_to_head(engine: Engine, shown: str, *, migrate: bool) -> Migration | None:
+    """Creates a new database at HEAD, or migrates an older one when `migrate` (None: another
+    process did either while this one waited for the lock); else an older
+    one is a StoreError naming the command that migrates it. A newer one is refused always.
+    Everything happens in one transaction that holds the database's write lock, so two
+    processes opening an old database at once migrate it once."""
+    with _locked(engine) as conn:
+        before = stored_revision(conn)
+        if before == HEAD:
+            return None
+        config = alembic_config(conn)
+        if before is None:
+            t.metadata.create_all(conn)
+            conn.execute(insert(t.schema_version).values(version=t.SCHEMA_VERSION))
+            command.stamp(config, HEAD)
+            return Migration(None, HEAD)
+        if not known(before):
+            raise newer(shown, before)
+        if not migrate:
+            raise StoreError(
+                f"{shown} has schema {before}, older than this benchlab's ({HEAD}); "
+                f"run `benchlab db upgrade --db URL` once, from any one machine"
+            )
+        if before == BASELINE and not conn.dialect.has_table(conn, VERSION_TABLE):  # written by 0.1.0
+            command.stamp(config, BASELINE)
+        command.upgrade(config, HEAD)
+        if engine.dialect.name == "sqlite":
+            broken = conn.execute(text("PRAGMA foreign_key_check")).first()
+            if broken is not None:
+                raise StoreError(f"migrating {shown} would break a reference in table {broken.table}; nothing was changed")
+        return Migration(before, HEAD)
+
+
+@contextlib.contextmanager
+def _locked(engine: Engine) -> Iterator[Connection]:
+    """One transaction holding the write lock from its first statement, committed at the end.
+
+    SQLite: foreign keys off first (a table copied by batch mode is dropped, and with them on
+    that would delete every row referring to it), `BEGIN IMMEDIATE` so that DDL is inside the
+    transaction too (the driver would begin one only before an INSERT), and foreign keys back
+    on before the connection returns to the pool. PostgreSQL: DDL is transactional; an
+    advisory lock makes a second `db upgrade` wait and then find the work done."""
+    with engine.connect() as conn:
+        if engine.dialect.name != "sqlite":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK})
+            yield conn
+            conn.commit()
+            return
+        conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            yield conn
+            conn.commit()
+        finally:
+            conn.rollback()
+            conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+            conn.commit()

@@ -1,0 +1,117 @@
+"""What the store hands out and takes in: plain typed records, no database in them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from benchlab.metrics import Metric
+
+
+@dataclass(frozen=True)
+class ExperimentRecord:
+    id: int
+    name: str
+    spec: dict[str, Any]
+    spec_hash: str
+    created_at: float
+    workload_ids: dict[str, int]
+    workload_versions: dict[str, str]
+    variant_ids: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """A finished run to store, live or imported: the one shape `Store.record_run` and a
+    bundle import both write through (`runs.RunWriter`)."""
+
+    workload: str
+    variant: str
+    host_id: int
+    block: int
+    warmup: bool
+    position: int
+    status: str  # ok | failed | timeout
+    started_at: float
+    ended_at: float
+    metrics: Sequence[Metric] = ()
+    exit_code: int | None = None
+    message: str | None = None
+    stderr_tail: str | None = None
+    details: Mapping[str, Any] | None = None  # what it ran under: allocator mapped, options in force
+    uuid: str | None = None  # an imported run keeps the one it was exported with; a live run gets a new one
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """One stored run with its metric values, as the analysis and the reports read it."""
+
+    id: int
+    workload: str
+    variant: str
+    host_id: int
+    block: int
+    warmup: bool
+    position: int
+    status: str
+    exit_code: int | None
+    message: str | None
+    stderr_tail: str | None
+    started_at: float
+    ended_at: float
+    current_version: bool  # ran the experiment's version of its workload (imports may bring others)
+    details: dict[str, Any] | None = None  # what it ran under: allocator mapped, options in force
+
+
+@dataclass
+class MetricColumns:
+    """Every metric value of an experiment as parallel arrays: one entry per (run, metric)."""
+
+    run_ids: np.ndarray  # int64
+    name_codes: np.ndarray  # int32, index into names
+    values: np.ndarray  # float64
+    names: list[str]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What `benchlab calibrate` found for one workload on one host: the key is its version and
+    the options its version does not cover (`stats.calibration.calibration_key`)."""
+
+    host_id: int
+    workload_key: str
+    metric: str
+    spread: float | None
+    experiments: int
+    false_verdicts: int
+    blocks: int
+    created_at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class ExperimentData:
+    """Everything stored about one experiment."""
+
+    experiment: ExperimentRecord
+    runs: list[RunRecord]
+    metrics: MetricColumns
+    metric_info: dict[tuple[str, str], tuple[str, str]]  # (workload, metric) -> (unit, direction)
+    hosts: dict[int, dict[str, Any]]
+    calibrations: list[Calibration] = field(default_factory=list)  # of its hosts and workload versions
+
+    def run_values(self) -> dict[int, dict[str, float]]:
+        """Raw values per run id, for the JSON report and bundles."""
+        out: dict[int, dict[str, float]] = {r.id: {} for r in self.runs}
+        names = self.metrics.names
+        for run_id, code, value in zip(
+            self.metrics.run_ids.tolist(), self.metrics.name_codes.tolist(), self.metrics.values.tolist(), strict=True
+        ):
+            out[run_id][names[code]] = value
+        return out

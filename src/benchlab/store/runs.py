@@ -1,0 +1,101 @@
+"""Storing finished runs: the one insert path, for a run that just ended and for imported ones.
+
+The harness stores a run after every run, so this is on its per-run cost: the statements are
+compiled once per store and run on the driver's cursor (`driver`), metric name ids are
+cached, and each live run is still its own transaction, committed as it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid as uuidlib
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, Dialect, insert, select
+
+from benchlab.errors import StoreError
+from benchlab.metrics import Metric
+from benchlab.spec.fields import without_nul
+from benchlab.store import driver
+from benchlab.store import schema as t
+from benchlab.store.records import ExperimentRecord, NewRun
+
+RUN_COLUMNS = (
+    "uuid", "experiment_id", "workload_id", "variant_id", "host_id", "block", "warmup", "position", "status",
+    "started_at", "ended_at", "exit_code", "message", "stderr_tail", "workload_version",
+)  # fmt: skip
+
+
+class RunWriter:
+    """Inserts runs with their metric values and details, in a caller's transaction."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._run = driver.Prepared.of(insert(t.run).returning(t.run.c.id), dialect, RUN_COLUMNS)
+        self._metric = driver.Prepared.of(insert(t.metric), dialect, ("run_id", "name_id", "value"))
+        self._detail = driver.Prepared.of(insert(t.run_detail), dialect, ("run_id", "details"))
+        self._names: dict[int, dict[str, int]] = {}  # workload id -> metric name -> metric_name id
+
+    def forget_names(self) -> None:
+        """After a rollback: ids cached in it may point at rows that were never stored."""
+        self._names.clear()
+
+    def insert(self, conn: Connection, exp: ExperimentRecord, runs: Sequence[NewRun]) -> None:
+        """A run's workload version is the experiment's: an import refuses a run of another."""
+        with driver.cursor(conn) as cursor:
+            for run in runs:
+                workload_id = exp.workload_ids[run.workload]
+                row = {
+                    "uuid": run.uuid or str(uuidlib.uuid4()),
+                    "experiment_id": exp.id,
+                    "workload_id": workload_id,
+                    "variant_id": exp.variant_ids[run.variant],
+                    "host_id": run.host_id,
+                    "block": run.block,
+                    "warmup": run.warmup,
+                    "position": run.position,
+                    "status": run.status,
+                    "started_at": run.started_at,
+                    "ended_at": run.ended_at,
+                    "exit_code": run.exit_code,
+                    "message": without_nul(run.message),
+                    "stderr_tail": without_nul(run.stderr_tail),
+                    "workload_version": exp.workload_versions[run.workload],
+                }
+                cursor.execute(self._run.sql, self._run.params(row))
+                (run_id,) = cursor.fetchone()
+                if run.metrics:
+                    ids = self.name_ids(conn, workload_id, run.metrics)
+                    cursor.executemany(
+                        self._metric.sql,
+                        [self._metric.params({"run_id": run_id, "name_id": ids[m.name], "value": m.value}) for m in run.metrics],
+                    )
+                if run.details:
+                    details = json.dumps(run.details, sort_keys=True)
+                    cursor.execute(self._detail.sql, self._detail.params({"run_id": run_id, "details": details}))
+
+    def name_ids(self, conn: Connection, workload_id: int, metrics: Sequence[Metric]) -> dict[str, int]:
+        """Ids of the metrics' names for this workload, registering new ones. A metric's unit and
+        direction are stored once, with its name: a value in another unit (an imported run in ms
+        where this database holds s) is refused, never read in the stored one."""
+        known = self._names.setdefault(workload_id, {})
+        missing = [m for m in metrics if m.name not in known]
+        if missing:
+            names = t.metric_name.c
+            query = select(names.name, names.id, names.unit, names.direction).where(names.workload_id == workload_id)
+            stored = {row.name: row for row in conn.execute(query)}
+            for m in missing:
+                row = stored.get(m.name)
+                if row is not None and (row.unit, row.direction) != (m.unit, m.direction):
+                    raise StoreError(
+                        f"metric {m.name!r} is stored here in {row.unit!r} ({row.direction}), not {m.unit!r} "
+                        f"({m.direction}); values in different units are never compared"
+                    )
+            new = {m.name: m for m in missing if m.name not in stored}
+            if new:
+                conn.execute(
+                    insert(t.metric_name),
+                    [{"workload_id": workload_id, "name": n, "unit": m.unit, "direction": m.direction} for n, m in new.items()],
+                )
+                stored = {row.name: row for row in conn.execute(query)}
+            known.update({name: row.id for name, row in stored.items()})
+        return known

@@ -1,0 +1,206 @@
+"""The results database as one object: opened at the newest schema, read and written by job
+in the modules beside this one (url, version/migrate, hosts, experiments, runs, reading)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+
+from benchlab.errors import StoreError
+from benchlab.metrics import Metric
+from benchlab.store import experiments, hosts, reading, url
+from benchlab.store import schema as t
+from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
+from benchlab.store.runs import RunWriter
+from benchlab.store.version import HEAD, Migration, stored_revision
+
+
+class Store:
+    """The results database; SQLite file or PostgreSQL URL, same schema."""
+
+    def __init__(self, target: str | None = None, *, create: bool = True, migrate: bool | None = None) -> None:
+        """`create=False` for commands that only read: a missing SQLite file is a StoreError.
+        `migrate`: bring an older schema to this benchlab's; by default a SQLite file is (on
+        first use), a shared PostgreSQL database only by `benchlab db upgrade`."""
+        self.target = url.default_db() if target is None else target
+        self.shown = url.shown(self.target)
+        made: Path | None = None  # a SQLite file this call creates: removed again if it cannot be set up
+        try:
+            engine_url = url.engine_url(self.target, create=create)
+            if engine_url.drivername == "sqlite" and engine_url.database and not os.path.exists(engine_url.database):
+                made = Path(engine_url.database)
+            self.engine: Engine = url.open_engine(engine_url)
+            self.runs = RunWriter(self.engine.dialect)
+            self.migrated = self._at_head(self.engine.dialect.name == "sqlite" if migrate is None else migrate)
+        except (SQLAlchemyError, OSError, ValueError, StoreError) as exc:  # ValueError: a URL's port that is no number
+            if made is not None:  # a full disk must not leave an empty file that reads as a database
+                if hasattr(self, "engine"):
+                    self.engine.dispose()
+                for leftover in (made, Path(f"{made}-wal"), Path(f"{made}-shm")):
+                    leftover.unlink(missing_ok=True)
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"cannot open results database {self.target}: {reason(exc)}") from None
+
+    def _at_head(self, migrate: bool) -> Migration | None:
+        """What was created or migrated now, if anything."""
+        with self.engine.connect() as conn:
+            if stored_revision(conn) == HEAD:
+                return None
+        # alembic (a tenth of a second to import) loads only when a database is made or changed
+        from benchlab.store import migrate as migrations
+
+        return migrations.bring_to_head(self.engine, self.shown, migrate=migrate)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction: everything in it is stored, or nothing. A database that cannot take
+        the write (a full disk, a lost server) is a StoreError; what was committed before stays.
+        Metric name ids cached during a transaction that rolls back would point nowhere."""
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except BaseException as exc:
+            self.runs.forget_names()
+            if isinstance(exc, OperationalError):
+                raise StoreError(f"could not write to {self.target}: {reason(exc)}; nothing of this was stored") from None
+            raise
+
+    # -- hosts ---------------------------------------------------------------
+    def host_id(self, fingerprint: dict[str, Any]) -> int:
+        """The host row for a fingerprint (see hosts.IDENTITY for what identifies one)."""
+        with self.transaction() as conn:
+            return hosts.host_row(conn, fingerprint)
+
+    # -- experiments ---------------------------------------------------------
+    def create_experiment(
+        self,
+        *,
+        name: str,
+        spec: dict[str, Any],
+        workloads: Sequence[tuple[str, str, str]],
+        variants: Sequence[tuple[str, dict[str, Any], bool]],
+        created_at: float | None = None,
+    ) -> ExperimentRecord:
+        """workloads: (name, kind, version); variants: (name, config, is_baseline)."""
+        try:
+            with self.transaction() as conn:
+                return experiments.insert_experiment(
+                    conn, name=name, spec=spec, workloads=workloads, variants=variants, created_at=created_at
+                )
+        except IntegrityError:
+            raise StoreError(
+                f"an experiment named '{name}' already exists in {self.target}",
+                hint="continue it with --resume, or choose another name",
+            ) from None
+
+    def drop_experiment(self, exp: ExperimentRecord) -> None:
+        """Removes an experiment that holds no runs (one whose creation turned out to be premature:
+        a run refused before its first run, an import refused)."""
+        with self.transaction() as conn:
+            experiments.delete_experiment(conn, exp)
+
+    def update_spec(self, exp: ExperimentRecord, spec: dict[str, Any]) -> ExperimentRecord:
+        """A resumed experiment's new length (blocks, or the sequential budget): the rest of
+        its spec is unchanged, which the runner checked."""
+        with self.transaction() as conn:
+            experiments.replace_spec(conn, exp, spec)
+            record = experiments.experiment_in(conn, exp.name)
+        assert record is not None
+        return record
+
+    def find_experiment(self, name: str) -> ExperimentRecord | None:
+        with self.engine.connect() as conn:
+            return experiments.experiment_in(conn, name)
+
+    def require_experiment(self, name: str) -> ExperimentRecord:
+        record = self.find_experiment(name)
+        if record is None:
+            raise StoreError(f"no experiment named '{name}' in {self.target}", hint="`benchlab list` shows what is stored")
+        return record
+
+    def list_experiments(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return reading.experiment_list(conn)
+
+    # -- runs ----------------------------------------------------------------
+    def stored_keys(self, exp: ExperimentRecord, host_id: int) -> set[tuple[str, str, int, bool]]:
+        with self.engine.connect() as conn:
+            return reading.stored_keys(conn, exp, host_id)
+
+    def record_run(
+        self,
+        exp: ExperimentRecord,
+        *,
+        host_id: int,
+        workload: str,
+        variant: str,
+        block: int,
+        warmup: bool,
+        position: int,
+        status: str,
+        started_at: float,
+        ended_at: float,
+        metrics: Iterable[Metric] = (),
+        exit_code: int | None = None,
+        message: str | None = None,
+        stderr_tail: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Stores one finished run and its metrics in one transaction, committed on return."""
+        run = NewRun(
+            workload=workload, variant=variant, host_id=host_id, block=block, warmup=warmup, position=position,
+            status=status, started_at=started_at, ended_at=ended_at, metrics=tuple(metrics), exit_code=exit_code,
+            message=message, stderr_tail=stderr_tail, details=details,
+        )  # fmt: skip
+        try:
+            with self.transaction() as conn:
+                self.runs.insert(conn, exp, [run])
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                raise StoreError(
+                    f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
+                ) from None
+            raise StoreError(f"the database refused run {workload}/{variant} block {block}: {reason(exc)}") from None
+
+    def run_identities(self, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
+        with self.engine.connect() as conn:
+            return reading.run_identities(conn, exp)
+
+    def load(self, exp: ExperimentRecord) -> ExperimentData:
+        with self.engine.connect() as conn:
+            return reading.load(conn, exp)
+
+    def record_calibration(self, calibration: Calibration) -> None:
+        with self.transaction() as conn:
+            conn.execute(t.calibration.insert().values(**calibration.as_dict()))
+
+
+def revision_of(target: str | None = None) -> str | None:
+    """The schema revision a database is at, read without creating or migrating it."""
+    target = url.default_db() if target is None else target
+    engine = url.open_engine(url.engine_url(target, create=False))
+    try:
+        with engine.connect() as conn:
+            return stored_revision(conn)
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot open results database {url.shown(target)}: {reason(exc)}") from None
+    finally:
+        engine.dispose()
+
+
+def is_unique_violation(exc: IntegrityError) -> bool:
+    """Whether a refused write collided with a stored row, rather than breaking another rule."""
+    orig = exc.orig
+    return getattr(orig, "sqlstate", None) == "23505" or "UNIQUE constraint failed" in str(orig)
+
+
+def reason(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    return str(orig or exc).strip().splitlines()[0]

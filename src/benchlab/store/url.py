@@ -1,0 +1,88 @@
+"""Which database a target names, and how every connection to it is set up."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from benchlab.errors import StoreError
+from benchlab.store import schema as t
+
+
+def default_db() -> str:
+    """BENCHLAB_DB, else one results file per user, so `benchlab list` works from any folder."""
+    explicit = os.environ.get("BENCHLAB_DB")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "benchlab", "results.db")
+
+
+def engine_url(target: str, *, create: bool = True) -> URL:
+    """The SQLAlchemy URL of a target; a SQLite file that is not there is made only when `create`
+    (read-only commands must not leave an empty database behind a mistyped path). A path is
+    never parsed as a URL: `?` and `#` are characters of its name."""
+    if not target:
+        raise StoreError("the results database is named by an empty string (give a SQLite path or a postgresql:// URL)")
+    if "://" in target:
+        scheme, rest = target.split("://", 1)
+        if scheme in ("postgres", "postgresql", "postgresql+psycopg"):
+            return make_url(f"postgresql+psycopg://{rest}")
+        raise StoreError(f"{scheme}:// is no results database benchlab can use (a SQLite path or a postgresql:// URL)")
+    path = Path(target).expanduser().absolute()
+    if not create and not path.is_file():
+        raise StoreError(f"no results database at {path}")
+    _refuse_foreign_sqlite(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return URL.create("sqlite", database=str(path))
+
+
+def shown(target: str) -> str:
+    """A target as messages show it: a URL without its password."""
+    if "://" not in target:
+        return target
+    try:
+        return make_url(target).render_as_string(hide_password=True)
+    except (ValueError, ArgumentError):  # not a URL SQLAlchemy parses: engine_url refuses it in its own words
+        return target
+
+
+def open_engine(url: URL) -> Engine:
+    """An engine whose SQLite connections all get the pragmas below."""
+    engine = create_engine(url)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _refuse_foreign_sqlite(path: Path) -> None:
+    """Another program's SQLite file is left exactly as it is: looked at read-only, before the
+    connection pragmas (WAL) or the schema would change it. Every benchlab database, of any
+    release, holds `schema_version`."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True)) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open results database {path}: {exc}") from None
+    if tables and t.schema_version.name not in tables:
+        raise StoreError(f"{path} is not a benchlab results database (it holds tables of its own)")
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL with synchronous=NORMAL survives a crash of this process (kill -9) losing nothing committed.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()

@@ -1,0 +1,62 @@
+"""The layers of pyproject's [tool.importlinter] hold: a module imports only from layers below its
+own (imports inside functions count too, so none can dodge a cycle), and no package's modules
+import each other in a circle."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+LINT_IMPORTS = str(Path(sys.executable).parent / "lint-imports")
+
+
+def lint(*contracts: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    argv = [LINT_IMPORTS, str(ROOT / "pyproject.toml"), "--no-cache", "--no-logo"]
+    for contract in contracts:
+        argv += ["--contract", contract]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+
+
+@pytest.mark.parametrize("contract", ["layers", "acyclic"])
+def test_the_import_contract_is_kept(contract: str) -> None:
+    proc = lint(contract)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        # a low layer reaching up, from inside a function as a cycle would be dodged
+        (
+            "errors.py",
+            "def _dodge() -> None:\n    import benchlab.cli  # noqa\n",
+            "benchlab.errors is not allowed to import benchlab.cli",
+        ),
+        # siblings of one layer are independent
+        ("measure/host.py", "import benchlab.store\n", "benchlab.measure is not allowed to import benchlab.store"),
+    ],
+)
+def test_an_import_against_the_layers_is_caught(tmp_path: Path, module: str, line: str, broken: str) -> None:
+    """The contract is checked against a copy of the package with one bad import added: the test
+    above cannot pass merely because the checker looked at nothing."""
+    copy = tmp_path / "benchlab"
+    shutil.copytree(ROOT / "src" / "benchlab", copy, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    with open(copy / module, "a") as f:
+        f.write("\n\n" + line)
+    proc = lint("layers", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert broken in proc.stdout
+
+
+def test_a_module_outside_every_layer_is_caught(tmp_path: Path) -> None:
+    """A new top-level module must be given its place in the layers, or nothing checks its imports."""
+    copy = tmp_path / "benchlab"
+    shutil.copytree(ROOT / "src" / "benchlab", copy, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    (copy / "stray.py").write_text("import benchlab.cli\n")
+    proc = lint("layers", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 1 and "benchlab.stray" in proc.stdout, proc.stdout + proc.stderr

@@ -1,0 +1,194 @@
+"""Schema migrations: a database written by release 0.1.0 upgrades in place and reads back the same."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from benchlab.errors import StoreError
+from benchlab.store import BASELINE, HEAD, Migration, Store
+from benchlab.store.migrate import MIGRATIONS
+from benchlab.store.schema import SCHEMA_VERSION, metadata
+from tests.conftest import BENCHLAB, cli
+
+LANDED = Path(__file__).parents[1] / "fixtures" / "landed"
+TABLES = (
+    "experiment",
+    "workload",
+    "variant",
+    "host",
+    "run",
+    "metric_name",
+    "metric",
+    "run_detail",
+    "calibration",
+    "bundle_import",
+)
+NUMBERS = ("n", "pairs", "median", "baseline_median", "change", "change_ci", "p", "q", "verdict", "best", "baseline_best")
+
+
+@pytest.fixture
+def landed(tmp_path: Path) -> Path:
+    """A copy of the database release 0.1.0 wrote (schema_version 1, no alembic_version)."""
+    db = tmp_path / "results-0.1.0.db"
+    shutil.copy(LANDED / "results-0.1.0.db", db)
+    return db
+
+
+def rows(db: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every benchlab table's rows, by column name, without run.attempt (which 0002 drops)."""
+    with sqlite3.connect(db) as conn:
+        conn.row_factory = sqlite3.Row
+        return {
+            table: [
+                {k: v for k, v in zip(row.keys(), row, strict=True) if (table, k) != ("run", "attempt")}
+                for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1")
+            ]
+            for table in TABLES
+        }
+
+
+def numbers(row: dict[str, Any]) -> dict[str, Any]:
+    """A report row's numbers and verdict, intervals flattened."""
+    flat: dict[str, Any] = {}
+    for key in NUMBERS:
+        value = row[key]
+        flat.update({f"{key}[{i}]": v for i, v in enumerate(value)} if isinstance(value, list) else {key: value})
+    return flat
+
+
+def scalar(db: Path, query: str) -> Any:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(query).fetchone()[0]
+
+
+def test_head_is_the_newest_migration() -> None:
+    scripts = ScriptDirectory(str(MIGRATIONS))
+    assert scripts.get_current_head() == HEAD
+    assert scripts.get_base() == BASELINE
+
+
+def test_the_fixture_is_what_the_landed_release_wrote(landed: Path) -> None:
+    assert scalar(landed, "SELECT version FROM schema_version") == 1
+    assert scalar(landed, "SELECT count(*) FROM sqlite_master WHERE name = 'alembic_version'") == 0
+    assert scalar(landed, "SELECT count(*) FROM run") > 0 and scalar(landed, "SELECT count(*) FROM bundle_import") == 1
+
+
+def test_a_landed_database_upgrades_in_place_on_first_use_and_reads_back_the_same(landed: Path) -> None:
+    before = rows(landed)
+    store = Store(str(landed))
+    assert store.migrated == Migration(BASELINE, HEAD)
+    assert rows(landed) == before  # experiments, runs, metric values, hosts, calibrations, bundle_import
+    assert scalar(landed, "SELECT version_num FROM alembic_version") == HEAD
+    assert scalar(landed, "SELECT count(*) FROM pragma_table_info('run') WHERE name = 'attempt'") == 0
+    assert scalar(landed, "PRAGMA integrity_check") == "ok"
+    with sqlite3.connect(landed) as conn:
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert conn.execute("SELECT name FROM sqlite_master WHERE name LIKE '_alembic_tmp%'").fetchall() == []
+    assert Store(str(landed)).migrated is None  # once only
+    for name in ("fixture-quick", "fixture-spec", "fixture-imported"):
+        data = store.load(store.require_experiment(name))
+        stored = [r for r in before["run"] if r["experiment_id"] == data.experiment.id]
+        assert [(r.id, r.block, r.status, r.started_at) for r in data.runs] == [
+            (r["id"], r["block"], r["status"], r["started_at"]) for r in stored
+        ]
+        values = {(m["run_id"], m["value"]) for m in before["metric"] if m["run_id"] in {r["id"] for r in stored}}
+        assert set(zip(data.metrics.run_ids.tolist(), data.metrics.values.tolist(), strict=True)) == values
+        assert data.hosts == {h["id"]: json.loads(h["fingerprint"]) for h in before["host"] if h["id"] in data.hosts}
+    calibrated = store.load(store.require_experiment("fixture-quick")).calibrations
+    assert [(c.workload_key, c.spread) for c in calibrated] == [
+        (c["workload_version"], c["spread"]) for c in before["calibration"]
+    ]
+
+
+def test_the_landed_release_refuses_a_migrated_database(landed: Path) -> None:
+    """0.1.0 reads schema_version only and refuses a number above its own 1 ("has schema 2,
+    newer than this benchlab (1); upgrade benchlab") before it writes anything."""
+    Store(str(landed))
+    assert scalar(landed, "SELECT version FROM schema_version") == SCHEMA_VERSION > 1
+    assert scalar(landed, "SELECT count(*) FROM schema_version") == 1
+
+
+@pytest.mark.parametrize("name", ["fixture-quick", "fixture-spec", "fixture-imported"])
+def test_reports_of_a_migrated_database_give_the_landed_numbers(landed: Path, name: str) -> None:
+    expected = json.loads((LANDED / f"{name}.report.json").read_text())["rows"]
+    report = json.loads(cli("report", name, "--db", str(landed), "-f", "json", check=True).stdout)
+    got = {(r["workload"], r["metric"], r["variant"]): r for r in report["rows"]}
+    assert set(got) == {(r["workload"], r["metric"], r["variant"]) for r in expected}
+    for row in expected:
+        new = got[(row["workload"], row["metric"], row["variant"])]
+        got_numbers, landed_numbers = numbers(new), numbers(row)
+        assert got_numbers.keys() == landed_numbers.keys()
+        for key, value in landed_numbers.items():
+            if isinstance(value, float):  # the same arithmetic on the same values; only printing may round
+                assert got_numbers[key] == pytest.approx(value, rel=1e-12), (row["metric"], key)
+            else:
+                assert got_numbers[key] == value, (row["metric"], key)
+
+
+def test_a_new_and_a_migrated_database_have_the_schema_of_schema_py(landed: Path, tmp_path: Path) -> None:
+    fresh = Store(str(tmp_path / "new.db"))
+    assert fresh.migrated == Migration(None, HEAD)
+    for store in (fresh, Store(str(landed))):
+        with store.engine.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+            assert conn.exec_driver_sql("SELECT version FROM schema_version").all() == [(SCHEMA_VERSION,)]
+            assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").all() == [(HEAD,)]
+
+
+def test_a_database_newer_than_this_benchlab_is_refused_in_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    Store(str(db))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0099_from_the_future'")
+    with pytest.raises(StoreError, match="has schema 0099_from_the_future, newer than this benchlab .*; upgrade benchlab"):
+        Store(str(db))
+    refused = cli("list", "--db", str(db))
+    assert refused.returncode == 4 and "upgrade benchlab" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    assert scalar(db, "SELECT version_num FROM alembic_version") == "0099_from_the_future"
+
+
+def test_db_current_and_upgrade_say_which_revisions(landed: Path) -> None:
+    assert cli("db", "current", "--db", str(landed), check=True).stdout.split()[0] == BASELINE
+    assert scalar(landed, "SELECT version FROM schema_version") == 1  # current changes nothing
+    said = cli("db", "upgrade", "--db", str(landed), check=True).stdout
+    assert f"from schema {BASELINE} to {HEAD}" in " ".join(said.split())
+    assert cli("db", "current", "--db", str(landed), check=True).stdout.split()[0] == HEAD
+    assert "already" in cli("db", "upgrade", "--db", str(landed), check=True).stdout
+
+
+def test_db_upgrade_of_a_missing_file_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "none.db"
+    assert cli("db", "upgrade", "--db", str(missing)).returncode == 4
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("args", [(), ("-1",), (BASELINE, "--db", "x.db")])
+def test_downgrade_is_refused_with_what_to_do_instead(args: tuple[str, ...]) -> None:
+    refused = cli("db", "downgrade", *args)
+    assert refused.returncode == 2
+    assert "not supported" in refused.stderr and "benchlab export" in refused.stderr
+    assert len(refused.stderr.splitlines()) == 1
+
+
+def test_two_commands_opening_a_landed_database_at_once_migrate_it_once(landed: Path) -> None:
+    before = rows(landed)
+    procs = [
+        subprocess.Popen([BENCHLAB, "list", "--db", str(landed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr
+    assert rows(landed) == before
+    assert scalar(landed, "SELECT version_num FROM alembic_version") == HEAD
+    assert scalar(landed, "SELECT count(*) FROM alembic_version") == 1

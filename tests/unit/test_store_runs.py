@@ -1,0 +1,60 @@
+"""One insert path: a run stored as it ends and the same run imported from a bundle are the same rows."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlab.errors import StoreError
+from benchlab.metrics import Metric
+from benchlab.store import Store
+from tests.conftest import cli
+
+RUN = """
+SELECT run.uuid, workload.name, variant.name, host.fingerprint, run.block, run.warmup, run.position, run.status,
+       run.started_at, run.ended_at, run.exit_code, run.message, run.stderr_tail, run.workload_version, run_detail.details
+FROM run JOIN workload ON workload.id = run.workload_id JOIN variant ON variant.id = run.variant_id
+JOIN host ON host.id = run.host_id LEFT JOIN run_detail ON run_detail.run_id = run.id ORDER BY run.uuid
+"""
+METRIC = """
+SELECT run.uuid, metric_name.name, metric_name.unit, metric_name.direction, metric.value
+FROM metric JOIN run ON run.id = metric.run_id JOIN metric_name ON metric_name.id = metric.name_id ORDER BY 1, 2
+"""
+
+
+def stored(db: Path) -> tuple[list[Any], list[Any]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(RUN).fetchall(), conn.execute(METRIC).fetchall()
+
+
+def test_a_live_run_and_its_import_are_the_same_rows(tmp_path: Path) -> None:
+    here, there, bundle = tmp_path / "here.db", tmp_path / "there.db", tmp_path / "b.json"
+    cli(
+        "compare", "--cmd", "true", "--variant", "x", "--variant", "y", "-n", "2", "--name", "same", "--db", str(here), check=True
+    )
+    cli("export", "same", "--db", str(here), "-o", str(bundle), check=True)
+    cli("import", str(bundle), "--db", str(there), check=True)
+    runs, metrics = stored(here)
+    assert len(runs) == 4 and all(run[-1] for run in runs) and len(metrics) >= 4 * 8  # details and wait4 metrics
+    assert stored(there) == (runs, metrics)
+
+
+def test_a_run_is_stored_once_and_a_refused_one_stores_nothing(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "r.db"))
+    exp = store.create_experiment(
+        name="once", spec={"name": "once"}, workloads=[("w", "command", "v1")], variants=[("a", {}, True)]
+    )
+    host = store.host_id({"hostname": "h"})
+    run: dict[str, Any] = {"host_id": host, "workload": "w", "variant": "a", "block": 0, "warmup": False, "position": 0,
+                           "status": "ok", "started_at": 1.0, "ended_at": 2.0}  # fmt: skip
+    store.record_run(exp, **run, metrics=[Metric("wall", 1.0, "s", "lower")], details={"allocator": "glibc"})
+    with pytest.raises(StoreError, match="already stored for this host; it is never stored twice"):
+        store.record_run(exp, **run, metrics=[Metric("new_metric", 1.0, "s", "lower")])
+    store.record_run(exp, **{**run, "block": 1}, metrics=[Metric("new_metric", 2.0, "s", "lower")])
+    data = store.load(exp)
+    assert data.run_values() == {1: {"wall": 1.0}, 2: {"new_metric": 2.0}}
+    assert [r.details for r in data.runs] == [{"allocator": "glibc"}, None]
+    assert [r.current_version for r in data.runs] == [True, True]
