@@ -18,6 +18,8 @@ The one line on stderr is escaped like every rendering (see `benchlab.report.saf
 from __future__ import annotations
 
 import sys
+from importlib.metadata import version as package_version
+from typing import Annotated
 
 import typer
 
@@ -37,6 +39,27 @@ app = typer.Typer(
 )
 for module in (experiment, score, results, system, container, ipc, calibrate, db):
     module.register(app)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        sys.stdout.write(f"benchlab {package_version('benchlab')}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="print benchlab's version (the installed package's) and exit",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    """The options before a command: --version is eager, so it answers before any command is parsed."""
 
 
 def main() -> None:

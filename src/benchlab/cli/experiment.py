@@ -18,6 +18,7 @@ from benchlab.cli.progress import BarProgress
 from benchlab.errors import RunsFailed, SpecError
 from benchlab.report import check_format, safe
 from benchlab.spec import ExperimentSpec, read_spec, spec_from_dict
+from benchlab.spec.load import spec_error
 from benchlab.spec.models import UntilDecided
 from benchlab.spec.quick import quick_spec
 from benchlab.suite.cpu import expand_spec
@@ -31,6 +32,17 @@ AllowFailures = Annotated[
     typer.Option("--allow-failures", help="exit 0 even when runs failed or timed out (default: exit 5 after the report)"),
 ]
 STATUS_WORDS = {"failed": "failed", "timeout": "timed out"}
+QUICK_BLOCKS = 3  # the fewest blocks the paired t decides with (`run --quick`, `score --quick`)
+Blocks = Annotated[
+    int | None, typer.Option("-n", "--blocks", help="run N blocks instead of the spec's (the rest of the spec unchanged)")
+]
+Quick = Annotated[
+    bool,
+    typer.Option(
+        "--quick",
+        help=f"a short try: {QUICK_BLOCKS} blocks (or --blocks), no warm-up, not sequential, stored as NAME-quick",
+    ),
+]
 
 
 def check_failures(analyses: list[Analysis], what: str, *, allow: bool) -> None:
@@ -76,6 +88,21 @@ def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None
         raise SpecError(exc.errors()[0]["msg"].removeprefix("Value error, "), where="--until-decided") from None
 
 
+def shortened(spec: ExperimentSpec, blocks: int | None, quick: bool) -> ExperimentSpec:
+    """The spec at the command line's length, validated as the spec's own fields are. `--blocks N`
+    fixes the length (a sequential spec then runs exactly N blocks); `--quick` also drops the
+    warm-up and stores the try under NAME-quick, so the spec's own name stays free for the real run."""
+    if blocks is None and not quick:
+        return spec
+    update: dict[str, object] = {"blocks": QUICK_BLOCKS if blocks is None else blocks, "until_decided": None}
+    if quick:
+        update |= {"warmup": 0, "name": f"{spec.name}-quick"}
+    try:
+        return ExperimentSpec.model_validate({**spec.model_dump(), **update})
+    except ValidationError as exc:
+        raise spec_error(exc, "--blocks" if blocks is not None else "--quick") from None
+
+
 def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool) -> None:
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
     from benchlab.cli.results import open_store, print_report
@@ -110,9 +137,14 @@ def run(
     min_blocks: MinBlocks = None,
     max_blocks: MaxBlocks = None,
     allow_failures: AllowFailures = False,
+    blocks: Blocks = None,
+    quick: Quick = False,
 ) -> None:
     """Run the experiment a spec describes and print its verdict table."""
-    spec_ = sequential(load_spec(spec), until_decided, min_blocks, max_blocks)
+    if until_decided and (blocks is not None or quick):
+        flag = "--blocks" if blocks is not None else "--quick"
+        raise SpecError(f"{flag} fixes how many blocks run, --until-decided lets the results decide; give one", where=flag)
+    spec_ = sequential(shortened(load_spec(spec), blocks, quick), until_decided, min_blocks, max_blocks)
     execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures)
 
 

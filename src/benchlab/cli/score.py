@@ -7,13 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
-from benchlab.cli.experiment import AllowFailures, execute
+from benchlab.cli.experiment import QUICK_BLOCKS, AllowFailures, execute
 from benchlab.cli.options import Db, Format
 from benchlab.errors import EnvironmentProblem
 from benchlab.spec.quick import parse_variant
 
 QUICK_ROUNDS = 0.5  # quick runs do half of each task's rounds (at least one): the same throughput, noisier
-QUICK_BLOCKS, FULL_BLOCKS = 3, 7  # 3: the fewest the paired t decides with; 7: the signed-rank test with room to decide
+FULL_BLOCKS = 7  # the signed-rank test with room to decide
 
 
 def check_suite_version() -> None:

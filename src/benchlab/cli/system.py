@@ -36,17 +36,27 @@ def workloads(fmt: Annotated[str, typer.Option("--format", "-f", help="table or 
 
 
 def doctor() -> None:
-    """The machine's fingerprint, what it offers experiments, and noise warnings with fixes."""
+    """The machine's fingerprint, what it offers experiments, and noise warnings with fixes.
+
+    Printed as indented lines, not a bordered table: at any terminal width every finding and fix
+    wraps (a long path folds) and is never cut short."""
     fp, found = findings()
-    table = Table(title="fingerprint", title_justify="left", show_header=False)
+    out.print("fingerprint", style="bold")
+    facts = Table.grid(padding=(0, 1))
+    facts.add_column(no_wrap=True)
+    facts.add_column(overflow="fold")
     for key, value in fp.items():
-        table.add_row(key, str(value))
-    out.print(table)
-    checks = Table(title="checks", title_justify="left")
-    for col in ("", "topic", "finding", "fix"):
-        checks.add_column(col)
+        facts.add_row(key, Text(str(value)))
+    out.print(facts)
+    out.print("checks", style="bold")
+    checks = Table.grid(padding=(0, 1))
+    checks.add_column(no_wrap=True)
+    checks.add_column(overflow="fold")
     for f in found:
-        checks.add_row(Text("ok", "green") if f.ok else Text("!!", "yellow"), f.topic, f.detail, "" if f.ok else f.fix)
+        finding = Text(f"{f.topic}: {f.detail}")
+        if not f.ok and f.fix:
+            finding.append(f"\nfix: {f.fix}", style="dim")
+        checks.add_row(Text("ok", "green") if f.ok else Text("!!", "yellow"), finding)
     out.print(checks)
 
 

@@ -14,7 +14,7 @@ import re
 import shlex
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from benchlab.spec.fields import NAME_MAX, Arg, Finite, Label, Line, Name
 
@@ -41,7 +41,8 @@ class Strict(BaseModel):
     """Unknown keys are errors: a misspelt key must never be silently ignored.
     Strict types too: `blocks = "10"` or `warmup = true` is a mistake to report, not to coerce."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # field docstrings are the fields' descriptions: the generated spec reference (docs/spec.md) shows them
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
 
 class MetricSettings(Strict):
@@ -50,8 +51,11 @@ class MetricSettings(Strict):
     or looser margin."""
 
     direction: Direction | None = None
+    """Which way is better: `lower`, `higher`, or `none` (shown, never judged)."""
     family: Literal["primary", "secondary"] | None = None
+    """The family the metric is corrected in (see docs/statistics.md); default: by its kind."""
     margin: Annotated[Finite, Field(gt=0, lt=1)] | None = None
+    """This metric's equivalence margin for "same", instead of the experiment's."""
 
 
 def _split_command(value: object) -> object:
@@ -62,26 +66,37 @@ class WorkloadSpec(Strict):
     """One workload: exactly one of `builtin`, `gbench` or `command`."""
 
     name: Name
+    """The workload's name in reports."""
     builtin: Name | None = None
+    """A built-in workload of `benchlab-probe` (`benchlab workloads` lists them), e.g. `alloc.churn`."""
     gbench: Word | None = None
+    """A Google Benchmark binary, run with `--benchmark_format=json`."""
     command: Args | None = None
+    """A command timed as a whole process tree: a list of arguments, or a string split as a shell would."""
     options: Annotated[dict[Name, Scalar], Field(max_length=MAX_ITEMS)] = {}
+    """A built-in's options (`{ threads = 2 }`), checked against the types and ranges the probe declares."""
     args: Args = []
+    """Extra arguments of a `gbench` or `command` workload."""
     cwd: Word | None = None
+    """The folder the workload and its steps run in."""
     timeout: Seconds | None = None
+    """Seconds before a run of this workload is killed (default: the experiment's `timeout`)."""
     metrics: Annotated[dict[Label, MetricSettings], Field(max_length=MAX_ITEMS)] = {}
-    # perf events: task clock, migrations, and IPC and miss rates where the machine has a PMU.
+    """Per-metric settings by metric name (`{ tree_peak = { direction = "lower" } }`)."""
     # Off by default: they cost a run about a millisecond, and a virtualised PMU slows every
     # exec and context switch of the counted process (the CPU suite turns them on)
     perf_counters: bool = False
-    # seconds between samples of the tree's RSS and PSS (smaps_rollup), for long-lived workloads
-    # whose footprint over time matters (an allocator's decay); off by default: each sample
-    # briefly takes the process's memory-map lock
+    """Count perf events over the run's process tree: task clock, migrations, and IPC and miss
+    rates where the machine has a PMU (shown, not judged)."""
+    # off by default: each sample briefly takes the process's memory-map lock
     memory_interval: Annotated[Finite, Field(ge=0.001, le=3600)] | None = None
-    # untimed steps in the workload's folder with the variant's environment: `setup` once per
-    # variant before its first run (./configure), `clean` before every run (make clean)
+    """Seconds between samples of the tree's RSS and PSS (smaps_rollup): `rss_mean`, `pss_mean`,
+    `pss_peak`, for workloads whose footprint over time matters (an allocator's decay)."""
     setup: Args | None = None
+    """An untimed step run once per variant before its first run (`./configure`), in `cwd` with the
+    variant's environment."""
     clean: Args | None = None
+    """An untimed step run before every run (`make clean`), in `cwd` with the variant's environment."""
 
     _split = field_validator("command", "setup", "clean", mode="before")(_split_command)
 
@@ -156,9 +171,13 @@ class ShimSpec(Strict):
     thread is quarantined and pattern-checked (0 = installed, doing nothing else)."""
 
     sampling: Annotated[int, Field(ge=0, le=2**62)] = 0
-    scope: Annotated[Line, Field(min_length=1, pattern=r"^[^=]+$")] | None = None  # program-name glob: "make", "cc*"
-    quarantine: Annotated[int, Field(ge=1, le=65536)] = 1024  # blocks parked at most
-    quarantine_kib: Annotated[int, Field(ge=0, le=2**30)] = 16384  # bytes parked at most, in KiB
+    """One free in N per thread is sampled; 0: installed, doing nothing else."""
+    scope: Annotated[Line, Field(min_length=1, pattern=r"^[^=]+$")] | None = None
+    """A shell pattern on the program name (`sort`, `cc*`): the shim is a no-op in every other process."""
+    quarantine: Annotated[int, Field(ge=1, le=65536)] = 1024
+    """Sampled blocks parked at most."""
+    quarantine_kib: Annotated[int, Field(ge=0, le=2**30)] = 16384
+    """Bytes parked at most, in KiB."""
 
 
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?) ?(?:([KMGT])i?B?|B?)", re.IGNORECASE)
@@ -187,13 +206,21 @@ class EnvironmentSpec(Strict):
     `ssh` (another host: the probe is copied there, results come back here)."""
 
     kind: Literal["local", "container", "ssh"] = "local"
-    rootfs: Word | None = None  # container: the root filesystem (default: `benchlab container build`'s)
-    # container: CPU limit (cgroup quota), in CPUs; the kernel's smallest quota is 1 ms a 100 ms period
+    """Where the runs happen. The whole table may be written as text: `"local"`, `"container"` or
+    `"ssh://user@host:port"`."""
+    rootfs: Word | None = None
+    """container: the root filesystem (default: the one `benchlab container build` made)."""
+    # the kernel's smallest quota is 1 ms a 100 ms period
     cpus: Annotated[Finite, Field(ge=0.01, le=4096)] | None = None
-    memory: Annotated[int, Field(ge=4 << 20, le=1 << 50)] | None = None  # container: memory limit in bytes ("1G" accepted)
-    host: Line | None = None  # ssh: [user@]host
-    port: Annotated[int, Field(ge=1, le=65535)] | None = None  # ssh
-    ssh_options: Args = []  # ssh: extra options, e.g. ["-i", "~/.ssh/lab", "-o", "StrictHostKeyChecking=no"]
+    """container: CPU limit (a cgroup quota), in CPUs."""
+    memory: Annotated[int, Field(ge=4 << 20, le=1 << 50)] | None = None
+    """container: memory limit in bytes; a size such as `"2G"` or `"512MiB"` is accepted."""
+    host: Line | None = None
+    """ssh: `[user@]host`."""
+    port: Annotated[int, Field(ge=1, le=65535)] | None = None
+    """ssh: the port."""
+    ssh_options: Args = []
+    """ssh: extra options, e.g. `["-i", "~/.ssh/lab", "-o", "StrictHostKeyChecking=no"]`."""
 
     _size = field_validator("memory", mode="before")(parse_size)
 
@@ -237,19 +264,29 @@ class VariantSpec(Strict):
     """One configuration of the system under test; every field is optional."""
 
     name: Name
+    """The variant's name in reports."""
     env: Annotated[dict[str, Arg], Field(max_length=MAX_ITEMS)] = {}
+    """Environment variables set for the run (`{ ZSTD_CLEVEL = 1 }`; numbers are written as text)."""
     wrapper: Args = []
-    # a load started beside every run and killed after it (a command; a string is split like a shell)
+    """A command prefix (`"nice -n 10"`): a list, or a string split as a shell would."""
     background: Args = []
+    """A load started beside every run and killed after it: a command, or a string split as a shell would."""
     cpus: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_CPU)]], Field(max_length=MAX_CPU)] | None = None
+    """The CPUs the run may use: a list, one number, or a CPU list such as `"0-3,6"`."""
     allocator: Allocator | None = None
-    # the allocator's options (glibc when no allocator is named): dirty_decay_ms, narenas, arena_max...
+    """The malloc preloaded for the run (default: glibc's)."""
     tunables: Annotated[dict[TunableName, Scalar], Field(max_length=MAX_ITEMS)] = {}
+    """The allocator's options (glibc's when no allocator is named): `dirty_decay_ms`, `narenas`,
+    `arena_max`...; checked against the installed version; `"cpus"` stands for the CPUs the variant may use."""
     knobs: Annotated[dict[Line, KnobValue], Field(max_length=MAX_ITEMS)] = {}
+    """sysfs/procfs files under /proc/sys or /sys and the value written before each run (journalled,
+    put back after it)."""
     shim: ShimSpec | None = None
+    """benchlab's allocator shim, preloaded ahead of the allocator."""
     environment: EnvironmentSpec = EnvironmentSpec()
-    # the sweep point this variant stands for (field -> value), written by a `[sweep]` section
+    """Where the runs happen: `"local"`, `"container"`, `"ssh://user@host"`, or a table."""
     sweep: Annotated[dict[Line, Scalar], Field(max_length=2)] = {}
+    """The sweep point this variant stands for (field -> value), written by a `[sweep]` section."""
 
     _split = field_validator("wrapper", "background", mode="before")(_split_command)
 
@@ -296,13 +333,32 @@ class VariantSpec(Strict):
         return value
 
 
+MIN_BLOCKS = 2
+
+
+def _enough_blocks(blocks: int) -> int:
+    """Fewer than two blocks leave nothing to pair; the refusal says what to give instead."""
+    if blocks < MIN_BLOCKS:
+        raise ValueError(
+            f"{blocks} block{'' if blocks == 1 else 's'} cannot be judged: every change is estimated from pairs of "
+            f"runs, so give at least {MIN_BLOCKS} (3 is the fewest that can decide: `benchlab run SPEC --quick` runs 3)"
+        )
+    return blocks
+
+
+# checked by a validator rather than `ge` so that the refusal can say what to do; the schema still says 2
+Blocks = Annotated[int, Field(le=100_000, json_schema_extra={"minimum": MIN_BLOCKS}), AfterValidator(_enough_blocks)]
+
+
 class UntilDecided(Strict):
     """Sequential mode: blocks are added one at a time, from `min_blocks` on, until every judged
     row is better, worse or same, or `max_blocks` have run (then unclear, never a silent same).
     The thresholds are calibrated for exactly these looks (stats/sequential.py)."""
 
     min_blocks: Annotated[int, Field(ge=3, le=1000)] = 3
+    """The first block after which the experiment is judged."""
     max_blocks: Annotated[int, Field(ge=3, le=1000)] = 40
+    """The budget: the last block run if rows stay undecided."""
 
     @model_validator(mode="after")
     def _ordered(self) -> UntilDecided:
@@ -315,20 +371,32 @@ class ExperimentSpec(Strict):
     """A whole experiment: what to run, under which variants, how to judge it."""
 
     name: Name
+    """The experiment's name: `benchlab report NAME`, `show`, `export` and `--resume` use it."""
     workloads: Annotated[list[WorkloadSpec], Field(min_length=1, max_length=MAX_WORKLOADS)]
+    """What is measured (`[[workloads]]`); a `suite` key adds the CPU suite's."""
     variants: Annotated[list[VariantSpec], Field(min_length=1, max_length=MAX_VARIANTS)]
+    """The configurations compared (`[[variants]]`); a `[sweep]` section adds more."""
     baseline: Name | None = None
-    blocks: Annotated[int, Field(ge=2, le=100_000)] = 10
+    """The variant the others are compared with (default: the first)."""
+    blocks: Blocks = 10
+    """Blocks to run: one block runs every variant of every workload once (`benchlab run --blocks N` overrides it)."""
     warmup: Annotated[int, Field(ge=0, le=1000)] = 0
+    """Untimed warm-up rounds before the blocks: stored, never samples."""
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
+    """Seeds the run order."""
     alpha: Annotated[Finite, Field(gt=0, lt=0.5)] = 0.05
+    """The false-verdict rate the experiment's better/worse verdicts are held to."""
     correction: Correction = "bh"
+    """How each family of tests is corrected: Benjamini-Hochberg, Holm, or none."""
     margin: Annotated[Finite, Field(gt=0, lt=1)] = 0.01
+    """Equivalence margin: a change whose 90% interval lies within +-margin is "same"."""
     timeout: Seconds = 600.0
-    # with a sweep: fit each metric's change against the swept value or its reciprocal
+    """Seconds before a run is killed (a workload's own `timeout` wins)."""
     fit: Literal["value", "reciprocal", "none"] = "none"
-    # sequential mode (`--until-decided`): `blocks` is then ignored; `true` takes the defaults
+    """With a sweep: fit each metric's change against the swept value or its reciprocal (written by `[sweep]`)."""
     until_decided: UntilDecided | None = None
+    """Sequential mode: add blocks until every primary row is decided (`blocks` is then ignored);
+    `true` takes the defaults."""
 
     @field_validator("until_decided", mode="before")
     @classmethod

@@ -15,13 +15,22 @@ class SuiteSpec(Strict):
     """Which part of the suite to run; every field has the full suite's default."""
 
     name: Literal["cpu"]
-    workloads: list[str] = []  # short or full task names; empty: all of them
+    """The suite: `"cpu"`, the one there is (`suite = "cpu"` is short for this table)."""
+    workloads: list[str] = []
+    """Only these tasks, by short or full name (`["html5", "sqlite"]`); empty: all of them."""
     single_core: bool = True
+    """Run each task on one thread."""
     multi_core: bool = True
+    """Run one copy of each task per thread (Geekbench 5)."""
     shared: bool = True
-    threads: Annotated[int, Field(ge=0, le=4096)] = 0  # multi-core threads; 0: every CPU a run may use
-    iterations: Annotated[int, Field(ge=0, le=1 << 40)] = 0  # rounds per copy; 0: each task's default x `rounds`
-    rounds: Annotated[float, Field(gt=0, le=100)] = 1.0  # a fraction (or multiple) of each task's default rounds
+    """Run each task with natural parts as one task split among the threads (Geekbench 6)."""
+    threads: Annotated[int, Field(ge=0, le=4096)] = 0
+    """Multi-core threads; 0: one per CPU a run may use."""
+    iterations: Annotated[int, Field(ge=0, le=1 << 40)] = 0
+    """Rounds per copy; 0: each task's default x `rounds`."""
+    rounds: Annotated[float, Field(gt=0, le=100)] = 1.0
+    """A fraction (or multiple) of each task's default rounds, at least one: `0.5` (what `--quick`
+    uses) gives the same throughput, noisier."""
 
     @model_validator(mode="before")
     @classmethod

@@ -32,11 +32,18 @@ from benchlab.spec.variant_fields import set_field
 
 
 class RangeSpec(Strict):
+    """Values spread evenly from `start` to `stop`, instead of a list."""
+
     start: Finite
+    """The first value."""
     stop: Finite
+    """The last value."""
     steps: Annotated[int, Field(ge=2, le=1000)]
+    """How many values, both ends included."""
     scale: Literal["linear", "log"] = "linear"
-    integer: bool = True  # round each step to an integer (most tunables take one)
+    """Even steps (`linear`) or even ratios (`log`)."""
+    integer: bool = True
+    """Round each step to an integer (most tunables take one); steps that round together are refused."""
 
     @model_validator(mode="after")
     def _usable(self) -> RangeSpec:
@@ -63,9 +70,15 @@ class RangeSpec(Strict):
 
 
 class ParameterSpec(Strict):
+    """One swept field and its values: exactly one of `values` or `range`."""
+
     field: Line
+    """The variant field: `allocator`, `cpus`, `wrapper`, `environment`, `env.VAR`, `tunables.NAME`,
+    `knobs.PATH` or `shim.sampling`."""
     values: Annotated[list[Scalar], Field(min_length=1, max_length=MAX_VARIANTS)] | None = None
+    """The values, one variant each."""
     range: RangeSpec | None = None
+    """Values spread over a range."""
 
     @model_validator(mode="after")
     def _one_source(self) -> ParameterSpec:
@@ -78,9 +91,15 @@ class ParameterSpec(Strict):
 
 
 class SweepSpec(Strict):
+    """Expands one or two variant fields into variants, one per value (two: every combination),
+    added after the spec's own variants, which stay the references."""
+
     parameters: Annotated[list[ParameterSpec], Field(min_length=1, max_length=2)]
+    """The swept fields (`[[sweep.parameters]]`), one or two."""
     base: dict[str, Any] = {}
+    """Variant fields every swept variant shares (`{ allocator = "jemalloc" }`)."""
     fit: Literal["value", "reciprocal", "none"] = "value"
+    """Fit each metric's change against the value, its reciprocal (1/N rates, 0 standing for never), or not."""
 
     @model_validator(mode="after")
     def _distinct(self) -> SweepSpec:
