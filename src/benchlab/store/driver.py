@@ -60,7 +60,8 @@ def rows(conn: Connection, query: Any) -> list[tuple[Any, ...]]:
     params = [compiled.params[name] for name in compiled.positiontup] if compiled.positional else compiled.params
     with cursor(conn) as raw:
         raw.execute(str(compiled), params)
-        return list(raw.fetchall())
+        fetched: list[tuple[Any, ...]] = raw.fetchall()  # a list (sqlite3, psycopg), never copied
+        return fetched
 
 
 def places(query: Any) -> dict[str, int]:
