@@ -58,3 +58,30 @@ def test_a_run_is_stored_once_and_a_refused_one_stores_nothing(tmp_path: Path) -
     assert data.run_values() == {1: {"wall": 1.0}, 2: {"new_metric": 2.0}}
     assert [r.details for r in data.runs] == [{"allocator": "glibc"}, None]
     assert [r.current_version for r in data.runs] == [True, True]
+
+
+def test_experiments_whose_runs_interleave_each_load_only_their_own_values(tmp_path: Path) -> None:
+    """A report reads metric values by the range of its runs' ids: another experiment's runs
+    stored in between (two benchlabs writing one database) fall inside it and must stay out."""
+    store = Store(str(tmp_path / "r.db"))
+    host = store.host_id({"hostname": "h"})
+    exps = [
+        store.create_experiment(name=name, spec={"name": name}, workloads=[("w", "command", "v1")], variants=[("a", {}, True)])
+        for name in ("first", "second")
+    ]
+    for block in range(3):
+        for place, exp in enumerate(exps):
+            late = [Metric("late", 7.0, "s", "lower")] if (block, place) == (2, 0) else []  # named after the second's
+            store.record_run(
+                exp, host_id=host, workload="w", variant="a", block=block, warmup=False, position=block,
+                status="ok", started_at=1.0, ended_at=2.0,
+                metrics=[Metric(f"m{place}", 10.0 * place + block, "s", "lower"), Metric("wall", block, "s", "lower"), *late],
+            )  # fmt: skip
+    first, second = (store.load(exp) for exp in exps)
+    assert first.run_values() == {
+        1: {"m0": 0.0, "wall": 0.0},
+        3: {"m0": 1.0, "wall": 1.0},
+        5: {"m0": 2.0, "wall": 2.0, "late": 7.0},
+    }
+    assert second.run_values() == {2: {"m1": 10.0, "wall": 0.0}, 4: {"m1": 11.0, "wall": 1.0}, 6: {"m1": 12.0, "wall": 2.0}}
+    assert sorted(first.metrics.names) == ["late", "m0", "wall"] and sorted(second.metrics.names) == ["m1", "wall"]

@@ -197,7 +197,8 @@ def build_series(data: ExperimentData) -> tuple[list[Series], list[str]]:
     keep = usable[pos]
     pos = pos[keep]
     group = (run_w[pos] * len(names) + data.metrics.name_codes[keep]) * len(variants) + run_v[pos]
-    by_group = np.argsort(group, kind="stable")
+    # as the smallest integers that hold them: numpy sorts 8- and 16-bit ones stably by radix, ten times faster
+    by_group = np.argsort(group.astype(np.min_scalar_type(int(group.max(initial=0)))), kind="stable")
     group, keys, values = group[by_group], run_key[pos][by_group], data.metrics.values[keep][by_group]
     starts = np.concatenate([[0], np.flatnonzero(np.diff(group)) + 1])
     ends = np.concatenate([starts[1:], [len(group)]])

@@ -15,12 +15,15 @@ from benchlab.store.records import MetricColumns
 NAME_SPAN = 1 << 24  # metric names of one experiment span fewer ids than this
 
 
-def metric_columns(conn: Connection, experiment_id: int) -> MetricColumns:
-    """Metric values as columns, for numpy.
+def metric_columns(conn: Connection, experiment_id: int, run_ids: np.ndarray) -> MetricColumns:
+    """Metric values as columns, for numpy, of the experiment's runs (`run_ids`, ascending).
 
     Each row comes back as two numbers, run and name packed into one integer (`key`), through
     the driver's cursor: converting driver values into Python objects is most of the cost of
-    reading a million of them, so they go straight into arrays.
+    reading a million of them, so they go straight into arrays. The rows are those of the runs'
+    id range, read along the index on run ids (a subquery of the experiment's runs costs a
+    lookup per run) and of the experiment's metric names, so that every key unpacks; runs of
+    other experiments stored meanwhile can fall inside both ranges, and are left out here.
     """
     m, names_c = t.metric.c, t.metric_name.c
     names = {
@@ -32,7 +35,7 @@ def metric_columns(conn: Connection, experiment_id: int) -> MetricColumns:
         )
     }
     codes = {name: code for code, name in enumerate(dict.fromkeys(names.values()))}  # one per name, across workloads
-    if not names:
+    if not names or not len(run_ids):
         return MetricColumns(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0), [])
     first = min(names)
     if max(names) - first >= NAME_SPAN:
@@ -40,16 +43,18 @@ def metric_columns(conn: Connection, experiment_id: int) -> MetricColumns:
     code_of = np.full(max(names) - first + 1, -1, dtype=np.int32)
     for name_id, name in names.items():
         code_of[name_id - first] = codes[name]
+    lo, hi = int(run_ids[0]), int(run_ids[-1])
     query = select((m.run_id * NAME_SPAN + (m.name_id - first)).label("key"), m.value).where(
-        m.run_id.in_(select(t.run.c.id).where(t.run.c.experiment_id == experiment_id))
+        m.run_id.between(lo, hi), m.name_id.between(first, max(names))
     )
     at = driver.places(query)
     key, value = itemgetter(at["key"]), itemgetter(at["value"])
     rows = driver.rows(conn, query)
     keys = np.fromiter(map(key, rows), dtype=np.int64, count=len(rows))
-    return MetricColumns(
-        run_ids=keys // NAME_SPAN,
-        name_codes=code_of[keys % NAME_SPAN],
-        values=np.fromiter(map(value, rows), dtype=np.float64, count=len(rows)),
-        names=list(codes),
-    )
+    values = np.fromiter(map(value, rows), dtype=np.float64, count=len(rows))
+    ours = np.zeros(hi - lo + 1, dtype=bool)
+    ours[run_ids - lo] = True
+    if not ours.all():
+        keep = ours[keys // NAME_SPAN - lo]
+        keys, values = keys[keep], values[keep]
+    return MetricColumns(run_ids=keys // NAME_SPAN, name_codes=code_of[keys % NAME_SPAN], values=values, names=list(codes))

@@ -48,7 +48,8 @@ class NewRun:
 
 @dataclass(slots=True)
 class RunRecord:
-    """One stored run with its metric values, as the analysis and the reports read it."""
+    """One stored run with its metric values, as the analysis and the reports read it. A report
+    builds 100,000 of them by place (store/reading.py): a new field goes in its place there too."""
 
     id: int
     workload: str
