@@ -45,6 +45,13 @@ def run_cgroups() -> list[str]:
     return sorted(p.name for p in Path(parent).iterdir() if p.name.startswith("run-")) if parent else []
 
 
+def signals_as_at_a_terminal() -> None:
+    """A child's stop signals at their defaults, as a shell at a terminal gives them: the suite itself may run
+    under nohup (SIGHUP ignored, which benchlab rightly keeps ignored: see the nohup test)."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def settle(check: object, seconds: float = 5.0) -> None:
     """Waits until `check()` is falsy (processes dying after their parent): asserts it became so."""
     deadline = time.monotonic() + seconds
@@ -379,7 +386,13 @@ def test_a_second_signal_during_clean_up_leaves_no_knob_changed_and_no_cgroup(
     marker = f"bl-sig-{os.getpid()}-{signum}-{int(gap * 1000)}"
     spec = marker_spec(tmp_path / "s.toml", marker, blocks=6, knob=str(int(knob) + 13))
     before = run_cgroups()
-    proc = subprocess.Popen([BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [BENCHLAB, "run", str(spec)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=signals_as_at_a_terminal,
+    )
     settle(lambda: Path(KNOB).read_text().strip() != str(int(knob) + 13), 60)
     time.sleep(random.Random(gap).uniform(0, 0.15))
     proc.send_signal(signum)
