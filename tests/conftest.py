@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,11 @@ def rootfs(tmp_path_factory: pytest.TempPathFactory) -> str:
     proc = subprocess.run([BENCHLAB, "container", "build", "--path", str(path)], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     return str(path)
+
+
+def signals_as_at_a_terminal() -> None:
+    """A child's stop signals at their defaults, as a shell at a terminal gives them: the suite itself may run
+    under nohup (SIGHUP ignored) or as a background job of a script (SIGINT and SIGQUIT
+    ignored), and benchlab rightly keeps an inherited SIG_IGN (see the nohup test)."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchlab.measure.cgroup import run_cgroup_parent
-from tests.conftest import BENCHLAB, cli
+from tests.conftest import BENCHLAB, cli, signals_as_at_a_terminal
 from tests.hostile.conftest import refused
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="knobs, cgroups and mounts need root")
@@ -43,13 +43,6 @@ def leftovers(marker: str) -> list[str]:
 def run_cgroups() -> list[str]:
     parent = run_cgroup_parent()[0]
     return sorted(p.name for p in Path(parent).iterdir() if p.name.startswith("run-")) if parent else []
-
-
-def signals_as_at_a_terminal() -> None:
-    """A child's stop signals at their defaults, as a shell at a terminal gives them: the suite itself may run
-    under nohup (SIGHUP ignored, which benchlab rightly keeps ignored: see the nohup test)."""
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(signum, signal.SIG_DFL)
 
 
 def settle(check: object, seconds: float = 5.0) -> None:

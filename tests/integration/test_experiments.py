@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BENCHLAB, cli, need
+from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 
 
 def report(name: str, fmt: str = "json") -> dict:
@@ -339,7 +339,7 @@ def test_interrupt_stops_cleanly_restores_knobs_and_resume_finishes(tmp_path: Pa
     spec = knob_spec(tmp_path / "i.toml", "interrupted", blocks=10, nap=0.3, value="9")
     try:
         proc = subprocess.Popen([BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, env=os.environ.copy())  # fmt: skip
+                                text=True, env=os.environ.copy(), preexec_fn=signals_as_at_a_terminal)  # fmt: skip
         deadline = time.time() + 60
         while time.time() < deadline and Path(knob).read_text().strip() != "9":
             time.sleep(0.02)
