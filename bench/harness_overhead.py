@@ -25,7 +25,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchlab.stats.analysis import analyze
 from benchlab.store import Store
 
 TARGET_MS = 1.5
@@ -42,7 +41,8 @@ def benchlab_cycle_ms(command: str, runs: int) -> float:
             check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "BENCHLAB_STATE_DIR": tmp},
         )  # fmt: skip
         store = Store(db)
-        runs_ = sorted(analyze(store.load(store.require_experiment("overhead"))).runs, key=lambda r: r.started_at)
+        data = store.load(store.require_experiment("overhead"), every_record=True)
+        runs_ = sorted(data.records, key=lambda r: r.started_at)
         return (runs_[-1].ended_at - runs_[0].started_at) / len(runs_) * 1000
 
 

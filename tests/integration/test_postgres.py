@@ -134,8 +134,8 @@ def test_db_upgrade_migrates_a_landed_postgres_database(postgres_url: str) -> No
     assert cli("db", "current", "--db", url, check=True).stdout.split()[0] == HEAD
     assert "already" in cli("db", "upgrade", "--db", url, check=True).stdout
     store = Store(url)
-    data = store.load(store.require_experiment("old"))
-    assert [(r.id, r.block, r.status) for r in data.runs] == [(1, 0, "ok"), (2, 1, "ok")]
+    data = store.load(store.require_experiment("old"), every_record=True)
+    assert [(r.id, r.block, r.status) for r in data.records] == [(1, 0, "ok"), (2, 1, "ok")]
     assert data.run_values() == {1: {"wall": 0.5}, 2: {"wall": 0.25}}
     with store.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), metadata) == []

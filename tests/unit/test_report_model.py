@@ -45,7 +45,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
         {"name": "bad", "env": {"FAKE_FAIL": "1"}},
     ]
     exp = runner(store, FakeExecutor()).run(spec(variants=variants))
-    return analyze(store.load(exp)).report()
+    return analyze(store.load(exp, every_record=True)).report()
 
 
 def test_the_published_schema_is_the_one_the_models_generate() -> None:

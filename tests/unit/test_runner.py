@@ -81,18 +81,18 @@ def test_runs_are_planned_interleaved_stored_and_judged(tmp_path: Path) -> None:
     order = [launch.env["FAKE_WALL"] for launch in executor.launches]
     assert len(order) == 2 + 20
     assert order[2:4] != order[4:6]  # ABBA after the warm-up round
-    data = store.load(exp)
-    assert sum(r.warmup for r in data.runs) == 2
+    data = store.load(exp, every_record=True)
+    assert sum(r.warmup for r in data.records) == 2
     (wall,) = [r for r in analyze(data).rows if r.metric == "wall"]
     assert wall.verdict == "worse" and wall.change == pytest.approx(0.1)
-    assert (data.runs[0].started_at, data.runs[0].ended_at) == (1000.5, 1001.0)  # the injected clock
+    assert (data.records[0].started_at, data.records[0].ended_at) == (1000.5, 1001.0)  # the injected clock
 
 
 def test_failures_are_stored_with_exit_code_and_tail(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "r.db"))
     prepared = spec(variants=[{"name": "a"}, {"name": "bad", "env": {"FAKE_FAIL": "1"}}])
     exp = runner(store, FakeExecutor()).run(prepared)
-    failed = [r for r in store.load(exp).runs if r.status != "ok"]
+    failed = [r for r in store.load(exp).records if r.status != "ok"]
     assert len(failed) == 6 and {r.variant for r in failed} == {"bad"}
     assert failed[0].exit_code == 3 and failed[0].stderr_tail == "boom"
 
@@ -131,7 +131,7 @@ def test_a_workload_that_cannot_start_is_a_failed_run(tmp_path: Path) -> None:
 
     store = Store(str(tmp_path / "r.db"))
     exp = runner(store, Broken()).run(spec(blocks=2))
-    assert {r.status for r in store.load(exp).runs} == {"failed"}
+    assert {r.status for r in store.load(exp, every_record=True).records} == {"failed"}
 
 
 class NotedProgress:

@@ -96,9 +96,9 @@ def test_a_landed_database_upgrades_in_place_on_first_use_and_reads_back_the_sam
         assert conn.execute("SELECT name FROM sqlite_master WHERE name LIKE '_alembic_tmp%'").fetchall() == []
     assert Store(str(landed)).migrated is None  # once only
     for name in ("fixture-quick", "fixture-spec", "fixture-imported"):
-        data = store.load(store.require_experiment(name))
+        data = store.load(store.require_experiment(name), every_record=True)
         stored = [r for r in before["run"] if r["experiment_id"] == data.experiment.id]
-        assert [(r.id, r.block, r.status, r.started_at) for r in data.runs] == [
+        assert [(r.id, r.block, r.status, r.started_at) for r in data.records] == [
             (r["id"], r["block"], r["status"], r["started_at"]) for r in stored
         ]
         values = {(m["run_id"], m["value"]) for m in before["metric"] if m["run_id"] in {r["id"] for r in stored}}

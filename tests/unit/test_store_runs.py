@@ -54,10 +54,10 @@ def test_a_run_is_stored_once_and_a_refused_one_stores_nothing(tmp_path: Path) -
     with pytest.raises(StoreError, match="already stored for this host; it is never stored twice"):
         store.record_run(exp, **run, metrics=[Metric("new_metric", 1.0, "s", "lower")])
     store.record_run(exp, **{**run, "block": 1}, metrics=[Metric("new_metric", 2.0, "s", "lower")])
-    data = store.load(exp)
+    data = store.load(exp, every_record=True)
     assert data.run_values() == {1: {"wall": 1.0}, 2: {"new_metric": 2.0}}
-    assert [r.details for r in data.runs] == [{"allocator": "glibc"}, None]
-    assert [r.current_version for r in data.runs] == [True, True]
+    assert [r.details for r in data.records] == [{"allocator": "glibc"}, None]
+    assert [r.current_version for r in data.records] == [True, True]
 
 
 def test_experiments_whose_runs_interleave_each_load_only_their_own_values(tmp_path: Path) -> None:

@@ -49,15 +49,15 @@ def check_failures(analyses: list[Analysis], what: str, *, allow: bool) -> None:
     """Exit 5 (after the report) when any stored run of the experiment failed or timed out, or a
     benchmark inside a run did. A resumed experiment counts the runs of earlier invocations too:
     they are in the report it prints, and its verdicts lack them just the same."""
-    runs = [r for a in analyses for r in a.runs]
-    failed = Counter(STATUS_WORDS.get(r.status, r.status) for r in runs if r.status != "ok")
+    runs = sum(len(a.data.runs) for a in analyses)
+    failed = Counter(STATUS_WORDS.get(r.status, r.status) for a in analyses for r in a.failed_runs)
     benchmarks = [b for a in analyses for b in a.failed_benchmarks]
     if allow or not (failed or benchmarks):
         return
     parts = []
     if failed:
         kinds = f" ({', '.join(f'{n} {status}' for status, n in sorted(failed.items()))})" if set(failed) != {"failed"} else ""
-        parts.append(f"{failed.total()} of {len(runs)} runs of {what} failed{kinds}")
+        parts.append(f"{failed.total()} of {runs} runs of {what} failed{kinds}")
     if benchmarks:
         first = benchmarks[0]
         parts.append(
@@ -122,8 +122,8 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, all
 
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
-    analysis = analyze(store.load(exp))
-    print_report(analysis.report(with_runs=fmt == "json"), fmt)
+    analysis = analyze(store.load(exp, every_record=fmt == "json"))
+    print_report(analysis.report(), fmt)
     err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures([analysis], f"'{exp.name}'", allow=allow_failures)
 

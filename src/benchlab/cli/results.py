@@ -70,8 +70,8 @@ def report(
         raise SpecError(f"--times is --view times, not --view {view}: give one of them", where="--times")
     checked = check_format(fmt, "times" if times else view)
     store = open_store(db, create=False)
-    analysis = analyze(store.load(store.require_experiment(name)), reference_host=reference)
-    print_report(analysis.report(with_runs=fmt == "json"), fmt, checked)
+    analysis = analyze(store.load(store.require_experiment(name), every_record=fmt == "json"), reference_host=reference)
+    print_report(analysis.report(), fmt, checked)
 
 
 def list_(db: Db = None) -> None:
@@ -89,7 +89,7 @@ def list_(db: Db = None) -> None:
 def show(name: Annotated[str, typer.Argument()], db: Db = None) -> None:
     """Show an experiment's spec, hosts and runs."""
     store = open_store(db, create=False)
-    data = store.load(store.require_experiment(name))
+    data = store.load(store.require_experiment(name), every_record=True)
     out.print_json(json.dumps(data.experiment.spec), ensure_ascii=True)  # JSON escapes: no control character survives
     for host_id, fp in data.hosts.items():
         line = (
@@ -100,13 +100,13 @@ def show(name: Annotated[str, typer.Argument()], db: Db = None) -> None:
     for col in ("workload", "variant", "ok", "failed", "timeout", "warm-up"):
         table.add_column(col)
     counts: Counter[tuple[str, str, str]] = Counter()
-    for run in data.runs:
+    for run in data.records:
         counts[(run.workload, run.variant, "warm-up" if run.warmup else run.status)] += 1
     for w in data.experiment.workload_ids:
         for v in data.experiment.variant_ids:
             table.add_row(safe.text(w), safe.text(v), *(str(counts[(w, v, s)]) for s in ("ok", "failed", "timeout", "warm-up")))
     out.print(table)
-    for run in data.runs:
+    for run in data.records:
         if run.status != "ok":
             line = f"failed: {run.workload}/{run.variant} block {run.block}: {run.message}"
             out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False)

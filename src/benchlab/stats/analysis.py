@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections import Counter
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -23,12 +21,12 @@ from benchlab.spec import ExperimentSpec
 from benchlab.spec.models import MetricSettings
 from benchlab.stats import report_model as model
 from benchlab.stats.calibration import calibration_report
-from benchlab.stats.environments import split_by_host
+from benchlab.stats.environments import split_by_host, used_hosts
 from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.judge import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge, undecided
 from benchlab.stats.scores import SCORES, score_report, suite_series
 from benchlab.stats.sweep import sweep_report
-from benchlab.store import ExperimentData, RunRecord
+from benchlab.store import FAILED_BENCHMARKS, ExperimentData, RunRecord
 from benchlab.suite.baseline import load_baseline
 
 NOISY_SPREAD = 0.03
@@ -50,12 +48,8 @@ class Analysis:
     failed_benchmarks: list[model.FailedBenchmark] = field(default_factory=list)
 
     @property
-    def runs(self) -> list[RunRecord]:
-        return self.data.runs
-
-    @property
     def failed_runs(self) -> list[RunRecord]:
-        return [r for r in self.runs if r.status != "ok"]
+        return [r for r in self.data.records if r.status != "ok"]
 
     def undecided(self) -> list[Row]:
         """The undecided primary rows, scores included (see `analysis.undecided`)."""
@@ -63,8 +57,9 @@ class Analysis:
             return []
         return undecided([*self.rows, *self.score_rows])
 
-    def report(self, *, with_runs: bool = True) -> model.Report:
-        """The report; `with_runs` adds every run's raw values (left out where only a table is drawn)."""
+    def report(self) -> model.Report:
+        """The report, with every run's raw values where the data was loaded with every record
+        (a JSON report; a table draws without them)."""
         report = model.Report(
             experiment=self.experiment,
             baseline=self.settings.baseline,
@@ -81,10 +76,10 @@ class Analysis:
             warnings=self.warnings,
             runs=[],
         )
-        if not with_runs:
+        if not self.data.every_record:
             return report
         values = self.data.run_values()
-        return report.with_runs([model.Run(**_run_summary(r), metrics=values[r.id]) for r in self.runs])
+        return report.with_runs([model.Run(**_run_summary(r), metrics=values[r.id]) for r in self.data.records])
 
 
 def _run_summary(run: RunRecord) -> model.RunSummary:
@@ -95,22 +90,23 @@ def _run_summary(run: RunRecord) -> model.RunSummary:
     )  # fmt: skip
 
 
-def failed_benchmarks(runs: list[RunRecord]) -> list[model.FailedBenchmark]:
+def failed_benchmarks(data: ExperimentData) -> list[model.FailedBenchmark]:
     """Benchmarks of a binary that failed inside runs that otherwise succeeded (Google Benchmark's
     `SkipWithError`): per workload and benchmark, in how many of the workload's successful runs, per
     variant, with the last message. Their metrics are missing from those runs, never made up."""
     variants: dict[tuple[str, str], dict[str, int]] = {}
     messages: dict[tuple[str, str], str] = {}
-    for run in runs:
-        if not run.details or not run.details.get("failed_benchmarks"):
+    for run in data.records:
+        if not run.details or not run.details.get(FAILED_BENCHMARKS):
             continue
-        for name, message in run.details["failed_benchmarks"].items():
+        for name, message in run.details[FAILED_BENCHMARKS].items():
             counts = variants.setdefault((run.workload, name), {})
             counts[run.variant] = counts.get(run.variant, 0) + 1
             messages[(run.workload, name)] = message
     if not variants:
         return []
-    ok = Counter(r.workload for r in runs if r.status == "ok")
+    table = data.runs
+    ok = dict(zip(table.workloads, np.bincount(table.workload[table.ok], minlength=len(table.workloads)).tolist(), strict=True))
     return [
         model.FailedBenchmark(workload=workload, benchmark=name, variants=counts, message=messages[(workload, name)],
                               failed=sum(counts.values()), runs=ok[workload])
@@ -171,32 +167,20 @@ def build_series(data: ExperimentData) -> tuple[list[Series], list[str]]:
     Works on the metric columns with numpy: a report on 100,000 runs must not loop over a
     million values in Python.
     """
-    exp = data.experiment
-    workloads, variants, names = list(exp.workload_ids), list(exp.variant_ids), data.metrics.names
-    if not data.runs or not names:
+    runs, names = data.runs, data.metrics.names
+    workloads, variants = runs.workloads, runs.variants
+    if not len(runs) or not names:
         return [], []
     w_index = {w: i for i, w in enumerate(workloads)}
-    v_index = {v: i for i, v in enumerate(variants)}
-    runs, count = data.runs, len(data.runs)
-    specs = {w["name"]: w for w in exp.spec.get("workloads", [])}
-
-    def column(field: str, dtype: type, lookup: dict[str, int] | None = None) -> np.ndarray:
-        values = map(attrgetter(field), runs)
-        return np.fromiter(map(lookup.__getitem__, values) if lookup else values, dtype=dtype, count=count)
-
-    ids = column("id", np.int64)
-    run_w = column("workload", np.int64, w_index)
-    run_v = column("variant", np.int64, v_index)
-    run_key = (column("host_id", np.int64) << KEY_SHIFT) | column("block", np.int64)
-    ok = (column("status", object) == "ok") & ~column("warmup", bool)
-    current = column("current_version", bool)
-    usable = ok & current
-    skipped_versions = int((ok & ~current).sum())
-    order = np.argsort(ids)
-    pos = order[np.searchsorted(ids[order], data.metrics.run_ids)]
+    specs = {w["name"]: w for w in data.experiment.spec.get("workloads", [])}
+    run_key = (runs.host_id << KEY_SHIFT) | runs.block
+    ok = runs.ok & ~runs.warmup
+    usable = ok & runs.current
+    skipped_versions = int((ok & ~runs.current).sum())
+    pos = np.searchsorted(runs.ids, data.metrics.run_ids)  # the table is in stored order: ids ascending
     keep = usable[pos]
     pos = pos[keep]
-    group = (run_w[pos] * len(names) + data.metrics.name_codes[keep]) * len(variants) + run_v[pos]
+    group = (runs.workload[pos] * len(names) + data.metrics.name_codes[keep]) * len(variants) + runs.variant[pos]
     # as the smallest integers that hold them: numpy sorts 8- and 16-bit ones stably by radix, ten times faster
     by_group = np.argsort(group.astype(np.min_scalar_type(int(group.max(initial=0)))), kind="stable")
     group, keys, values = group[by_group], run_key[pos][by_group], data.metrics.values[keep][by_group]
@@ -247,11 +231,11 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
     every variant on every host against the baseline on `reference_host`."""
     spec = data.experiment.spec
     settings = settings_from_spec(spec)
-    runs_per_host = Counter(map(attrgetter("host_id"), data.runs))
-    if len(runs_per_host) > 1 or reference_host is not None:
+    hosts = used_hosts(data)
+    if len(hosts) > 1 or reference_host is not None:
         data, baseline = split_by_host(data, settings.baseline, reference_host)
         settings = dataclasses.replace(settings, baseline=baseline)
-    variants = list(data.experiment.variant_ids)
+    variants = data.runs.variants
     series, warnings = build_series(data)
     baseline_scores = load_baseline()
     suite = suite_series(spec, data.experiment.workload_versions, series, variants, baseline_scores)
@@ -262,10 +246,10 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
     warnings += suite.warnings
     sweep, sweep_warnings = sweep_report(spec, stored_setting(spec, "fit"), [*suite.overall, *series], settings)
     warnings += sweep_warnings
-    failed = sum(1 for r in data.runs if r.status != "ok")
+    failed = int((~data.runs.ok).sum())
     if failed:
         warnings.append(f"{failed} run(s) failed; they are not samples (see failed_runs)")
-    benchmarks = failed_benchmarks(data.runs)
+    benchmarks = failed_benchmarks(data)
     warnings += map(_benchmark_warning, benchmarks)
     warnings += _spread_warnings(series, settings.baseline)
     for host_id, fp in data.hosts.items():
@@ -274,7 +258,7 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
     # the host that ran most of the experiment (the only one, unless bundles were merged)
     main_host = None
     if data.hosts:
-        main_host = runs_per_host.most_common(1)[0][0] if runs_per_host else next(iter(data.hosts))
+        main_host = hosts[0] if hosts else next(iter(data.hosts))
     experiment = model.Experiment(
         id=data.experiment.id,
         name=data.experiment.name,

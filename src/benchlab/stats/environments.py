@@ -13,6 +13,8 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
+import numpy as np
+
 from benchlab.errors import SpecError
 from benchlab.store import ExperimentData
 
@@ -25,8 +27,11 @@ def host_labels(hosts: dict[int, dict[str, Any]]) -> dict[int, str]:
 
 
 def used_hosts(data: ExperimentData, variant: str | None = None) -> list[int]:
-    """Hosts that ran something (of `variant`), the one that ran most first."""
-    return [host for host, _ in Counter(r.host_id for r in data.runs if variant in (None, r.variant)).most_common()]
+    """Hosts that ran something (of `variant`), the one that ran most first (of as many, the first to run)."""
+    runs = data.runs
+    hosts = runs.host_id if variant is None else runs.host_id[runs.variant == runs.variants.index(variant)]
+    found, first, counts = np.unique(hosts, return_index=True, return_counts=True)
+    return [int(found[i]) for i in np.lexsort((first, -counts))]
 
 
 def split_by_host(data: ExperimentData, baseline: str, reference: str | None) -> tuple[ExperimentData, str]:
@@ -40,9 +45,17 @@ def split_by_host(data: ExperimentData, baseline: str, reference: str | None) ->
         known = ", ".join(labels[h] for h in hosts)
         raise SpecError(f"no host named '{reference}' ran this experiment (hosts: {known})", where="--reference")
     ordered = sorted(hosts, key=lambda h: labels[h] != reference)  # the reference host's columns first
-    columns = [f"{v}@{labels[h]}" for v in data.experiment.variant_ids for h in ordered]
-    present = {f"{r.variant}@{labels[r.host_id]}" for r in data.runs}
-    variant_ids = {label: i for i, label in enumerate(c for c in columns if c in present)}
-    runs = [dataclasses.replace(r, variant=f"{r.variant}@{labels[r.host_id]}") for r in data.runs]
-    experiment = dataclasses.replace(data.experiment, variant_ids=variant_ids)
-    return dataclasses.replace(data, experiment=experiment, runs=runs), f"{baseline}@{reference}"
+    table = data.runs
+    place = {h: i for i, h in enumerate(ordered)}
+    host_place = np.array([place[h] for h in table.host_id.tolist()], dtype=np.int64)
+    column = table.variant * len(ordered) + host_place  # as listed below: variant by variant, host by host
+    present = set(np.unique(column).tolist())
+    listed = [(i * len(ordered) + j, f"{v}@{labels[h]}") for i, v in enumerate(table.variants) for j, h in enumerate(ordered)]
+    kept = [(c, label) for c, label in listed if c in present]
+    renumber = np.zeros(len(listed), dtype=np.int64)
+    renumber[[c for c, _ in kept]] = np.arange(len(kept))
+    variants = [label for _, label in kept]
+    runs = dataclasses.replace(table, variant=renumber[column], variants=variants)
+    records = [dataclasses.replace(r, variant=f"{r.variant}@{labels[r.host_id]}") for r in data.records]
+    experiment = dataclasses.replace(data.experiment, variant_ids={label: i for i, label in enumerate(variants)})
+    return dataclasses.replace(data, experiment=experiment, runs=runs, records=records), f"{baseline}@{reference}"

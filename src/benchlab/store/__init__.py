@@ -3,19 +3,30 @@
 Every name other packages use is imported from here, never from the modules below, which
 each do one job: `url` (which database, connection pragmas), `version` and `migrate` (the
 schema a database is at, and bringing it to this benchlab's), `hosts` (host identity),
-`experiments` and `runs` (writing), `reading` and `columns` (loading), `driver` (the raw
-cursor both fast paths use), `bundle` (export and import), `store` (the Store tying them).
+`experiments` and `runs` (writing), `reading` and `columns` (loading), `columnar` (query
+results as numpy columns), `driver` (the raw cursor the fast paths use), `bundle` (export
+and import), `store` (the Store tying them).
 """
 
 from benchlab.store.bundle import CheckedBundle, export_bundle, import_bundle, read_bundle
 from benchlab.store.experiments import spec_digest
 from benchlab.store.hosts import IDENTITY, host_digest
-from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, MetricColumns, NewRun, RunRecord
+from benchlab.store.records import (
+    FAILED_BENCHMARKS,
+    Calibration,
+    ExperimentData,
+    ExperimentRecord,
+    MetricColumns,
+    NewRun,
+    RunRecord,
+    RunTable,
+)
 from benchlab.store.store import Store, revision_of
 from benchlab.store.url import default_db
 from benchlab.store.version import BASELINE, HEAD, Migration
 
 __all__ = [
+    "FAILED_BENCHMARKS",
     "BASELINE",
     "HEAD",
     "IDENTITY",
@@ -27,6 +38,7 @@ __all__ = [
     "Migration",
     "NewRun",
     "RunRecord",
+    "RunTable",
     "Store",
     "default_db",
     "export_bundle",

@@ -195,7 +195,7 @@ class CheckedBundle:
 
 def export_bundle(store: Store, name: str) -> dict[str, Any]:
     exp = store.require_experiment(name)
-    data = store.load(exp)
+    data = store.load(exp, every_record=True)
     with store.engine.connect() as conn:
         variants = conn.execute(
             select(t.variant.c.name, t.variant.c.config, t.variant.c.is_baseline)
@@ -211,7 +211,7 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
              "direction": data.metric_info.get((run.workload, name), ("", "none"))[1]}
             for name, value in values[run.id].items()
         ]
-        for run in data.runs
+        for run in data.records
     }  # fmt: skip
     return {
         "schema": BUNDLE_SCHEMA,
@@ -244,7 +244,7 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
                 "details": r.details,
                 "metrics": metrics.get(r.id, []),
             }  # fmt: skip
-            for r in data.runs
+            for r in data.records
         ],
     }
 

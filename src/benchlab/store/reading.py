@@ -3,36 +3,101 @@
 from __future__ import annotations
 
 import json
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Integer, func, select
+from sqlalchemy import Connection, Integer, and_, func, or_, select
 
-from benchlab.store import driver
+from benchlab.store import columnar, driver
 from benchlab.store import schema as t
 from benchlab.store.columns import metric_columns
-from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, RunRecord
+from benchlab.store.records import (
+    BENCHMARK_BINARY,
+    FAILED_BENCHMARKS,
+    Calibration,
+    ExperimentData,
+    ExperimentRecord,
+    RunRecord,
+    RunTable,
+)
 
 
-def load(conn: Connection, exp: ExperimentRecord) -> ExperimentData:
+def load(conn: Connection, exp: ExperimentRecord, *, every_record: bool = False) -> ExperimentData:
+    """The experiment's runs as columns with their metric values, and the whole records of the
+    runs a report names one by one (those that failed, those a benchmark failed inside), or of
+    every run with `every_record` (a JSON report with its runs, a bundle)."""
+    with columnar.reader(conn) as read:
+        runs = run_table(read, exp)
+        metrics = metric_columns(conn, read, exp.id, runs.ids)
+    records = run_records(conn, exp, last=int(runs.ids[-1]) if len(runs) else 0, every=every_record)
+    names_w = {v: k for k, v in exp.workload_ids.items()}
+    m = t.metric_name.c
+    info = {
+        (names_w[row.workload_id], row.name): (row.unit, row.direction)
+        for row in conn.execute(select(m.workload_id, m.name, m.unit, m.direction).where(m.workload_id.in_(list(names_w))))
+    }
+    host_ids = set(np.unique(runs.host_id).tolist())
+    hosts = {
+        row.id: json.loads(row.fingerprint)
+        for row in conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(host_ids)))
+    }
+    return ExperimentData(exp, runs, records, metrics, info, hosts, calibrations(conn, host_ids), every_record)
+
+
+def run_table(read: columnar.ReadColumns, exp: ExperimentRecord) -> RunTable:
+    """Every run of the experiment as columns, in the order stored."""
+    r = t.run.c
+    query = (
+        select(
+            r.id, r.workload_id, r.variant_id, r.host_id, r.block, r.warmup, (r.status == "ok").label("ok"),
+            (r.workload_version == t.workload.c.version).label("current"),
+        )
+        .join(t.workload, t.workload.c.id == r.workload_id)
+        .where(r.experiment_id == exp.id)
+        .order_by(r.id)
+    )  # fmt: skip
+    whole, flag = np.int64, np.bool_
+    c = read(query, {"id": whole, "workload_id": whole, "variant_id": whole, "host_id": whole, "block": whole,
+                     "warmup": flag, "ok": flag, "current": flag})  # fmt: skip
+    return RunTable(
+        ids=c["id"], workload=_places(c["workload_id"], exp.workload_ids), variant=_places(c["variant_id"], exp.variant_ids),
+        host_id=c["host_id"], block=c["block"], warmup=c["warmup"], ok=c["ok"], current=c["current"],
+        workloads=list(exp.workload_ids), variants=list(exp.variant_ids),
+    )  # fmt: skip
+
+
+def _places(ids: np.ndarray, named: dict[str, int]) -> np.ndarray:
+    """Database ids as places in `named`'s order."""
+    known = np.fromiter(named.values(), dtype=np.int64, count=len(named))
+    order = np.argsort(known)
+    return order[np.searchsorted(known[order], ids)] if len(ids) else np.empty(0, dtype=np.int64)
+
+
+def run_records(conn: Connection, exp: ExperimentRecord, *, last: int, every: bool) -> list[RunRecord]:
+    """Whole records of the runs up to id `last` (those the columns were read with), all or only
+    those a report names: every run that did not succeed, and the benchmark binaries' runs
+    whose details name a benchmark that failed inside (read back from the parsed details: the
+    text search only spares parsing the others, and other workloads' details are not read)."""
     names_w = {v: k for k, v in exp.workload_ids.items()}
     names_v = {v: k for k, v in exp.variant_ids.items()}
-    r = t.run.c
+    r, details = t.run.c, t.run_detail.c.details
     query = (
         select(
             r.id, r.workload_id, r.variant_id, r.host_id, r.block, r.warmup, r.position, r.status, r.exit_code,
             r.message, r.stderr_tail, r.started_at, r.ended_at,
-            (r.workload_version == t.workload.c.version).label("current"), t.run_detail.c.details,
+            (r.workload_version == t.workload.c.version).label("current"), details,
         )
         .join(t.workload, t.workload.c.id == r.workload_id)
         .outerjoin(t.run_detail, t.run_detail.c.run_id == r.id)
-        .where(r.experiment_id == exp.id)
+        .where(r.experiment_id == exp.id, r.id <= last)
         .order_by(r.id)  # the order runs were stored in
     )  # fmt: skip
-    # 100,000 runs for a big report: the driver's tuples, each column found by its name once
+    if not every:
+        d = t.run_detail.alias("named").c
+        named = select(d.run_id).where(d.run_id == r.id, d.details.contains(f'"{FAILED_BENCHMARKS}"', autoescape=True))
+        query = query.where(or_(r.status != "ok", and_(t.workload.c.kind == BENCHMARK_BINARY, named.exists())))
     at = driver.places(query)
-    id_, workload, variant, host, block, warmup, position, status, exit_code, message, tail, started, ended, current, details = (
+    id_, workload, variant, host, block, warmup, position, status, exit_code, message, tail, started, ended, current, detail = (
         at[name]
         for name in (
             "id", "workload_id", "variant_id", "host_id", "block", "warmup", "position", "status", "exit_code", "message",
@@ -40,7 +105,7 @@ def load(conn: Connection, exp: ExperimentRecord) -> ExperimentData:
         )
     )  # fmt: skip
     with driver.bulk():
-        runs = [
+        return [
             RunRecord(  # by place, in the order of its fields: keywords cost a third of building 100,000
                 row[id_],
                 names_w[row[workload]],
@@ -56,23 +121,10 @@ def load(conn: Connection, exp: ExperimentRecord) -> ExperimentData:
                 row[started],
                 row[ended],
                 bool(row[current]),
-                json.loads(row[details]) if row[details] else None,
+                json.loads(row[detail]) if row[detail] else None,
             )
             for row in driver.rows(conn, query)
         ]
-        run_ids = np.fromiter(map(attrgetter("id"), runs), dtype=np.int64, count=len(runs))
-        metrics = metric_columns(conn, exp.id, run_ids)
-    m = t.metric_name.c
-    info = {
-        (names_w[row.workload_id], row.name): (row.unit, row.direction)
-        for row in conn.execute(select(m.workload_id, m.name, m.unit, m.direction).where(m.workload_id.in_(list(names_w))))
-    }
-    host_ids = {run.host_id for run in runs}
-    hosts = {
-        row.id: json.loads(row.fingerprint)
-        for row in conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(host_ids)))
-    }
-    return ExperimentData(exp, runs, metrics, info, hosts, calibrations(conn, host_ids))
 
 
 def calibrations(conn: Connection, host_ids: set[int]) -> list[Calibration]:

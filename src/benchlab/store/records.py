@@ -11,6 +11,12 @@ import numpy as np
 
 from benchlab.metrics import Metric
 
+# A Google Benchmark binary (workload kind "gbench") can lose a benchmark inside a run that
+# succeeds (SkipWithError): the run's details name those under this key, written with
+# json.dumps, so that the store finds such runs by their text.
+FAILED_BENCHMARKS = "failed_benchmarks"
+BENCHMARK_BINARY = "gbench"
+
 
 @dataclass(frozen=True)
 class ExperimentRecord:
@@ -48,8 +54,8 @@ class NewRun:
 
 @dataclass(slots=True)
 class RunRecord:
-    """One stored run with its metric values, as the analysis and the reports read it. A report
-    builds 100,000 of them by place (store/reading.py): a new field goes in its place there too."""
+    """One stored run, whole, as a report lists it and a bundle carries it. Built by place
+    (store/reading.py): a new field goes in its place there too."""
 
     id: int
     workload: str
@@ -66,6 +72,27 @@ class RunRecord:
     ended_at: float
     current_version: bool  # ran the experiment's version of its workload (imports may bring others)
     details: dict[str, Any] | None = None  # what it ran under: allocator mapped, options in force
+
+
+@dataclass
+class RunTable:
+    """Every stored run of an experiment as parallel arrays, in the order stored: what judging
+    100,000 runs needs of each, without an object per run (the whole record of a run is in
+    `ExperimentData.records` where a report names it)."""
+
+    ids: np.ndarray  # int64
+    workload: np.ndarray  # int64: place in `workloads`
+    variant: np.ndarray  # int64: place in `variants`
+    host_id: np.ndarray  # int64
+    block: np.ndarray  # int64
+    warmup: np.ndarray  # bool
+    ok: np.ndarray  # bool: its status is "ok"
+    current: np.ndarray  # bool: ran the experiment's version of its workload (imports may bring others)
+    workloads: list[str]
+    variants: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 @dataclass
@@ -101,15 +128,17 @@ class ExperimentData:
     """Everything stored about one experiment."""
 
     experiment: ExperimentRecord
-    runs: list[RunRecord]
+    runs: RunTable
+    records: list[RunRecord]  # whole, in stored order: every run if `every_record`, else those a report names one by one
     metrics: MetricColumns
     metric_info: dict[tuple[str, str], tuple[str, str]]  # (workload, metric) -> (unit, direction)
     hosts: dict[int, dict[str, Any]]
     calibrations: list[Calibration] = field(default_factory=list)  # of its hosts and workload versions
+    every_record: bool = False  # else `records` holds the runs that failed and those a benchmark failed inside
 
     def run_values(self) -> dict[int, dict[str, float]]:
         """Raw values per run id, for the JSON report and bundles."""
-        out: dict[int, dict[str, float]] = {r.id: {} for r in self.runs}
+        out: dict[int, dict[str, float]] = {run_id: {} for run_id in self.runs.ids.tolist()}
         names = self.metrics.names
         for run_id, code, value in zip(
             self.metrics.run_ids.tolist(), self.metrics.name_codes.tolist(), self.metrics.values.tolist(), strict=True

@@ -173,9 +173,10 @@ class Store:
         with self.engine.connect() as conn:
             return reading.run_identities(conn, exp)
 
-    def load(self, exp: ExperimentRecord) -> ExperimentData:
+    def load(self, exp: ExperimentRecord, *, every_record: bool = False) -> ExperimentData:
+        """Everything stored about an experiment (`reading.load`)."""
         with self.engine.connect() as conn:
-            return reading.load(conn, exp)
+            return reading.load(conn, exp, every_record=every_record)
 
     def record_calibration(self, calibration: Calibration) -> None:
         with self.transaction() as conn:

@@ -16,6 +16,7 @@ from benchlab.errors import SpecError
 from benchlab.measure.process import Finished
 from benchlab.metrics import Metric
 from benchlab.spec.models import WorkloadSpec
+from benchlab.store import FAILED_BENCHMARKS
 from benchlab.workloads.base import metric_directions
 from benchlab.workloads.command import find_executable
 from benchlab.workloads.gbench_json import benchmark_results, parse_document
@@ -60,4 +61,4 @@ class GbenchWorkload:
     def details(self, finished: Finished) -> dict[str, Any]:
         """The benchmarks that failed in this run, each with its message (none: nothing to record)."""
         failed = self._results(finished)[1]
-        return {"failed_benchmarks": failed} if failed else {}
+        return {FAILED_BENCHMARKS: failed} if failed else {}

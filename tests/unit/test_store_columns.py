@@ -1,0 +1,89 @@
+"""Loading as columns: the Arrow path SQLite takes reads what the driver's cursor reads, and a load
+without every record keeps exactly the runs a report names one by one."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from benchlab.errors import StoreError
+from benchlab.metrics import Metric
+from benchlab.store import FAILED_BENCHMARKS, ExperimentRecord, Store
+from benchlab.store import schema as t
+from benchlab.store.columnar import by_driver, reader
+
+
+def two_experiments(path: Path) -> tuple[Store, ExperimentRecord, ExperimentRecord]:
+    """Two experiments whose runs interleave in the tables, as two commands storing at once leave them."""
+    store = Store(str(path))
+    host = store.host_id({"hostname": "h"})
+    made = [
+        store.create_experiment(
+            name=name, spec={"name": name}, workloads=[("cmd", "command", "v1"), ("bin", "gbench", "v1")],
+            variants=[("a", {}, True), ("b", {}, False)],
+        )  # fmt: skip
+        for name in ("one", "two")
+    ]
+    rng = np.random.default_rng(7)
+    for block in range(40):
+        for exp in made:
+            for workload in ("cmd", "bin"):
+                for variant in ("a", "b"):
+                    failed = block == 3 and variant == "b" and workload == "cmd"
+                    lost = {FAILED_BENCHMARKS: {"BM_x": "boom"}} if block == 5 and workload == "bin" else {}
+                    store.record_run(
+                        exp, host_id=host, workload=workload, variant=variant, block=block, warmup=block == 0,
+                        position=block, status="failed" if failed else "ok", started_at=float(block),
+                        ended_at=block + 0.5, message="it broke" if failed else None,
+                        metrics=[] if failed else [Metric(m, float(rng.lognormal()), "s", "lower") for m in ("wall", "user")],
+                        details={"allocator": "glibc", **lost},
+                    )  # fmt: skip
+    return store, *made  # type: ignore[return-value]
+
+
+def test_arrow_reads_the_same_columns_as_the_driver(tmp_path: Path) -> None:
+    store, one, _ = two_experiments(tmp_path / "r.db")
+    r, m = t.run.c, t.metric.c
+    queries: list[tuple[Any, dict[str, Any]]] = [
+        (select(r.id, r.block, r.warmup, (r.status == "ok").label("ok")).where(r.experiment_id == one.id).order_by(r.id),
+         {"id": np.int64, "block": np.int64, "warmup": np.bool_, "ok": np.bool_}),
+        (select(m.run_id, m.name_id, m.value).order_by(m.id), {"run_id": np.int64, "name_id": np.int64, "value": np.float64}),
+        (select(r.id).where(r.experiment_id == -1), {"id": np.int64}),  # nothing: empty columns
+    ]  # fmt: skip
+    with store.engine.connect() as conn, reader(conn) as read:
+        for query, dtypes in queries:
+            arrow, cursor = read(query, dtypes), by_driver(conn, query, dtypes)
+            assert arrow.keys() == cursor.keys()
+            for name in arrow:
+                assert arrow[name].dtype == cursor[name].dtype == np.dtype(dtypes[name])
+                assert np.array_equal(arrow[name], cursor[name])
+    assert len(arrow["id"]) == 0
+
+
+def test_a_load_keeps_its_own_runs_and_names_failed_ones_and_lost_benchmarks(tmp_path: Path) -> None:
+    store, one, two = two_experiments(tmp_path / "r.db")
+    whole = store.load(one, every_record=True)
+    data = store.load(one)
+    assert len(whole.records) == len(data.runs) == 40 * 4 and whole.every_record and not data.every_record
+    assert np.array_equal(data.runs.ids, [r.id for r in whole.records])
+    assert [data.runs.variants[v] for v in data.runs.variant] == [r.variant for r in whole.records]
+    assert [data.runs.workloads[w] for w in data.runs.workload] == [r.workload for r in whole.records]
+    assert data.runs.ok.tolist() == [r.status == "ok" for r in whole.records]
+    assert data.runs.warmup.tolist() == [r.warmup for r in whole.records]
+    named = [(r.workload, r.variant, r.block, r.status) for r in data.records]
+    assert named == [("cmd", "b", 3, "failed"), ("bin", "a", 5, "ok"), ("bin", "b", 5, "ok")]
+    assert data.run_values() == whole.run_values()  # the other experiment's values, stored in between, left out
+    assert set(data.run_values()).isdisjoint(store.load(two).run_values())
+
+
+def test_a_stored_value_of_the_wrong_kind_is_a_one_line_error(tmp_path: Path) -> None:
+    store, one, _ = two_experiments(tmp_path / "r.db")
+    with sqlite3.connect(tmp_path / "r.db") as conn:  # a hand-edited file: text where a block number belongs
+        conn.execute("UPDATE run SET block = 'seven' WHERE id = (SELECT max(id) FROM run WHERE experiment_id = ?)", (one.id,))
+    with pytest.raises(StoreError, match="^(cannot read results database|the stored column block)"):
+        store.load(one)
