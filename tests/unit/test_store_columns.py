@@ -24,7 +24,9 @@ def two_experiments(path: Path) -> tuple[Store, ExperimentRecord, ExperimentReco
     host = store.host_id({"hostname": "h"})
     made = [
         store.create_experiment(
-            name=name, spec={"name": name}, workloads=[("cmd", "command", "v1"), ("bin", "gbench", "v1")],
+            name=name,
+            spec={"name": name},
+            workloads=[("cmd", "command", "v1"), ("bin", "gbench", "v1")],
             variants=[("a", {}, True), ("b", {}, False)],
         )  # fmt: skip
         for name in ("one", "two")
