@@ -1,5 +1,6 @@
 """Where benchlab's native parts are: the probe runs the built-in workloads, the
-launcher starts every run, the allocator shim is preloaded into variants that ask for it."""
+launcher starts every run, the allocator shim is preloaded into variants that ask for it,
+the column reader reads a big report's values out of a SQLite file."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ def _native(name: str, variable: str) -> str:
     if found:
         return found
     raise EnvironmentProblem(f"{name} is not installed", hint=f"reinstall benchlab with `uv sync`, or set {variable}")
+
+
+def columns_path() -> str:
+    return _native("benchlab-columns", "BENCHLAB_COLUMNS")
 
 
 def probe_path() -> str:

@@ -1,17 +1,22 @@
 """Query results as numpy columns: how a report reads 100,000 runs and their million values.
 
-Python's sqlite3 builds a tuple and a Python number per value (0.4 s for 800,000 metric
-rows here, most of a big report); Apache Arrow's ADBC driver for SQLite steps the same
-statement in C into Arrow buffers, which numpy takes without copying value by value
-(0.16 s). Other databases (PostgreSQL) are read through the driver's cursor into the same
-columns. One `reader` reads every column of a load in one snapshot of the database.
+Python's sqlite3 builds a tuple and a Python number for every value (0.4 s for the 800,000
+metric rows of a 100,000-run report, most of loading it). For a SQLite file the same
+statements are stepped by `benchlab-columns` (probe/src/columns_main.rs), a native reader in a
+process of its own, which sends each column as raw 8-byte numbers that numpy takes as they
+are; no library does this inside Python without linking a second SQLite into the process,
+which would release the first one's locks on the file. Other databases (PostgreSQL) are read
+through the driver's cursor into the same columns. One `reader` reads every column of a load
+in one snapshot of the database.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import subprocess
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -19,7 +24,10 @@ from sqlalchemy import Connection
 from sqlalchemy.sql import Select
 
 from benchlab.errors import StoreError
+from benchlab.locate import columns_path
 from benchlab.store import driver
+
+COLUMNS_PROTOCOL = 1  # what benchlab-columns speaks (its PROTOCOL)
 
 Columns = dict[str, np.ndarray]
 ReadColumns = Callable[[Select[Any], Mapping[str, DTypeLike]], Columns]
@@ -32,21 +40,13 @@ def reader(conn: Connection) -> Iterator[ReadColumns]:
     if conn.dialect.name != "sqlite":
         yield lambda query, dtypes: by_driver(conn, query, dtypes)
         return
-    # imported here: ~50 ms that only a report needs, not every command
-    import adbc_driver_manager
-    import adbc_driver_sqlite
-
     path = conn.engine.url.database
     assert path is not None  # benchlab's SQLite databases are files (store/url.py)
+    native = _NativeReader(path)
     try:
-        with adbc_driver_sqlite.connect(path) as database, adbc_driver_manager.AdbcConnection(database) as arrow:
-            arrow.set_autocommit(False)  # one read transaction: one snapshot for every query
-            try:
-                yield lambda query, dtypes: _by_arrow(conn, arrow, query, dtypes)
-            finally:
-                arrow.rollback()
-    except (adbc_driver_manager.Error, RuntimeError) as exc:  # nanoarrow's reading errors are RuntimeErrors
-        raise StoreError(f"cannot read results database {path}: {str(exc).strip().splitlines()[0]}") from None
+        yield lambda query, dtypes: native.read(conn, query, dtypes)
+    finally:
+        native.close()
 
 
 def by_driver(conn: Connection, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Columns:
@@ -57,38 +57,83 @@ def by_driver(conn: Connection, query: Select[Any], dtypes: Mapping[str, DTypeLi
     return {name: np.ascontiguousarray(table[name]) for name in names}
 
 
-def _by_arrow(conn: Connection, arrow: Any, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Columns:
-    import adbc_driver_manager
-    import nanoarrow
+class _NativeReader:
+    """One `benchlab-columns` process for one load, started on its first query."""
 
-    # the few values bound in a load are integers benchlab chose (ids, ranges), rendered by SQLAlchemy
-    sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
-    statement = adbc_driver_manager.AdbcStatement(arrow)
-    try:
-        statement.set_sql_query(sql)
-        handle, _ = statement.execute_query()
-        result = nanoarrow.ArrayStream(handle).read_all()
-    finally:
-        statement.close()
-    names = list(query.selected_columns.keys())
-    return {name: _column(result.child(place), name, dtypes[name]) for place, name in enumerate(names)}
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def read(self, conn: Connection, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Columns:
+        names = list(query.selected_columns.keys())
+        kinds = ["real" if np.dtype(dtypes[name]).kind == "f" else "int" for name in names]
+        # the few values bound in a load are integers benchlab chose (ids, ranges), rendered by SQLAlchemy
+        sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+        proc = self.proc or self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps({"sql": sql, "types": kinds}).encode() + b"\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it ended: what it said is read below
+        header = self._header(proc.stdout.readline())
+        rows = header["rows"]
+        data = bytearray(8 * rows * len(names))
+        if _read_into(proc.stdout, data) < len(data):
+            raise self._failed("its answer ended early")
+        return {
+            name: np.frombuffer(data, dtype="<f8" if kind == "real" else "<i8", count=rows, offset=8 * rows * place).astype(
+                dtypes[name], copy=False
+            )
+            for place, (name, kind) in enumerate(zip(names, kinds, strict=True))
+        }
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        self.proc = subprocess.Popen(
+            [columns_path(), self.path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        return self.proc
+
+    def _header(self, line: bytes) -> dict[str, Any]:
+        try:
+            header = json.loads(line)
+        except ValueError:
+            raise self._failed("it answered no JSON") from None
+        if not isinstance(header, dict) or header.get("protocol") != COLUMNS_PROTOCOL:
+            said = header.get("protocol") if isinstance(header, dict) else None
+            raise self._failed(f"it speaks protocol {said}, this benchlab reads {COLUMNS_PROTOCOL}")
+        if "error" in header:
+            raise StoreError(f"cannot read results database {self.path}: {header['error']}")
+        if not isinstance(header.get("rows"), int) or header["rows"] < 0:
+            raise self._failed("its answer has no row count")
+        return header
+
+    def _failed(self, why: str) -> StoreError:
+        """Its own words where it left any (a crash), else `why`."""
+        said = b""
+        if self.proc is not None and self.proc.stderr is not None and self.proc.poll() is not None:
+            said = self.proc.stderr.read()[-300:]
+        text = said.decode(errors="replace").strip().splitlines()[-1:] or [why]
+        return StoreError(f"cannot read results database {self.path}: benchlab-columns failed: {text[0]}")
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        proc.kill()  # its read transaction needs no ending: nothing was written
+        proc.wait()
 
 
-def _column(array: Any, name: str, dtype: DTypeLike) -> np.ndarray:
-    """One Arrow column (in chunks, a batch each) as one numpy array of `dtype`: integers where
-    integers or flags belong, integers or reals where reals do (SQLite stores any value anywhere)."""
-    import nanoarrow
-
-    allowed = {nanoarrow.Type.INT64, nanoarrow.Type.NULL}  # NULL: the type of a column with no rows
-    if np.dtype(dtype).kind == "f":
-        allowed.add(nanoarrow.Type.DOUBLE)
-    if array.schema.type not in allowed:
-        raise StoreError(f"the stored column {name} holds {array.schema.type.name.lower()} values where {np.dtype(dtype)} belong")
-    parts = []
-    for view in array.iter_chunk_views():
-        if view.null_count:
-            raise StoreError(f"the stored column {name} has empty values where none can be")
-        parts.append(np.asarray(view.buffer(1))[view.offset : view.offset + view.length])
-    if not parts or not sum(map(len, parts)):
-        return np.empty(0, dtype=dtype)
-    return np.concatenate(parts).astype(dtype, copy=False)
+def _read_into(stream: IO[bytes], data: bytearray) -> int:
+    """Fills `data` from `stream`; how much it got before the end."""
+    view, got = memoryview(data), 0
+    while got < len(data):
+        n = stream.readinto(view[got:])  # type: ignore[attr-defined]
+        if not n:
+            break
+        got += n
+    return got

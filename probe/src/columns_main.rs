@@ -1,0 +1,143 @@
+//! benchlab-columns: query results of a benchlab SQLite file, as binary columns.
+//!
+//! Python's sqlite3 builds a tuple and a Python number for every value it returns: 0.4 s for
+//! the 800,000 metric values of a 100,000-run report, most of loading it. This reader steps
+//! the same statements in native code and sends each column as raw little-endian 8-byte
+//! numbers, which numpy takes as they are (`benchlab.store.columnar`). It is a process of its
+//! own, not a library loaded into Python: two copies of SQLite in one process release each
+//! other's POSIX locks on a file they both open (sqlite.org/howtocorrupt.html, 2.2.1).
+//!
+//! Usage: `benchlab-columns DATABASE`; it opens the file (never creating it) and reads every
+//! request in one read transaction, so that all the queries of a load see one committed state.
+//! A request is a JSON line on stdin: `{"sql": "SELECT ...", "types": ["int" | "real", ...]}`,
+//! a type per column. The answer is a JSON line on stdout, `{"protocol": 1, "rows": N}`,
+//! followed by the columns in order, each N little-endian i64 ("int") or f64 ("real"); or
+//! `{"protocol": 1, "error": "why"}`, after which the reader ends (exit 1). A value of
+//! another kind (text, NULL, a real where integers belong) is such an error, never converted.
+//! It ends at the end of its input.
+
+use std::io::{self, BufRead, BufWriter, Write};
+use std::time::Duration;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+
+/// Bumped whenever the request or the answer changes shape; benchlab refuses any other.
+const PROTOCOL: u32 = 1;
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Int,
+    Real,
+}
+
+impl Kind {
+    fn parse(value: &Value) -> Result<Kind, String> {
+        match value.as_str() {
+            Some("int") => Ok(Kind::Int),
+            Some("real") => Ok(Kind::Real),
+            _ => Err(format!("a column type {value} that is neither \"int\" nor \"real\"")),
+        }
+    }
+
+    fn plural(self) -> &'static str {
+        match self {
+            Kind::Int => "integers",
+            Kind::Real => "numbers",
+        }
+    }
+}
+
+fn held(value: ValueRef<'_>) -> &'static str {
+    match value {
+        ValueRef::Null => "empty",
+        ValueRef::Integer(_) => "integer",
+        ValueRef::Real(_) => "real",
+        ValueRef::Text(_) => "text",
+        ValueRef::Blob(_) => "blob",
+    }
+}
+
+/// One statement's rows as columns of 8-byte little-endian numbers.
+fn query(conn: &Connection, sql: &str, kinds: &[Kind]) -> Result<(usize, Vec<Vec<u8>>), String> {
+    let mut statement = conn.prepare(sql).map_err(|e| format!("cannot prepare the query: {e}"))?;
+    if !statement.readonly() {
+        return Err("a statement that writes; this reader only reads".into());
+    }
+    if statement.column_count() != kinds.len() {
+        return Err(format!("the query has {} columns, the request types {}", statement.column_count(), kinds.len()));
+    }
+    let names: Vec<String> = statement.column_names().iter().map(|s| s.to_string()).collect();
+    let mut columns = vec![Vec::new(); kinds.len()];
+    let mut count = 0;
+    let mut rows = statement.query([]).map_err(|e| e.to_string())?;
+    while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+        for (place, kind) in kinds.iter().enumerate() {
+            let value = row.get_ref(place).map_err(|e| e.to_string())?;
+            let bytes = match (kind, value) {
+                (Kind::Int, ValueRef::Integer(v)) => v.to_le_bytes(),
+                (Kind::Real, ValueRef::Real(v)) => v.to_le_bytes(),
+                (Kind::Real, ValueRef::Integer(v)) => (v as f64).to_le_bytes(),
+                (_, other) => {
+                    let (name, found) = (&names[place], held(other));
+                    return Err(format!("the stored column {name} holds {found} values where {} belong", kind.plural()));
+                }
+            };
+            columns[place].extend_from_slice(&bytes);
+        }
+        count += 1;
+    }
+    Ok((count, columns))
+}
+
+fn answer(out: &mut impl Write, header: Value) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, &header)?;
+    out.write_all(b"\n")
+}
+
+fn serve(path: &str, out: &mut impl Write) -> Result<(), String> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX; // no CREATE: a missing file is an error
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| format!("cannot open {path}: {e}"))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
+    conn.execute_batch("BEGIN").map_err(|e| e.to_string())?; // the first read fixes the snapshot for all
+    for line in io::stdin().lock().lines() {
+        let line = line.map_err(|e| format!("cannot read a request: {e}"))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request: Value = serde_json::from_str(&line).map_err(|e| format!("a request that is no JSON: {e}"))?;
+        let sql = request["sql"].as_str().ok_or("a request without \"sql\"")?;
+        let kinds = request["types"]
+            .as_array()
+            .ok_or("a request without \"types\"")?
+            .iter()
+            .map(Kind::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        let (rows, columns) = query(&conn, sql, &kinds)?;
+        let sent = answer(out, json!({"protocol": PROTOCOL, "rows": rows}))
+            .and_then(|_| columns.iter().try_for_each(|column| out.write_all(column)))
+            .and_then(|_| out.flush());
+        sent.map_err(|e| format!("cannot answer: {e}"))?;
+    }
+    Ok(()) // dropping the connection ends the read transaction
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() != 1 || args[0].starts_with('-') {
+        eprintln!("usage: benchlab-columns DATABASE  (requests on stdin, one JSON line each)");
+        std::process::exit(2)
+    }
+    let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
+    let code = match serve(&args[0], &mut out) {
+        Ok(()) => 0,
+        Err(why) => {
+            let _ = answer(&mut out, json!({"protocol": PROTOCOL, "error": why}));
+            1
+        }
+    };
+    let _ = out.flush();
+    std::process::exit(code)
+}
