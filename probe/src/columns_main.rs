@@ -38,7 +38,9 @@ impl Kind {
         match value.as_str() {
             Some("int") => Ok(Kind::Int),
             Some("real") => Ok(Kind::Real),
-            _ => Err(format!("a column type {value} that is neither \"int\" nor \"real\"")),
+            _ => Err(format!(
+                "a column type {value} that is neither \"int\" nor \"real\""
+            )),
         }
     }
 
@@ -62,14 +64,24 @@ fn held(value: ValueRef<'_>) -> &'static str {
 
 /// One statement's rows as columns of 8-byte little-endian numbers.
 fn query(conn: &Connection, sql: &str, kinds: &[Kind]) -> Result<(usize, Vec<Vec<u8>>), String> {
-    let mut statement = conn.prepare(sql).map_err(|e| format!("cannot prepare the query: {e}"))?;
+    let mut statement = conn
+        .prepare(sql)
+        .map_err(|e| format!("cannot prepare the query: {e}"))?;
     if !statement.readonly() {
         return Err("a statement that writes; this reader only reads".into());
     }
     if statement.column_count() != kinds.len() {
-        return Err(format!("the query has {} columns, the request types {}", statement.column_count(), kinds.len()));
+        return Err(format!(
+            "the query has {} columns, the request types {}",
+            statement.column_count(),
+            kinds.len()
+        ));
     }
-    let names: Vec<String> = statement.column_names().iter().map(|s| s.to_string()).collect();
+    let names: Vec<String> = statement
+        .column_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let mut columns = vec![Vec::new(); kinds.len()];
     let mut count = 0;
     let mut rows = statement.query([]).map_err(|e| e.to_string())?;
@@ -82,7 +94,10 @@ fn query(conn: &Connection, sql: &str, kinds: &[Kind]) -> Result<(usize, Vec<Vec
                 (Kind::Real, ValueRef::Integer(v)) => (v as f64).to_le_bytes(),
                 (_, other) => {
                     let (name, found) = (&names[place], held(other));
-                    return Err(format!("the stored column {name} holds {found} values where {} belong", kind.plural()));
+                    return Err(format!(
+                        "the stored column {name} holds {found} values where {} belong",
+                        kind.plural()
+                    ));
                 }
             };
             columns[place].extend_from_slice(&bytes);
@@ -99,7 +114,8 @@ fn answer(out: &mut impl Write, header: Value) -> io::Result<()> {
 
 fn serve(path: &str, out: &mut impl Write) -> Result<(), String> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX; // no CREATE: a missing file is an error
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| format!("cannot open {path}: {e}"))?;
+    let conn =
+        Connection::open_with_flags(path, flags).map_err(|e| format!("cannot open {path}: {e}"))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
     conn.execute_batch("BEGIN").map_err(|e| e.to_string())?; // the first read fixes the snapshot for all
     for line in io::stdin().lock().lines() {
@@ -107,7 +123,8 @@ fn serve(path: &str, out: &mut impl Write) -> Result<(), String> {
         if line.trim().is_empty() {
             continue;
         }
-        let request: Value = serde_json::from_str(&line).map_err(|e| format!("a request that is no JSON: {e}"))?;
+        let request: Value =
+            serde_json::from_str(&line).map_err(|e| format!("a request that is no JSON: {e}"))?;
         let sql = request["sql"].as_str().ok_or("a request without \"sql\"")?;
         let kinds = request["types"]
             .as_array()

@@ -23,7 +23,8 @@ pub struct Container {
 }
 
 fn cstring(path: &Path) -> Result<CString, String> {
-    CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| format!("{} contains a NUL byte", path.display()))
+    CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{} contains a NUL byte", path.display()))
 }
 
 fn check(what: &str, r: libc::c_int) -> Result<(), String> {
@@ -34,12 +35,23 @@ fn check(what: &str, r: libc::c_int) -> Result<(), String> {
     }
 }
 
-fn mount(source: &str, target: &Path, fstype: Option<&str>, flags: libc::c_ulong) -> Result<(), String> {
+fn mount(
+    source: &str,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+) -> Result<(), String> {
     let (src, dst) = (CString::new(source).unwrap_or_default(), cstring(target)?);
     let fs = fstype.map(|f| CString::new(f).unwrap_or_default());
     // SAFETY: NUL-terminated strings that outlive the call; no data argument.
     let r = unsafe {
-        libc::mount(src.as_ptr(), dst.as_ptr(), fs.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()), flags, std::ptr::null())
+        libc::mount(
+            src.as_ptr(),
+            dst.as_ptr(),
+            fs.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()),
+            flags,
+            std::ptr::null(),
+        )
     };
     check(&format!("mount {source} on {}", target.display()), r)
 }
@@ -47,13 +59,24 @@ fn mount(source: &str, target: &Path, fstype: Option<&str>, flags: libc::c_ulong
 /// In the launcher, before it forks. Returns the launcher's own PID namespace, to go back to
 /// once the child is forked (see `back_to_own_pid_namespace`).
 pub fn enter_namespaces() -> Result<std::fs::File, String> {
-    let own = fs::File::open("/proc/self/ns/pid").map_err(|e| format!("open /proc/self/ns/pid: {e}"))?;
+    let own =
+        fs::File::open("/proc/self/ns/pid").map_err(|e| format!("open /proc/self/ns/pid: {e}"))?;
     // SAFETY: plain system calls on this single-threaded process.
     unsafe {
-        check("unshare", libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWNET | libc::CLONE_NEWPID))?;
+        check(
+            "unshare",
+            libc::unshare(
+                libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWNET | libc::CLONE_NEWPID,
+            ),
+        )?;
     }
     // nothing mounted from here on may reach the host's mount table
-    mount("none", Path::new("/"), None, libc::MS_REC | libc::MS_PRIVATE)?;
+    mount(
+        "none",
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+    )?;
     Ok(own)
 }
 
@@ -64,7 +87,9 @@ pub fn enter_namespaces() -> Result<std::fs::File, String> {
 pub fn back_to_own_pid_namespace(own: &std::fs::File) -> Result<(), String> {
     use std::os::fd::AsRawFd;
     // SAFETY: a namespace descriptor we opened and still own.
-    check("setns to the launcher's own PID namespace", unsafe { libc::setns(own.as_raw_fd(), libc::CLONE_NEWPID) })
+    check("setns to the launcher's own PID namespace", unsafe {
+        libc::setns(own.as_raw_fd(), libc::CLONE_NEWPID)
+    })
 }
 
 impl Container {
@@ -72,30 +97,64 @@ impl Container {
     pub fn enter(&self, cwd: &Path) -> Result<(), String> {
         let inside = |p: &Path| self.rootfs.join(p.strip_prefix("/").unwrap_or(p));
         for dir in ["proc", "sys", "dev", "tmp"] {
-            fs::create_dir_all(inside(Path::new(dir))).map_err(|e| format!("create {dir} in the root filesystem: {e}"))?;
+            fs::create_dir_all(inside(Path::new(dir)))
+                .map_err(|e| format!("create {dir} in the root filesystem: {e}"))?;
         }
-        mount("proc", &inside(Path::new("proc")), Some("proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC)?;
-        mount("/sys", &inside(Path::new("sys")), None, libc::MS_BIND | libc::MS_REC)?;
-        mount("/dev", &inside(Path::new("dev")), None, libc::MS_BIND | libc::MS_REC)?;
-        mount("tmpfs", &inside(Path::new("tmp")), Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV)?;
+        mount(
+            "proc",
+            &inside(Path::new("proc")),
+            Some("proc"),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        )?;
+        mount(
+            "/sys",
+            &inside(Path::new("sys")),
+            None,
+            libc::MS_BIND | libc::MS_REC,
+        )?;
+        mount(
+            "/dev",
+            &inside(Path::new("dev")),
+            None,
+            libc::MS_BIND | libc::MS_REC,
+        )?;
+        mount(
+            "tmpfs",
+            &inside(Path::new("tmp")),
+            Some("tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+        )?;
         // after /tmp's tmpfs, so that a bound path under /tmp (a checkout there) stays visible
         for bind in &self.binds {
             let target = inside(bind);
             if bind.is_dir() {
-                fs::create_dir_all(&target).map_err(|e| format!("create {}: {e}", target.display()))?;
+                fs::create_dir_all(&target)
+                    .map_err(|e| format!("create {}: {e}", target.display()))?;
             } else {
                 if let Some(parent) = target.parent() {
-                    fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
+                    fs::create_dir_all(parent)
+                        .map_err(|e| format!("create {}: {e}", parent.display()))?;
                 }
-                fs::OpenOptions::new().create(true).append(true).open(&target).map_err(|e| format!("create {}: {e}", target.display()))?;
+                fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&target)
+                    .map_err(|e| format!("create {}: {e}", target.display()))?;
             }
             let source = bind.to_string_lossy();
             mount(&source, &target, None, libc::MS_BIND | libc::MS_REC)?;
-            mount(&source, &target, None, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY)?;
+            mount(
+                &source,
+                &target,
+                None,
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+            )?;
         }
         let name = b"benchlab-container";
         // SAFETY: a byte string and its length.
-        check("sethostname", unsafe { libc::sethostname(name.as_ptr() as *const libc::c_char, name.len()) })?;
+        check("sethostname", unsafe {
+            libc::sethostname(name.as_ptr() as *const libc::c_char, name.len())
+        })?;
         loopback_up()?;
         let root = cstring(&self.rootfs)?;
         // SAFETY: a NUL-terminated path.

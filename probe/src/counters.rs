@@ -52,26 +52,42 @@ fn open_one(event: impl Event + Copy, pid: libc::pid_t) -> std::io::Result<Count
     build(false).or_else(|_| build(true))
 }
 
-fn open_all<E: Event + Copy>(events: &[(&'static str, E)], pid: libc::pid_t) -> std::io::Result<Vec<(&'static str, Counter)>> {
-    events.iter().map(|&(name, event)| Ok((name, open_one(event, pid)?))).collect()
+fn open_all<E: Event + Copy>(
+    events: &[(&'static str, E)],
+    pid: libc::pid_t,
+) -> std::io::Result<Vec<(&'static str, Counter)>> {
+    events
+        .iter()
+        .map(|&(name, event)| Ok((name, open_one(event, pid)?)))
+        .collect()
 }
 
 impl Counters {
     /// Counters on `pid`, a child stopped before its exec: they start counting at the exec.
     pub fn open(pid: libc::pid_t, requested: bool) -> Counters {
         if !requested {
-            return Counters { open: vec![], note: None };
+            return Counters {
+                open: vec![],
+                note: None,
+            };
         }
         let mut open = match open_all(&SOFTWARE, pid) {
             Ok(v) => v,
-            Err(e) => return Counters { open: vec![], note: Some(format!("perf events unavailable ({e})")) },
+            Err(e) => {
+                return Counters {
+                    open: vec![],
+                    note: Some(format!("perf events unavailable ({e})")),
+                }
+            }
         };
         let note = match open_all(&HARDWARE, pid) {
             Ok(v) => {
                 open.extend(v);
                 None
             }
-            Err(e) => Some(format!("hardware counters unavailable ({e}); IPC and miss rates left out")),
+            Err(e) => Some(format!(
+                "hardware counters unavailable ({e}); IPC and miss rates left out"
+            )),
         };
         Counters { open, note }
     }
@@ -81,7 +97,9 @@ impl Counters {
     pub fn read(&mut self) -> Map<String, Value> {
         let mut out = Map::new();
         for (name, counter) in &mut self.open {
-            let Ok(c) = counter.read_count_and_time() else { continue };
+            let Ok(c) = counter.read_count_and_time() else {
+                continue;
+            };
             if c.time_running == 0 {
                 continue;
             }

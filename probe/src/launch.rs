@@ -133,9 +133,20 @@ impl Default for Settings {
 /// What to write in the run's cgroups before the child joins: (memory group, cpu group).
 fn limits(settings: &Settings) -> (Vec<(&'static str, String)>, Vec<(&'static str, String)>) {
     let (mut memory, mut cpu) = (vec![], vec![]);
-    let v1 = settings.cgroup.as_ref().is_some_and(|p| std::path::Path::new(p).join("memory.limit_in_bytes").exists());
+    let v1 = settings.cgroup.as_ref().is_some_and(|p| {
+        std::path::Path::new(p)
+            .join("memory.limit_in_bytes")
+            .exists()
+    });
     if let Some(bytes) = settings.memory_limit {
-        memory.push((if v1 { "memory.limit_in_bytes" } else { "memory.max" }, bytes.to_string()));
+        memory.push((
+            if v1 {
+                "memory.limit_in_bytes"
+            } else {
+                "memory.max"
+            },
+            bytes.to_string(),
+        ));
     }
     if let Some(cpus) = settings.cpu_limit {
         let quota = ((cpus * 100_000.0).round() as u64).max(1000);
@@ -151,12 +162,19 @@ fn limits(settings: &Settings) -> (Vec<(&'static str, String)>, Vec<(&'static st
 
 /// NUL-terminated strings for exec, or the one-line reason there are none.
 pub fn cstrings<'a>(strings: impl IntoIterator<Item = &'a str>) -> Result<Vec<CString>, String> {
-    strings.into_iter().map(|s| CString::new(s).map_err(|_| "an argument contains a NUL byte".to_string())).collect()
+    strings
+        .into_iter()
+        .map(|s| CString::new(s).map_err(|_| "an argument contains a NUL byte".to_string()))
+        .collect()
 }
 
 /// The NULL-terminated pointer array exec wants, into strings that must outlive it.
 pub fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
-    strings.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+    strings
+        .iter()
+        .map(|c| c.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
 }
 
 extern "C" {
@@ -168,9 +186,9 @@ extern "C" {
 pub struct ChildSetup<'a> {
     pub argv: &'a [*const libc::c_char],
     pub envp: Option<&'a [*const libc::c_char]>, // the run's own environment (PATH included) where it differs
-    pub stdio: Option<[RawFd; 3]>,               // descriptors for the child's stdin, stdout and stderr
-    pub close: Option<RawFd>,                    // a descriptor of ours the workload must not hold
-    pub own_group: bool,                         // leads a process group of its own, killed whole after it
+    pub stdio: Option<[RawFd; 3]>, // descriptors for the child's stdin, stdout and stderr
+    pub close: Option<RawFd>,      // a descriptor of ours the workload must not hold
+    pub own_group: bool,           // leads a process group of its own, killed whole after it
     pub container: Option<(&'a Container, &'a Path)>,
 }
 
@@ -249,7 +267,11 @@ pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
             libc::execvp(setup.argv[0], setup.argv.as_ptr());
             let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
             let why = std::ffi::CStr::from_ptr(libc::strerror(errno)).to_bytes();
-            libc::write(2, exec_failed.as_ptr() as *const libc::c_void, exec_failed.len());
+            libc::write(
+                2,
+                exec_failed.as_ptr() as *const libc::c_void,
+                exec_failed.len(),
+            );
             libc::write(2, why.as_ptr() as *const libc::c_void, why.len());
             libc::write(2, b"\n".as_ptr() as *const libc::c_void, 1);
             // for the account: the same pipe, which a successful exec would have closed (CLOEXEC)
@@ -268,7 +290,11 @@ pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
         libc::close(go[0]);
         libc::close(ready[1]);
     }
-    Ok(Forked { pid, go: go[1], ready: ready[0] })
+    Ok(Forked {
+        pid,
+        go: go[1],
+        ready: ready[0],
+    })
 }
 
 /// Closes a descriptor of ours once: -1 marks it closed.
@@ -301,9 +327,16 @@ impl Forked {
     pub fn exec_error(&mut self) -> Option<String> {
         let mut code = [0u8; 4];
         // SAFETY: our read end; the child has ended, so the read cannot block.
-        let n = unsafe { libc::read(self.ready, code.as_mut_ptr() as *mut libc::c_void, code.len()) };
+        let n = unsafe {
+            libc::read(
+                self.ready,
+                code.as_mut_ptr() as *mut libc::c_void,
+                code.len(),
+            )
+        };
         close_once(&mut self.ready);
-        (n == code.len() as isize).then(|| std::io::Error::from_raw_os_error(i32::from_ne_bytes(code)).to_string())
+        (n == code.len() as isize)
+            .then(|| std::io::Error::from_raw_os_error(i32::from_ne_bytes(code)).to_string())
     }
 
     /// A child that must not run after all (its cgroup or container could not be set up).
@@ -348,13 +381,19 @@ fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<b
         if left.is_zero() {
             break false;
         }
-        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
         // SAFETY: one pollfd we own.
         match unsafe { libc::poll(&mut pfd, 1, ms) } {
             r if r > 0 => break true,
             0 => continue, // the loop's head decides whether the time is up
-            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => continue,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+                continue
+            }
             _ => {
                 let e = std::io::Error::last_os_error();
                 unsafe { libc::close(fd) };
@@ -370,7 +409,11 @@ fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<b
 /// Waits for the released child and reaps it; past `timeout` its whole process group is killed
 /// first (and when the time cannot be watched, at once: the run fails, and nothing is left). The
 /// clock stops when wait4 returns.
-pub fn wait_child(pid: libc::pid_t, start: Instant, timeout: Option<Duration>) -> Result<Exited, String> {
+pub fn wait_child(
+    pid: libc::pid_t,
+    start: Instant,
+    timeout: Option<Duration>,
+) -> Result<Exited, String> {
     let watched = timeout.map(|limit| exits_within(pid, limit, start));
     let timed_out = !matches!(watched, None | Some(Ok(true)));
     if timed_out {
@@ -397,7 +440,12 @@ pub fn wait_child(pid: libc::pid_t, start: Instant, timeout: Option<Duration>) -
     if let Some(Err(e)) = watched {
         return Err(e);
     }
-    Ok(Exited { status, ru, wall_ns, timed_out })
+    Ok(Exited {
+        status,
+        ru,
+        wall_ns,
+        timed_out,
+    })
 }
 
 /// The measurements a run may ask for beside wait4's, opened on the child before its release.
@@ -419,7 +467,11 @@ impl Drop for Watch {
 
 impl Watch {
     pub fn open(pid: libc::pid_t, perf_counters: bool, mapped: bool) -> Watch {
-        Watch { counters: Counters::open(pid, perf_counters), mapped: Mapped::open(pid, mapped), sampler: None }
+        Watch {
+            counters: Counters::open(pid, perf_counters),
+            mapped: Mapped::open(pid, mapped),
+            sampler: None,
+        }
     }
 
     /// Starts RSS/PSS sampling (every `interval_ms`; 0: none) right before the release.
@@ -538,10 +590,21 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     let mut watch = Watch::open(pid, settings.perf_counters, settings.mapped);
     let (memory_limits, cpu_limits) = limits(settings);
     let mut cgroup = RunCgroup::join(settings.cgroup.as_deref(), &memory_limits, pid);
-    let mut cpu_group = RunCgroup::join(settings.cpu_cgroup.as_deref().filter(|_| !cpu_limits.is_empty()), &cpu_limits, pid);
+    let mut cpu_group = RunCgroup::join(
+        settings
+            .cpu_cgroup
+            .as_deref()
+            .filter(|_| !cpu_limits.is_empty()),
+        &cpu_limits,
+        pid,
+    );
     let limited = !memory_limits.is_empty() || !cpu_limits.is_empty();
     if limited && (!cgroup.joined() || (!cpu_limits.is_empty() && !cpu_group.joined())) {
-        let why = cgroup.note.as_deref().or(cpu_group.note.as_deref()).unwrap_or("no cgroup to put them in");
+        let why = cgroup
+            .note
+            .as_deref()
+            .or(cpu_group.note.as_deref())
+            .unwrap_or("no cgroup to put them in");
         eprintln!("benchlab-launch: the container's limits cannot be set: {why}");
         child.abandon();
         cgroup.remove();
@@ -562,7 +625,12 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
     cgroup.remove();
     cpu_group.remove();
     end_if_orphaned();
-    let account = watch.account(&exited, child.exec_error(), tree_peak_kib, cgroup.note.clone());
+    let account = watch.account(
+        &exited,
+        child.exec_error(),
+        tree_peak_kib,
+        cgroup.note.clone(),
+    );
     if write_line(result_fd, &Value::Object(account)).is_err() {
         eprintln!("benchlab-launch: file descriptor {result_fd} is not open for the result");
         return 1;

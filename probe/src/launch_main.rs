@@ -46,12 +46,20 @@ fn main() {
                 rest = &rest[2..];
             }
             Some("--container") => {
-                settings.container = Some(Container { rootfs: value(rest).into(), binds: vec![] });
+                settings.container = Some(Container {
+                    rootfs: value(rest).into(),
+                    binds: vec![],
+                });
                 rest = &rest[2..];
             }
             Some("--bind") => {
                 let path = value(rest);
-                settings.container.as_mut().unwrap_or_else(|| usage()).binds.push(path.into());
+                settings
+                    .container
+                    .as_mut()
+                    .unwrap_or_else(|| usage())
+                    .binds
+                    .push(path.into());
                 rest = &rest[2..];
             }
             Some("--memory-limit") => {
@@ -94,8 +102,16 @@ fn main() {
         }
     }
     if serving {
-        let (Some(stdout_fd), Some(stderr_fd), true) = (stdout_fd, stderr_fd, rest.is_empty()) else { usage() };
-        let serve = ServeSettings { cgroup: settings.cgroup, stdout_fd, stderr_fd, die_with: settings.die_with };
+        let (Some(stdout_fd), Some(stderr_fd), true) = (stdout_fd, stderr_fd, rest.is_empty())
+        else {
+            usage()
+        };
+        let serve = ServeSettings {
+            cgroup: settings.cgroup,
+            stdout_fd,
+            stderr_fd,
+            die_with: settings.die_with,
+        };
         std::process::exit(serve::serve(&serve))
     }
     match rest.split_first() {

@@ -8,9 +8,9 @@ mod workload;
 mod workloads;
 
 use clap::{Arg, ArgAction, Command};
+use protocol::Said;
 use serde_json::json;
 use std::collections::BTreeMap;
-use protocol::Said;
 use workload::{Options, Workload};
 
 fn format_arg() -> Arg {
@@ -24,9 +24,15 @@ fn format_arg() -> Arg {
 fn command(catalogue: &[&'static dyn Workload]) -> Command {
     let mut cmd = Command::new("benchlab-probe")
         .version(env!("CARGO_PKG_VERSION"))
-        .about("benchlab's built-in workloads; each prints Google Benchmark's JSON with --format json")
+        .about(
+            "benchlab's built-in workloads; each prints Google Benchmark's JSON with --format json",
+        )
         .subcommand_required(true)
-        .subcommand(Command::new("list").about("list workloads, options and metrics").arg(format_arg()));
+        .subcommand(
+            Command::new("list")
+                .about("list workloads, options and metrics")
+                .arg(format_arg()),
+        );
     for w in catalogue {
         let about = w.about();
         let mut sub = Command::new(about.name).about(about.description).arg(format_arg()).arg(
@@ -37,7 +43,11 @@ fn command(catalogue: &[&'static dyn Workload]) -> Command {
         );
         for o in about.options {
             sub = sub.arg(
-                Arg::new(o.name).long(o.name).default_value(o.default).help(o.help).action(ArgAction::Set),
+                Arg::new(o.name)
+                    .long(o.name)
+                    .default_value(o.default)
+                    .help(o.help)
+                    .action(ArgAction::Set),
             );
         }
         cmd = cmd.subcommand(sub);
@@ -83,19 +93,30 @@ fn main() {
     let catalogue = workloads::all();
     let matches = command(&catalogue).get_matches();
     let (name, sub) = matches.subcommand().expect("subcommand is required");
-    let format = sub.try_get_one::<String>("format").ok().flatten().map(String::as_str).unwrap_or("console");
+    let format = sub
+        .try_get_one::<String>("format")
+        .ok()
+        .flatten()
+        .map(String::as_str)
+        .unwrap_or("console");
     if name == "list" {
         list(&catalogue, format);
         return;
     }
-    let w = catalogue.iter().find(|w| w.about().name == name).expect("clap only accepts known workloads");
+    let w = catalogue
+        .iter()
+        .find(|w| w.about().name == name)
+        .expect("clap only accepts known workloads");
     let about = w.about();
     let checking = sub.get_flag("check");
     let as_json = checking && format != "console";
     let given: BTreeMap<String, String> = about
         .options
         .iter()
-        .filter_map(|o| sub.get_one::<String>(o.name).map(|v| (o.name.to_string(), v.clone())))
+        .filter_map(|o| {
+            sub.get_one::<String>(o.name)
+                .map(|v| (o.name.to_string(), v.clone()))
+        })
         .collect();
     let opts = Options::parse(about.options, given).unwrap_or_else(|msg| fail(name, as_json, &msg));
     if let Err(msg) = w.check(&opts) {
@@ -111,17 +132,27 @@ fn main() {
     if format == "android" {
         match w.run_android(&opts, &mut said) {
             Some(Ok(mut doc)) => {
-                doc.as_object_mut().expect("the Android document is an object").insert("benchlab".into(), said.to_json());
+                doc.as_object_mut()
+                    .expect("the Android document is an object")
+                    .insert("benchlab".into(), said.to_json());
                 println!("{}", serde_json::to_string_pretty(&doc).unwrap());
             }
             Some(Err(msg)) => fail(name, as_json, &msg),
-            None => fail(name, as_json, "--format android is only for the latency workloads (ipc.*.latency)"),
+            None => fail(
+                name,
+                as_json,
+                "--format android is only for the latency workloads (ipc.*.latency)",
+            ),
         }
         return;
     }
     match w.run(&opts, &mut said) {
         Ok(entries) => {
-            let ctx = report::Context { workload: about.name.into(), workload_version: about.version, said: said.to_json() };
+            let ctx = report::Context {
+                workload: about.name.into(),
+                workload_version: about.version,
+                said: said.to_json(),
+            };
             if format == "json" {
                 println!("{}", report::to_json(&ctx, &entries));
             } else {

@@ -8,9 +8,9 @@
 //! program image: a wrapper such as `taskset` that execs the workload leaves the
 //! workload's libraries, not its own.
 
+use perf_event::data::Record;
 use perf_event::events::Software;
 use perf_event::{Builder, Sampler};
-use perf_event::data::Record;
 use std::os::unix::ffi::OsStrExt;
 
 const PERF_RECORD_COMM: u32 = 3;
@@ -26,7 +26,10 @@ impl Mapped {
     /// Watches `pid`, a child stopped before its exec; records start at the exec.
     pub fn open(pid: libc::pid_t, requested: bool) -> Mapped {
         if !requested {
-            return Mapped { sampler: None, note: None };
+            return Mapped {
+                sampler: None,
+                note: None,
+            };
         }
         let built = Builder::new(Software::DUMMY)
             .observe_pid(pid)
@@ -41,8 +44,16 @@ impl Mapped {
             .build()
             .and_then(|counter| counter.sampled(64 * 1024));
         match built {
-            Ok(sampler) => Mapped { sampler: Some(sampler), note: None },
-            Err(e) => Mapped { sampler: None, note: Some(format!("cannot see which libraries the workload mapped: perf events refused ({e})")) },
+            Ok(sampler) => Mapped {
+                sampler: Some(sampler),
+                note: None,
+            },
+            Err(e) => Mapped {
+                sampler: None,
+                note: Some(format!(
+                    "cannot see which libraries the workload mapped: perf events refused ({e})"
+                )),
+            },
         }
     }
 

@@ -39,11 +39,23 @@ impl RunCgroup {
     /// A new, empty cgroup under `parent` with `settings` written: made ahead of its run by a
     /// launcher that serves many, so that the run waits only for `add`.
     pub fn make(parent: Option<&str>, settings: &[(&str, String)]) -> RunCgroup {
-        let Some(parent) = parent else { return RunCgroup { dir: None, note: None } };
+        let Some(parent) = parent else {
+            return RunCgroup {
+                dir: None,
+                note: None,
+            };
+        };
         let dir = PathBuf::from(parent).join(format!("run-{}", std::process::id()));
-        let made = fs::create_dir(&dir).and_then(|_| settings.iter().try_for_each(|(file, value)| fs::write(dir.join(file), value)));
+        let made = fs::create_dir(&dir).and_then(|_| {
+            settings
+                .iter()
+                .try_for_each(|(file, value)| fs::write(dir.join(file), value))
+        });
         match made {
-            Ok(()) => RunCgroup { dir: Some(dir), note: None },
+            Ok(()) => RunCgroup {
+                dir: Some(dir),
+                note: None,
+            },
             Err(e) => RunCgroup::failed(dir, e),
         }
     }
@@ -59,7 +71,10 @@ impl RunCgroup {
 
     fn failed(dir: PathBuf, e: std::io::Error) -> RunCgroup {
         let _ = fs::remove_dir(&dir);
-        RunCgroup { dir: None, note: Some(format!("cannot use cgroup {} ({e})", dir.display())) }
+        RunCgroup {
+            dir: None,
+            note: Some(format!("cannot use cgroup {} ({e})", dir.display())),
+        }
     }
 
     pub fn joined(&self) -> bool {
@@ -80,7 +95,10 @@ impl RunCgroup {
     pub fn kill_left(&self) {
         let Some(dir) = self.dir.as_ref() else { return };
         let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-        for pid in procs.split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()) {
+        for pid in procs
+            .split_whitespace()
+            .filter_map(|p| p.parse::<libc::pid_t>().ok())
+        {
             // SAFETY: signalling a process id read from our own run's cgroup.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
@@ -126,7 +144,11 @@ fn tree(pid: libc::pid_t) -> Vec<libc::pid_t> {
         if let Ok(tasks) = fs::read_dir(format!("/proc/{}/task", all[i])) {
             for task in tasks.flatten() {
                 let children = fs::read_to_string(task.path().join("children")).unwrap_or_default();
-                all.extend(children.split_whitespace().filter_map(|c| c.parse::<libc::pid_t>().ok()));
+                all.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<libc::pid_t>().ok()),
+                );
             }
         }
         i += 1;
@@ -160,7 +182,10 @@ impl Sampler {
                 if flag.load(Ordering::Relaxed) {
                     return totals;
                 }
-                let (rss, pss) = tree(pid).into_iter().filter_map(rollup).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                let (rss, pss) = tree(pid)
+                    .into_iter()
+                    .filter_map(rollup)
+                    .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
                 if rss == 0 {
                     continue; // between exit and reaping: nothing left to read
                 }
@@ -171,13 +196,18 @@ impl Sampler {
                 totals.pss_peak = totals.pss_peak.max(pss);
             }
         });
-        Sampler { stop, thread: Some(thread) }
+        Sampler {
+            stop,
+            thread: Some(thread),
+        }
     }
 
     /// Means and peaks over the samples taken; empty when the run ended before the first.
     pub fn finish(self) -> Map<String, Value> {
         self.stop.store(true, Ordering::Relaxed);
-        let Some(thread) = self.thread else { return Map::new() };
+        let Some(thread) = self.thread else {
+            return Map::new();
+        };
         thread.thread().unpark();
         let t = thread.join().unwrap_or_default();
         if t.samples == 0 {

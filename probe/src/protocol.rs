@@ -44,7 +44,11 @@ impl Said {
     }
 
     pub fn to_json(&self) -> Value {
-        let notes: Vec<Value> = self.notes.iter().map(|n| json!({"topic": n.topic, "text": n.text})).collect();
+        let notes: Vec<Value> = self
+            .notes
+            .iter()
+            .map(|n| json!({"topic": n.topic, "text": n.text}))
+            .collect();
         let inheritance = self.inheritance.as_ref().map(|i| {
             json!({
                 "lock": i.lock, "verdict": i.verdict, "holder_priority": i.holder_priority,
@@ -60,7 +64,10 @@ impl Said {
             eprintln!("benchlab-probe: note: {workload}: {}", note.text);
         }
         if let Some(i) = &self.inheritance {
-            eprintln!("benchlab-probe: {workload}: priority inheritance {}: {}", i.verdict, i.text);
+            eprintln!(
+                "benchlab-probe: {workload}: priority inheritance {}: {}",
+                i.verdict, i.text
+            );
         }
     }
 }

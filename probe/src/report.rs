@@ -34,7 +34,12 @@ pub struct Counter {
 
 impl Counter {
     pub fn new(name: &str, value: f64, unit: &'static str, direction: Direction) -> Self {
-        Counter { name: name.to_string(), value, unit, direction }
+        Counter {
+            name: name.to_string(),
+            value,
+            unit,
+            direction,
+        }
     }
 }
 
@@ -130,7 +135,10 @@ fn entry_json(index: usize, e: &Entry) -> Value {
     let mut extras = Map::new();
     for c in &e.counters {
         m.insert(c.name.clone(), json!(c.value));
-        extras.insert(c.name.clone(), json!({"unit": c.unit, "direction": c.direction.as_str()}));
+        extras.insert(
+            c.name.clone(),
+            json!({"unit": c.unit, "direction": c.direction.as_str()}),
+        );
     }
     m.insert("checksum".into(), json!(e.checksum));
     m.insert("benchlab".into(), Value::Object(extras));
@@ -147,11 +155,20 @@ pub fn to_json(ctx: &Context, entries: &[Entry]) -> String {
 
 /// Google Benchmark's console table: name, time, CPU, iterations, counters.
 pub fn to_console(entries: &[Entry]) -> String {
-    let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(9).max(9);
+    let width = entries
+        .iter()
+        .map(|e| e.name.len())
+        .max()
+        .unwrap_or(9)
+        .max(9);
     let mut out = String::new();
     let rule = "-".repeat(width + 56);
     let _ = writeln!(out, "{rule}");
-    let _ = writeln!(out, "{:<width$} {:>15} {:>15} {:>12} UserCounters...", "Benchmark", "Time", "CPU", "Iterations");
+    let _ = writeln!(
+        out,
+        "{:<width$} {:>15} {:>15} {:>12} UserCounters...",
+        "Benchmark", "Time", "CPU", "Iterations"
+    );
     let _ = writeln!(out, "{rule}");
     for e in entries {
         let mut counters = Vec::new();
@@ -167,7 +184,11 @@ pub fn to_console(entries: &[Entry]) -> String {
         let _ = writeln!(
             out,
             "{:<width$} {:>12.0} ns {:>12.0} ns {:>12} {}",
-            e.name, e.real_time_ns, e.cpu_time_ns, e.iterations, counters.join(" ")
+            e.name,
+            e.real_time_ns,
+            e.cpu_time_ns,
+            e.iterations,
+            counters.join(" ")
         );
     }
     out

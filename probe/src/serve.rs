@@ -67,7 +67,9 @@ impl Requests {
             match n {
                 0 => return None,
                 n if n > 0 => self.buffer.extend_from_slice(&chunk[..n as usize]),
-                _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => continue,
+                _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+                    continue
+                }
                 _ => return None,
             }
         }
@@ -89,14 +91,22 @@ fn strings(value: &Value, field: &str) -> Result<Vec<String>, String> {
         .as_array()
         .ok_or(format!("{field} is not a list"))?
         .iter()
-        .map(|v| v.as_str().map(str::to_owned).ok_or(format!("{field} holds a non-string")))
+        .map(|v| {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or(format!("{field} holds a non-string"))
+        })
         .collect()
 }
 
 fn truncate(fd: RawFd) -> Result<(), String> {
     // SAFETY: a file descriptor benchlab passed for the run's output.
-    if unsafe { libc::ftruncate(fd, 0) } != 0 || unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } != 0 {
-        return Err(format!("cannot empty the run's output file: {}", std::io::Error::last_os_error()));
+    if unsafe { libc::ftruncate(fd, 0) } != 0 || unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } != 0
+    {
+        return Err(format!(
+            "cannot empty the run's output file: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -106,7 +116,8 @@ impl Context {
     /// (as a one-shot launcher is started in the run's folder, pinned to its CPUs).
     fn place(&mut self, cwd: Option<&str>, cpus: Option<Vec<usize>>) -> Result<(), String> {
         let folder = cwd.map_or(self.home.as_path(), Path::new);
-        std::env::set_current_dir(folder).map_err(|e| format!("cannot change to folder {}: {e}", folder.display()))?;
+        std::env::set_current_dir(folder)
+            .map_err(|e| format!("cannot change to folder {}: {e}", folder.display()))?;
         if cpus != self.pinned {
             let set = match &cpus {
                 None => self.all_cpus,
@@ -124,8 +135,13 @@ impl Context {
                 }
             };
             // SAFETY: setting our own affinity from a set we own.
-            if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-                return Err(format!("cannot run on CPUs {cpus:?}: {}", std::io::Error::last_os_error()));
+            if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) }
+                != 0
+            {
+                return Err(format!(
+                    "cannot run on CPUs {cpus:?}: {}",
+                    std::io::Error::last_os_error()
+                ));
             }
             self.pinned = cpus;
         }
@@ -142,7 +158,11 @@ impl Context {
         let env: Vec<String> = match &request["env"] {
             Value::Object(map) => map
                 .iter()
-                .map(|(k, v)| v.as_str().map(|v| format!("{k}={v}")).ok_or(format!("env {k} is not a string")))
+                .map(|(k, v)| {
+                    v.as_str()
+                        .map(|v| format!("{k}={v}"))
+                        .ok_or(format!("env {k} is not a string"))
+                })
                 .collect::<Result<_, _>>()?,
             _ => return Err("env is not a table".into()),
         };
@@ -150,12 +170,20 @@ impl Context {
             Value::Null => None,
             Value::Array(list) => Some(
                 list.iter()
-                    .map(|v| v.as_u64().map(|c| c as usize).ok_or_else(|| format!("cpus holds {v}")))
+                    .map(|v| {
+                        v.as_u64()
+                            .map(|c| c as usize)
+                            .ok_or_else(|| format!("cpus holds {v}"))
+                    })
                     .collect::<Result<Vec<_>, _>>()?,
             ),
             _ => return Err("cpus is not a list".into()),
         };
-        let timeout = Duration::from_millis(request["timeout_ms"].as_u64().ok_or("timeout_ms is not a count")?);
+        let timeout = Duration::from_millis(
+            request["timeout_ms"]
+                .as_u64()
+                .ok_or("timeout_ms is not a count")?,
+        );
         let flag = |name: &str| request[name].as_bool().unwrap_or(false);
         let cargs = launch::cstrings(argv.iter().map(String::as_str))?;
         let cenv: Vec<CString> = launch::cstrings(env.iter().map(String::as_str))?;
@@ -163,7 +191,14 @@ impl Context {
         self.place(request["cwd"].as_str(), cpus)?;
         truncate(self.stdio[1])?;
         truncate(self.stdio[2])?;
-        let setup = ChildSetup { argv: &argp, envp: Some(&envp), stdio: Some(self.stdio), close: None, own_group: true, container: None };
+        let setup = ChildSetup {
+            argv: &argp,
+            envp: Some(&envp),
+            stdio: Some(self.stdio),
+            close: None,
+            own_group: true,
+            container: None,
+        };
         let mut child = launch::fork_child(&setup, &argv[0])?;
         let pid = child.pid;
         let mut watch = Watch::open(pid, flag("perf_counters"), flag("mapped"));
@@ -183,7 +218,12 @@ impl Context {
             }
         };
         cgroup.kill_left(); // before the answer, so that nothing writes to the run's output once it is read
-        let mut account = watch.account(&exited, child.exec_error(), cgroup.peak_kib(), cgroup.note.clone());
+        let mut account = watch.account(
+            &exited,
+            child.exec_error(),
+            cgroup.peak_kib(),
+            cgroup.note.clone(),
+        );
         account.insert("timed_out".into(), Value::Bool(exited.timed_out));
         Ok((account, cgroup))
     }
@@ -195,7 +235,10 @@ impl Context {
                 Ok((account, cgroup)) => (Value::Object(account), Some(cgroup)),
                 Err(e) => (json!({ "error": e }), None),
             },
-            Err(e) => (json!({ "error": format!("the request is not JSON: {e}") }), None),
+            Err(e) => (
+                json!({ "error": format!("the request is not JSON: {e}") }),
+                None,
+            ),
         }
     }
 }

@@ -29,7 +29,11 @@ pub struct Stopwatch {
 
 impl Stopwatch {
     pub fn start(include_children: bool) -> Self {
-        Stopwatch { wall: Instant::now(), cpu_ns: cpu_time_ns(include_children), include_children }
+        Stopwatch {
+            wall: Instant::now(),
+            cpu_ns: cpu_time_ns(include_children),
+            include_children,
+        }
     }
 
     /// (wall ns, cpu ns) since start.

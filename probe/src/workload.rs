@@ -30,7 +30,10 @@ pub enum Kind {
 }
 
 /// A seed: any 64-bit number.
-pub const SEED: Kind = Kind::Int { min: 0, max: u64::MAX };
+pub const SEED: Kind = Kind::Int {
+    min: 0,
+    max: u64::MAX,
+};
 
 impl Kind {
     /// How `list --format json` describes the kind.
@@ -91,7 +94,11 @@ pub trait Workload: Sync {
     fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, String>;
     /// The run reported in the Android latency test's JSON shape, for the
     /// workloads that reproduce it; None for the others.
-    fn run_android(&self, _opts: &Options, _said: &mut Said) -> Option<Result<serde_json::Value, String>> {
+    fn run_android(
+        &self,
+        _opts: &Options,
+        _said: &mut Said,
+    ) -> Option<Result<serde_json::Value, String>> {
         None
     }
 }
@@ -105,8 +112,14 @@ pub struct Options {
 
 impl Options {
     /// The given values over the declared defaults, every one checked against its kind.
-    pub fn parse(specs: &'static [OptionSpec], given: BTreeMap<String, String>) -> Result<Options, String> {
-        let mut values: BTreeMap<String, String> = specs.iter().map(|o| (o.name.to_string(), o.default.to_string())).collect();
+    pub fn parse(
+        specs: &'static [OptionSpec],
+        given: BTreeMap<String, String>,
+    ) -> Result<Options, String> {
+        let mut values: BTreeMap<String, String> = specs
+            .iter()
+            .map(|o| (o.name.to_string(), o.default.to_string()))
+            .collect();
         for (name, value) in given {
             if !values.contains_key(&name) {
                 return Err(format!("no option --{name}"));
@@ -125,7 +138,11 @@ impl Options {
     }
 
     fn kind(&self, name: &str) -> Result<Kind, String> {
-        self.specs.iter().find(|o| o.name == name).map(|o| o.kind).ok_or_else(|| format!("no option --{name}"))
+        self.specs
+            .iter()
+            .find(|o| o.name == name)
+            .map(|o| o.kind)
+            .ok_or_else(|| format!("no option --{name}"))
     }
 
     /// A count, a size or a flag, within its declared bounds.
@@ -152,7 +169,10 @@ impl Options {
     }
 
     fn u64(&self, name: &str) -> Result<u64, String> {
-        let raw = self.values.get(name).ok_or_else(|| format!("option --{name} is missing"))?;
+        let raw = self
+            .values
+            .get(name)
+            .ok_or_else(|| format!("option --{name} is missing"))?;
         let cleaned = raw.replace('_', "");
         let (digits, scale) = match cleaned.chars().last() {
             Some('k') | Some('K') => (&cleaned[..cleaned.len() - 1], 1024),
@@ -172,12 +192,20 @@ impl Options {
         let Kind::Choice(allowed) = self.kind(name)? else {
             return Err(format!("option --{name} is not a choice"));
         };
-        let raw = self.values.get(name).ok_or_else(|| format!("option --{name} is missing"))?;
+        let raw = self
+            .values
+            .get(name)
+            .ok_or_else(|| format!("option --{name} is missing"))?;
         allowed
             .iter()
             .find(|a| **a == raw.as_str())
             .copied()
-            .ok_or_else(|| format!("option --{name}: '{raw}' is not one of {}", allowed.join(", ")))
+            .ok_or_else(|| {
+                format!(
+                    "option --{name}: '{raw}' is not one of {}",
+                    allowed.join(", ")
+                )
+            })
     }
 
     /// A number within its declared bounds and within [lo, hi], for a bound that depends on
@@ -215,19 +243,63 @@ impl Digest {
 mod tests {
     use super::*;
 
-    const SIZE: Kind = Kind::Size { min: 0, max: u64::MAX };
+    const SIZE: Kind = Kind::Size {
+        min: 0,
+        max: u64::MAX,
+    };
     static SPECS: &[OptionSpec] = &[
-        OptionSpec { name: "a", default: "0", help: "", kind: SIZE },
-        OptionSpec { name: "b", default: "0", help: "", kind: SIZE },
-        OptionSpec { name: "c", default: "0", help: "", kind: SIZE },
-        OptionSpec { name: "d", default: "0", help: "", kind: SIZE },
-        OptionSpec { name: "threads", default: "1", help: "", kind: Kind::Int { min: 1, max: 4096 } },
-        OptionSpec { name: "ops", default: "1", help: "", kind: Kind::Int { min: 1, max: 10 } },
-        OptionSpec { name: "mode", default: "copies", help: "", kind: Kind::Choice(&["copies", "shared"]) },
+        OptionSpec {
+            name: "a",
+            default: "0",
+            help: "",
+            kind: SIZE,
+        },
+        OptionSpec {
+            name: "b",
+            default: "0",
+            help: "",
+            kind: SIZE,
+        },
+        OptionSpec {
+            name: "c",
+            default: "0",
+            help: "",
+            kind: SIZE,
+        },
+        OptionSpec {
+            name: "d",
+            default: "0",
+            help: "",
+            kind: SIZE,
+        },
+        OptionSpec {
+            name: "threads",
+            default: "1",
+            help: "",
+            kind: Kind::Int { min: 1, max: 4096 },
+        },
+        OptionSpec {
+            name: "ops",
+            default: "1",
+            help: "",
+            kind: Kind::Int { min: 1, max: 10 },
+        },
+        OptionSpec {
+            name: "mode",
+            default: "copies",
+            help: "",
+            kind: Kind::Choice(&["copies", "shared"]),
+        },
     ];
 
     fn opts(pairs: &[(&str, &str)]) -> Result<Options, String> {
-        Options::parse(SPECS, pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        Options::parse(
+            SPECS,
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
     }
 
     #[test]
@@ -242,12 +314,31 @@ mod tests {
 
     #[test]
     fn bad_and_out_of_range_values_name_the_option() {
-        assert!(opts(&[("threads", "-1")]).err().unwrap().contains("--threads"));
-        assert!(opts(&[("ops", "11")]).err().unwrap().contains("outside 1..=10"));
-        assert!(opts(&[("threads", "0")]).err().unwrap().contains("outside 1..=4096"));
-        assert!(opts(&[("mode", "both")]).err().unwrap().contains("not one of copies, shared"));
-        assert!(opts(&[("colour", "1")]).err().unwrap().contains("no option --colour"));
-        assert!(opts(&[]).unwrap().bounded("ops", 2, 10).unwrap_err().contains("outside 2..=10"));
+        assert!(opts(&[("threads", "-1")])
+            .err()
+            .unwrap()
+            .contains("--threads"));
+        assert!(opts(&[("ops", "11")])
+            .err()
+            .unwrap()
+            .contains("outside 1..=10"));
+        assert!(opts(&[("threads", "0")])
+            .err()
+            .unwrap()
+            .contains("outside 1..=4096"));
+        assert!(opts(&[("mode", "both")])
+            .err()
+            .unwrap()
+            .contains("not one of copies, shared"));
+        assert!(opts(&[("colour", "1")])
+            .err()
+            .unwrap()
+            .contains("no option --colour"));
+        assert!(opts(&[])
+            .unwrap()
+            .bounded("ops", 2, 10)
+            .unwrap_err()
+            .contains("outside 2..=10"));
     }
 
     #[test]

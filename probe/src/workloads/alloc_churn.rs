@@ -17,17 +17,66 @@ pub struct AllocChurn;
 const PAGE: usize = 4096;
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "threads", default: "2", help: "threads churning at once" , kind: Kind::Int { min: 1, max: 4096 } },
-    OptionSpec { name: "ops", default: "1000000", help: "allocations per thread" , kind: Kind::Int { min: 1, max: u64::MAX / 4096 } },
-    OptionSpec { name: "slots", default: "8192", help: "live blocks per thread (10% of them hot)" , kind: Kind::Int { min: 1, max: 1 << 24 } },
-    OptionSpec { name: "max-size", default: "256k", help: "largest block in bytes" , kind: Kind::Size { min: 16, max: 1 << 30 } },
-    OptionSpec { name: "seed", default: "1", help: "seed of the size and lifetime sequence" , kind: SEED },
+    OptionSpec {
+        name: "threads",
+        default: "2",
+        help: "threads churning at once",
+        kind: Kind::Int { min: 1, max: 4096 },
+    },
+    OptionSpec {
+        name: "ops",
+        default: "1000000",
+        help: "allocations per thread",
+        kind: Kind::Int {
+            min: 1,
+            max: u64::MAX / 4096,
+        },
+    },
+    OptionSpec {
+        name: "slots",
+        default: "8192",
+        help: "live blocks per thread (10% of them hot)",
+        kind: Kind::Int {
+            min: 1,
+            max: 1 << 24,
+        },
+    },
+    OptionSpec {
+        name: "max-size",
+        default: "256k",
+        help: "largest block in bytes",
+        kind: Kind::Size {
+            min: 16,
+            max: 1 << 30,
+        },
+    },
+    OptionSpec {
+        name: "seed",
+        default: "1",
+        help: "seed of the size and lifetime sequence",
+        kind: SEED,
+    },
 ];
 
 static METRICS: &[MetricSpec] = &[
-    MetricSpec { name: "real_time", unit: "ns", direction: "lower", help: "wall time per allocation, per thread" },
-    MetricSpec { name: "cpu_time", unit: "ns", direction: "lower", help: "CPU time per allocation, all threads" },
-    MetricSpec { name: "items_per_second", unit: "1/s", direction: "higher", help: "allocations per second, all threads" },
+    MetricSpec {
+        name: "real_time",
+        unit: "ns",
+        direction: "lower",
+        help: "wall time per allocation, per thread",
+    },
+    MetricSpec {
+        name: "cpu_time",
+        unit: "ns",
+        direction: "lower",
+        help: "CPU time per allocation, all threads",
+    },
+    MetricSpec {
+        name: "items_per_second",
+        unit: "1/s",
+        direction: "higher",
+        help: "allocations per second, all threads",
+    },
 ];
 
 struct Block {
@@ -73,7 +122,8 @@ unsafe fn fill(b: &Block) {
 unsafe fn verify(b: &Block, readable: usize) -> Result<(), String> {
     let end = b.size.min(readable);
     let head_ok = (b.ptr as *const u64).read_unaligned() == b.tag;
-    let tail_ok = readable < b.size || (b.ptr.add(b.size - 8) as *const u64).read_unaligned() == b.tag;
+    let tail_ok =
+        readable < b.size || (b.ptr.add(b.size - 8) as *const u64).read_unaligned() == b.tag;
     let byte = b.tag as u8;
     let step = if b.size <= 1024 { 1 } else { PAGE };
     let mut off = step.max(8);
@@ -83,21 +133,40 @@ unsafe fn verify(b: &Block, readable: usize) -> Result<(), String> {
         off += step;
     }
     if !(head_ok && tail_ok && body_ok) {
-        return Err(format!("memory corruption: a block of {} bytes did not hold what was written", b.size));
+        return Err(format!(
+            "memory corruption: a block of {} bytes did not hold what was written",
+            b.size
+        ));
     }
     Ok(())
 }
 
-fn churn(seed: u64, thread: u64, ops: u64, slots: usize, max_size: usize) -> Result<Digest, String> {
+fn churn(
+    seed: u64,
+    thread: u64,
+    ops: u64,
+    slots: usize,
+    max_size: usize,
+) -> Result<Digest, String> {
     let mut rng = Pcg64::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ thread);
     let hot = (slots / 10).max(1);
     let cold = (slots - hot).max(1);
-    let mut table: Vec<Block> = (0..slots).map(|_| Block { ptr: std::ptr::null_mut(), size: 0, tag: 0 }).collect();
+    let mut table: Vec<Block> = (0..slots)
+        .map(|_| Block {
+            ptr: std::ptr::null_mut(),
+            size: 0,
+            tag: 0,
+        })
+        .collect();
     let mut digest = Digest::new();
     let result = (|| {
         for _ in 0..ops {
             let r = rng.next_u64();
-            let idx = if r % 10 < 9 { (r >> 8) as usize % hot } else { hot + (r >> 8) as usize % cold } % slots;
+            let idx = if r % 10 < 9 {
+                (r >> 8) as usize % hot
+            } else {
+                hot + (r >> 8) as usize % cold
+            } % slots;
             let size = draw_size(rng.next_u64(), max_size);
             let tag = rng.next_u64() | 1;
             let b = &mut table[idx];
@@ -163,7 +232,13 @@ impl Workload for AllocChurn {
             let handles: Vec<_> = (0..threads)
                 .map(|t| s.spawn(move || churn(seed, t, ops, slots, max_size)))
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a churn thread panicked".into()))).collect()
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("a churn thread panicked".into()))
+                })
+                .collect()
         });
         let (wall, cpu) = watch.elapsed();
         let mut total = Digest::new();
@@ -210,7 +285,11 @@ mod tests {
     #[test]
     fn verify_catches_a_changed_byte() {
         let mut buf = vec![0u8; 64];
-        let b = Block { ptr: buf.as_mut_ptr(), size: 64, tag: 0x1234_5678_9abc_def1 };
+        let b = Block {
+            ptr: buf.as_mut_ptr(),
+            size: 64,
+            tag: 0x1234_5678_9abc_def1,
+        };
         unsafe {
             fill(&b);
             assert!(verify(&b, 64).is_ok());

@@ -10,7 +10,12 @@ use std::os::fd::FromRawFd;
 /// the other's descriptors open. The child leaves with _exit: 0 when `body`
 /// succeeded, 1 after printing its error as `label: error`. The parent keeps
 /// `theirs` and drops `mine`.
-pub fn fork_with<M, T>(label: &str, mine: M, theirs: T, body: impl FnOnce(M) -> Result<(), String>) -> Result<(libc::pid_t, T), String> {
+pub fn fork_with<M, T>(
+    label: &str,
+    mine: M,
+    theirs: T,
+    body: impl FnOnce(M) -> Result<(), String>,
+) -> Result<(libc::pid_t, T), String> {
     // SAFETY: the probe is single-threaded when it forks; the child leaves with _exit.
     let child = unsafe { libc::fork() };
     if child < 0 {
@@ -37,16 +42,28 @@ pub fn reap(pid: libc::pid_t, what: &str) -> Result<(), String> {
     let mut status = 0;
     // SAFETY: waiting for our own child.
     if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
-        return Err(format!("waiting for the {what}: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "waiting for the {what}: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(())
     } else if libc::WIFSIGNALED(status) {
-        Err(format!("the {what} was killed by signal {}", libc::WTERMSIG(status)))
+        Err(format!(
+            "the {what} was killed by signal {}",
+            libc::WTERMSIG(status)
+        ))
     } else {
         let code = libc::WEXITSTATUS(status);
-        let exec = if code == 127 { ": it could not exec" } else { "" };
-        Err(format!("the {what} did not exit 0 (exit status {code}{exec})"))
+        let exec = if code == 127 {
+            ": it could not exec"
+        } else {
+            ""
+        };
+        Err(format!(
+            "the {what} did not exit 0 (exit status {code}{exec})"
+        ))
     }
 }
 
@@ -61,4 +78,3 @@ pub fn pipe() -> Result<(File, File), String> {
         Ok((File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])))
     }
 }
-

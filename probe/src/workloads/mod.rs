@@ -10,7 +10,12 @@ mod sys_spawn;
 use crate::workload::Workload;
 
 pub fn all() -> Vec<&'static dyn Workload> {
-    let mut all: Vec<&'static dyn Workload> = vec![&alloc_churn::AllocChurn, &ipc::PipePingPong, &sys_spawn::Spawn, &sys_build::Build];
+    let mut all: Vec<&'static dyn Workload> = vec![
+        &alloc_churn::AllocChurn,
+        &ipc::PipePingPong,
+        &sys_spawn::Spawn,
+        &sys_build::Build,
+    ];
     all.extend(ipc::all());
     all.extend(cpu::all());
     all

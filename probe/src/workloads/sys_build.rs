@@ -13,10 +13,10 @@
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workloads::children::pipe;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use std::fmt::Write as _;
-use crate::workloads::children::pipe;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -26,22 +26,90 @@ use std::time::Instant;
 pub struct Build;
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "units", default: "120", help: "translation units in the library" , kind: Kind::Int { min: 1, max: 100_000 } },
-    OptionSpec { name: "programs", default: "4", help: "programs linked against the library" , kind: Kind::Int { min: 1, max: 1000 } },
-    OptionSpec { name: "jobs", default: "0", help: "make -j N (0: the CPUs this run may use)" , kind: Kind::Int { min: 0, max: 4096 } },
-    OptionSpec { name: "cache", default: "warm", help: "warm, or cold (page cache dropped before the build; needs root)" , kind: Kind::Choice(&["warm", "cold"]) },
-    OptionSpec { name: "dir", default: "", help: "where the project is generated (default: a folder under $TMPDIR)" , kind: Kind::Text },
-    OptionSpec { name: "seed", default: "1", help: "seed of the generated project" , kind: SEED },
-    OptionSpec { name: "cc", default: "cc", help: "the C compiler" , kind: Kind::Text },
+    OptionSpec {
+        name: "units",
+        default: "120",
+        help: "translation units in the library",
+        kind: Kind::Int {
+            min: 1,
+            max: 100_000,
+        },
+    },
+    OptionSpec {
+        name: "programs",
+        default: "4",
+        help: "programs linked against the library",
+        kind: Kind::Int { min: 1, max: 1000 },
+    },
+    OptionSpec {
+        name: "jobs",
+        default: "0",
+        help: "make -j N (0: the CPUs this run may use)",
+        kind: Kind::Int { min: 0, max: 4096 },
+    },
+    OptionSpec {
+        name: "cache",
+        default: "warm",
+        help: "warm, or cold (page cache dropped before the build; needs root)",
+        kind: Kind::Choice(&["warm", "cold"]),
+    },
+    OptionSpec {
+        name: "dir",
+        default: "",
+        help: "where the project is generated (default: a folder under $TMPDIR)",
+        kind: Kind::Text,
+    },
+    OptionSpec {
+        name: "seed",
+        default: "1",
+        help: "seed of the generated project",
+        kind: SEED,
+    },
+    OptionSpec {
+        name: "cc",
+        default: "cc",
+        help: "the C compiler",
+        kind: Kind::Text,
+    },
 ];
 
 static METRICS: &[MetricSpec] = &[
-    MetricSpec { name: "real_time", unit: "ns", direction: "lower", help: "wall time of `make -jN` alone" },
-    MetricSpec { name: "cpu_time", unit: "ns", direction: "lower", help: "user + sys of the build's whole process tree" },
-    MetricSpec { name: "sys.build:user", unit: "ns", direction: "lower", help: "user time of the build's process tree" },
-    MetricSpec { name: "sys.build:sys", unit: "ns", direction: "lower", help: "system time of the build's process tree" },
-    MetricSpec { name: "tasks", unit: "count", direction: "none", help: "processes and threads the build started (in a PID namespace; root)" },
-    MetricSpec { name: "jobs", unit: "count", direction: "none", help: "make's -j" },
+    MetricSpec {
+        name: "real_time",
+        unit: "ns",
+        direction: "lower",
+        help: "wall time of `make -jN` alone",
+    },
+    MetricSpec {
+        name: "cpu_time",
+        unit: "ns",
+        direction: "lower",
+        help: "user + sys of the build's whole process tree",
+    },
+    MetricSpec {
+        name: "sys.build:user",
+        unit: "ns",
+        direction: "lower",
+        help: "user time of the build's process tree",
+    },
+    MetricSpec {
+        name: "sys.build:sys",
+        unit: "ns",
+        direction: "lower",
+        help: "system time of the build's process tree",
+    },
+    MetricSpec {
+        name: "tasks",
+        unit: "count",
+        direction: "none",
+        help: "processes and threads the build started (in a PID namespace; root)",
+    },
+    MetricSpec {
+        name: "jobs",
+        unit: "count",
+        direction: "none",
+        help: "make's -j",
+    },
 ];
 
 const ROUNDS: u32 = 24;
@@ -52,8 +120,8 @@ struct Plan {
     add: Vec<u32>,
     shift: Vec<u32>,
     callee: Vec<Option<usize>>,
-    headers: Vec<Vec<usize>>,    // headers each unit includes
-    programs: Vec<Vec<usize>>,   // units each program folds
+    headers: Vec<Vec<usize>>,  // headers each unit includes
+    programs: Vec<Vec<usize>>, // units each program folds
 }
 
 impl Plan {
@@ -64,9 +132,15 @@ impl Plan {
             mult: (0..units).map(|_| rng.random::<u32>() | 1).collect(),
             add: (0..units).map(|_| rng.random()).collect(),
             shift: (0..units).map(|_| rng.random_range(3..17)).collect(),
-            callee: (0..units).map(|n| (n > 0).then(|| rng.random_range(0..n))).collect(),
-            headers: (0..units).map(|_| (0..6).map(|_| rng.random_range(0..headers_count)).collect()).collect(),
-            programs: (0..programs).map(|_| (0..8).map(|_| rng.random_range(0..units)).collect()).collect(),
+            callee: (0..units)
+                .map(|n| (n > 0).then(|| rng.random_range(0..n)))
+                .collect(),
+            headers: (0..units)
+                .map(|_| (0..6).map(|_| rng.random_range(0..headers_count)).collect())
+                .collect(),
+            programs: (0..programs)
+                .map(|_| (0..8).map(|_| rng.random_range(0..units)).collect())
+                .collect(),
         }
     }
 
@@ -80,7 +154,9 @@ impl Plan {
     }
 
     fn program(&self, p: usize) -> u32 {
-        self.programs[p].iter().fold(p as u32 + 1, |x, &u| self.unit(u, x).wrapping_add(x))
+        self.programs[p]
+            .iter()
+            .fold(p as u32 + 1, |x, &u| self.unit(u, x).wrapping_add(x))
     }
 }
 
@@ -95,17 +171,27 @@ fn generate(root: &Path, plan: &Plan, stamp: &str) -> Result<(), String> {
         return Ok(());
     }
     for dir in ["include", "src", "progs", "lib", "bin"] {
-        std::fs::create_dir_all(root.join(dir)).map_err(|e| format!("creating {}: {e}", root.join(dir).display()))?;
+        std::fs::create_dir_all(root.join(dir))
+            .map_err(|e| format!("creating {}: {e}", root.join(dir).display()))?;
     }
     let units = plan.mult.len();
     let headers_count = units.div_ceil(4).max(1);
     for h in 0..headers_count {
-        let mut text = format!("#ifndef H{h}_H\n#define H{h}_H\n#include <stdint.h>\n#include <string.h>\n");
+        let mut text =
+            format!("#ifndef H{h}_H\n#define H{h}_H\n#include <stdint.h>\n#include <string.h>\n");
         if h > 0 {
             let _ = writeln!(text, "#include \"h{}.h\"", h / 2); // a tree of includes, as real headers nest
         }
-        let _ = writeln!(text, "struct rec{h} {{ uint32_t a, b; uint16_t tag; unsigned char pad[6]; }};");
-        let _ = writeln!(text, "static inline uint32_t mix{h}(uint32_t v) {{ return (v << {}) | (v >> {}); }}", h % 13 + 1, 31 - h % 13);
+        let _ = writeln!(
+            text,
+            "struct rec{h} {{ uint32_t a, b; uint16_t tag; unsigned char pad[6]; }};"
+        );
+        let _ = writeln!(
+            text,
+            "static inline uint32_t mix{h}(uint32_t v) {{ return (v << {}) | (v >> {}); }}",
+            h % 13 + 1,
+            31 - h % 13
+        );
         for n in (h * 4)..((h + 1) * 4).min(units) {
             let _ = writeln!(text, "uint32_t u{n}(uint32_t x);");
         }
@@ -132,12 +218,21 @@ fn generate(root: &Path, plan: &Plan, stamp: &str) -> Result<(), String> {
             );
         }
         let _ = writeln!(text, "uint32_t u{n}(uint32_t x) {{");
-        let _ = writeln!(text, "  struct rec{} r; memset(&r, 0, sizeof r); r.a = x; r.b = {}u;", n / 4, plan.add[n]);
+        let _ = writeln!(
+            text,
+            "  struct rec{} r; memset(&r, 0, sizeof r); r.a = x; r.b = {}u;",
+            n / 4,
+            plan.add[n]
+        );
         let _ = writeln!(text, "  for (uint32_t i = 0; i < {ROUNDS}u; i++) {{ r.a = r.a * {}u + (r.b ^ i); r.b ^= r.a >> {}; }}", plan.mult[n], plan.shift[n]);
         let _ = writeln!(text, "  uint32_t v[4] = {{ r.a, r.b, x, {n}u }}; (void)helper0; (void)helper1; (void)helper2; (void)helper3; (void)helper4; (void)helper5; (void)v;");
         match plan.callee[n] {
-            Some(c) => { let _ = writeln!(text, "  return r.a ^ r.b ^ u{c}(r.a & 0xffu);\n}}"); }
-            None => { let _ = writeln!(text, "  return r.a ^ r.b;\n}}"); }
+            Some(c) => {
+                let _ = writeln!(text, "  return r.a ^ r.b ^ u{c}(r.a & 0xffu);\n}}");
+            }
+            None => {
+                let _ = writeln!(text, "  return r.a ^ r.b;\n}}");
+            }
         }
         write(&root.join(format!("src/u{n}.c")), &text)?;
     }
@@ -154,7 +249,9 @@ fn generate(root: &Path, plan: &Plan, stamp: &str) -> Result<(), String> {
         write(&root.join(format!("progs/p{p}.c")), &text)?;
     }
     let objects: Vec<String> = (0..units).map(|n| format!("src/u{n}.o")).collect();
-    let bins: Vec<String> = (0..plan.programs.len()).map(|p| format!("bin/p{p}")).collect();
+    let bins: Vec<String> = (0..plan.programs.len())
+        .map(|p| format!("bin/p{p}"))
+        .collect();
     let makefile = format!(
         "CFLAGS ?= -O2\nOBJS = {objs}\nall: {bins}\nlib/libproj.a: $(OBJS)\n\tar rcs $@ $^\n\
          bin/p%: progs/p%.c lib/libproj.a\n\t$(CC) $(CFLAGS) -Iinclude -o $@ $< -Llib -lproj\n\
@@ -171,14 +268,16 @@ fn on_path(program: &str) -> bool {
     if program.contains('/') {
         return Path::new(program).is_file();
     }
-    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
 fn drop_page_cache() -> Result<(), String> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", "3")
-        .map_err(|e| format!("--cache cold: dropping the page cache needs root (/proc/sys/vm/drop_caches: {e})"))
+    std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
+        format!("--cache cold: dropping the page cache needs root (/proc/sys/vm/drop_caches: {e})")
+    })
 }
 
 /// What the timed build cost.
@@ -192,13 +291,19 @@ struct Timed {
 /// Runs `make -jN` in `root` and waits for its whole tree, in a PID namespace where allowed.
 fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
     let make = std::ffi::CString::new("make").unwrap();
-    let args: Vec<std::ffi::CString> = ["make".to_string(), format!("-j{jobs}"), "-s".into(), format!("CC={cc}")]
-        .into_iter()
-        .map(|a| std::ffi::CString::new(a).map_err(|_| "an argument with a NUL byte".to_string()))
-        .collect::<Result<_, _>>()?;
+    let args: Vec<std::ffi::CString> = [
+        "make".to_string(),
+        format!("-j{jobs}"),
+        "-s".into(),
+        format!("CC={cc}"),
+    ]
+    .into_iter()
+    .map(|a| std::ffi::CString::new(a).map_err(|_| "an argument with a NUL byte".to_string()))
+    .collect::<Result<_, _>>()?;
     let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
-    let dir = std::ffi::CString::new(root.as_os_str().as_encoded_bytes()).map_err(|_| "a folder with a NUL byte".to_string())?;
+    let dir = std::ffi::CString::new(root.as_os_str().as_encoded_bytes())
+        .map_err(|_| "a folder with a NUL byte".to_string())?;
     let (mut reader, writer) = pipe()?;
     let (read_fd, write_fd) = (reader.as_raw_fd(), writer.as_raw_fd());
     let started = Instant::now();
@@ -239,18 +344,25 @@ fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
                 if counted {
                     let fd = libc::open(c"/proc/sys/kernel/ns_last_pid".as_ptr(), libc::O_RDONLY);
                     if fd >= 0 {
-                        len = libc::read(fd, last.as_mut_ptr() as *mut libc::c_void, last.len()).max(0) as usize;
+                        len = libc::read(fd, last.as_mut_ptr() as *mut libc::c_void, last.len())
+                            .max(0) as usize;
                     }
                 }
                 libc::write(write_fd, last.as_ptr() as *const libc::c_void, len);
-                libc::_exit(match (libc::WIFEXITED(make_status), libc::WEXITSTATUS(make_status)) {
-                    (true, code) => code,
-                    _ => 125,
-                });
+                libc::_exit(
+                    match (libc::WIFEXITED(make_status), libc::WEXITSTATUS(make_status)) {
+                        (true, code) => code,
+                        _ => 125,
+                    },
+                );
             }
             let mut status = 0;
             libc::waitpid(ns_init, &mut status, 0);
-            libc::_exit(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 125 });
+            libc::_exit(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                125
+            });
         }
     }
     drop(writer); // the child's copy is the only write end left: the read ends when it exits
@@ -264,14 +376,34 @@ fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
     match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
         (true, 0) => {}
         (true, 126) => return Err(format!("cannot enter {}", root.display())),
-        (true, 127) => return Err("make could not be started (is it installed? apt-get install make)".into()),
-        (true, code) => return Err(format!("the build failed: make exited {code} (rerun it by hand in {})", root.display())),
-        _ => return Err(format!("the build's process was killed (wait status {status})")),
+        (true, 127) => {
+            return Err("make could not be started (is it installed? apt-get install make)".into())
+        }
+        (true, code) => {
+            return Err(format!(
+                "the build failed: make exited {code} (rerun it by hand in {})",
+                root.display()
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "the build's process was killed (wait status {status})"
+            ))
+        }
     }
     let ns = |t: libc::timeval| t.tv_sec as f64 * 1e9 + t.tv_usec as f64 * 1e3;
     // PID 1 was the namespace's own init (ours): the build started every other one
-    let tasks = report.trim().parse::<u64>().ok().map(|last| last.saturating_sub(1));
-    Ok(Timed { wall_ns, user_ns: ns(usage.ru_utime), sys_ns: ns(usage.ru_stime), tasks })
+    let tasks = report
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(|last| last.saturating_sub(1));
+    Ok(Timed {
+        wall_ns,
+        user_ns: ns(usage.ru_utime),
+        sys_ns: ns(usage.ru_stime),
+        tasks,
+    })
 }
 
 /// Runs every program and compares what it prints with the generator's own computation.
@@ -279,11 +411,16 @@ fn check(root: &Path, plan: &Plan) -> Result<Digest, String> {
     let mut digest = Digest::new();
     for p in 0..plan.programs.len() {
         let bin = root.join(format!("bin/p{p}"));
-        let out = Command::new(&bin).output().map_err(|e| format!("running {}: {e}", bin.display()))?;
+        let out = Command::new(&bin)
+            .output()
+            .map_err(|e| format!("running {}: {e}", bin.display()))?;
         let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let expected = plan.program(p);
         if printed != expected.to_string() {
-            return Err(format!("{} printed '{printed}', the project computes {expected}: a wrong build", bin.display()));
+            return Err(format!(
+                "{} printed '{printed}', the project computes {expected}: a wrong build",
+                bin.display()
+            ));
         }
         digest.word(expected as u64);
     }
@@ -315,8 +452,19 @@ impl Workload for Build {
             dir => PathBuf::from(dir),
         };
         let plan = Plan::new(units, programs, seed);
-        generate(&root, &plan, &format!("sys.build v{} units={units} programs={programs} seed={seed}\n", self.about().version))?;
-        let cleaned = Command::new("make").args(["-s", "clean"]).current_dir(&root).status().map_err(|e| format!("make clean: {e}"))?;
+        generate(
+            &root,
+            &plan,
+            &format!(
+                "sys.build v{} units={units} programs={programs} seed={seed}\n",
+                self.about().version
+            ),
+        )?;
+        let cleaned = Command::new("make")
+            .args(["-s", "clean"])
+            .current_dir(&root)
+            .status()
+            .map_err(|e| format!("make clean: {e}"))?;
         if !cleaned.success() {
             return Err(format!("make clean failed in {}", root.display()));
         }
@@ -331,7 +479,12 @@ impl Workload for Build {
             Counter::new("jobs", jobs as f64, "count", Direction::None),
         ];
         if let Some(tasks) = timed.tasks {
-            counters.push(Counter::new("tasks", tasks as f64, "count", Direction::None));
+            counters.push(Counter::new(
+                "tasks",
+                tasks as f64,
+                "count",
+                Direction::None,
+            ));
         }
         Ok(vec![Entry {
             name: "sys.build".into(),
@@ -354,8 +507,15 @@ mod tests {
     #[test]
     fn the_plan_is_deterministic_and_calls_only_lower_units() {
         let (a, b) = (Plan::new(50, 3, 7), Plan::new(50, 3, 7));
-        assert_eq!((0..3).map(|p| a.program(p)).collect::<Vec<_>>(), (0..3).map(|p| b.program(p)).collect::<Vec<_>>());
-        assert!(a.callee.iter().enumerate().all(|(n, c)| c.is_none_or(|c| c < n)));
+        assert_eq!(
+            (0..3).map(|p| a.program(p)).collect::<Vec<_>>(),
+            (0..3).map(|p| b.program(p)).collect::<Vec<_>>()
+        );
+        assert!(a
+            .callee
+            .iter()
+            .enumerate()
+            .all(|(n, c)| c.is_none_or(|c| c < n)));
         assert_ne!(a.program(0), Plan::new(50, 3, 8).program(0));
     }
 }

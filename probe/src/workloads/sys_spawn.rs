@@ -21,21 +21,90 @@ pub struct Spawn;
 const METHODS: &[&str] = &["fork", "vfork", "posix_spawn"];
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "address-space", default: "512m", help: "bytes the parent maps and touches before spawning" , kind: Kind::Size { min: 0, max: 1 << 40 } },
-    OptionSpec { name: "spawns", default: "200", help: "children started per method" , kind: Kind::Int { min: 1, max: 1 << 24 } },
-    OptionSpec { name: "parallel", default: "1", help: "threads spawning at once" , kind: Kind::Int { min: 1, max: 1024 } },
-    OptionSpec { name: "methods", default: "fork,vfork,posix_spawn", help: "comma-separated: fork, vfork, posix_spawn" , kind: Kind::Text },
-    OptionSpec { name: "program", default: "/bin/true", help: "the program every child execs (it must exit 0)" , kind: Kind::Text },
-    OptionSpec { name: "warmup", default: "10", help: "untimed spawns per method first" , kind: Kind::Int { min: 0, max: 1 << 20 } },
+    OptionSpec {
+        name: "address-space",
+        default: "512m",
+        help: "bytes the parent maps and touches before spawning",
+        kind: Kind::Size {
+            min: 0,
+            max: 1 << 40,
+        },
+    },
+    OptionSpec {
+        name: "spawns",
+        default: "200",
+        help: "children started per method",
+        kind: Kind::Int {
+            min: 1,
+            max: 1 << 24,
+        },
+    },
+    OptionSpec {
+        name: "parallel",
+        default: "1",
+        help: "threads spawning at once",
+        kind: Kind::Int { min: 1, max: 1024 },
+    },
+    OptionSpec {
+        name: "methods",
+        default: "fork,vfork,posix_spawn",
+        help: "comma-separated: fork, vfork, posix_spawn",
+        kind: Kind::Text,
+    },
+    OptionSpec {
+        name: "program",
+        default: "/bin/true",
+        help: "the program every child execs (it must exit 0)",
+        kind: Kind::Text,
+    },
+    OptionSpec {
+        name: "warmup",
+        default: "10",
+        help: "untimed spawns per method first",
+        kind: Kind::Int {
+            min: 0,
+            max: 1 << 20,
+        },
+    },
 ];
 
 static METRICS: &[MetricSpec] = &[
-    MetricSpec { name: "sys.spawn/<method>:real_time", unit: "ns", direction: "lower", help: "wall time per spawn (all threads together)" },
-    MetricSpec { name: "sys.spawn/<method>:cpu_time", unit: "ns", direction: "lower", help: "CPU time of parent and children per spawn" },
-    MetricSpec { name: "sys.spawn/<method>:items_per_second", unit: "1/s", direction: "higher", help: "spawns per second" },
-    MetricSpec { name: "sys.spawn/<method>:p50", unit: "ns", direction: "lower", help: "median spawn latency (call to reaped exit)" },
-    MetricSpec { name: "sys.spawn/<method>:p90", unit: "ns", direction: "lower", help: "90th percentile spawn latency" },
-    MetricSpec { name: "sys.spawn/<method>:p99", unit: "ns", direction: "lower", help: "99th percentile spawn latency" },
+    MetricSpec {
+        name: "sys.spawn/<method>:real_time",
+        unit: "ns",
+        direction: "lower",
+        help: "wall time per spawn (all threads together)",
+    },
+    MetricSpec {
+        name: "sys.spawn/<method>:cpu_time",
+        unit: "ns",
+        direction: "lower",
+        help: "CPU time of parent and children per spawn",
+    },
+    MetricSpec {
+        name: "sys.spawn/<method>:items_per_second",
+        unit: "1/s",
+        direction: "higher",
+        help: "spawns per second",
+    },
+    MetricSpec {
+        name: "sys.spawn/<method>:p50",
+        unit: "ns",
+        direction: "lower",
+        help: "median spawn latency (call to reaped exit)",
+    },
+    MetricSpec {
+        name: "sys.spawn/<method>:p90",
+        unit: "ns",
+        direction: "lower",
+        help: "90th percentile spawn latency",
+    },
+    MetricSpec {
+        name: "sys.spawn/<method>:p99",
+        unit: "ns",
+        direction: "lower",
+        help: "99th percentile spawn latency",
+    },
 ];
 
 /// What every child execs: made before any spawn, since a child may only call async-signal-safe functions.
@@ -75,17 +144,31 @@ fn spawn(method: &str, program: &Program, stack: &mut [u8]) -> Result<libc::pid_
         "vfork" => unsafe {
             let top = stack.as_mut_ptr().add(stack.len()) as *mut libc::c_void;
             let arg = program as *const Program as *mut libc::c_void;
-            libc::clone(exec_child, top, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, arg)
+            libc::clone(
+                exec_child,
+                top,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                arg,
+            )
         },
         _ => {
             let mut pid = 0;
             // SAFETY: argv and envp are NULL-terminated arrays of C strings.
             let rc = unsafe {
-                libc::posix_spawn(&mut pid, program.path.as_ptr(), std::ptr::null(), std::ptr::null(),
-                                  program.argv.as_ptr() as *const *mut libc::c_char, program.envp.as_ptr() as *const *mut libc::c_char)
+                libc::posix_spawn(
+                    &mut pid,
+                    program.path.as_ptr(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    program.argv.as_ptr() as *const *mut libc::c_char,
+                    program.envp.as_ptr() as *const *mut libc::c_char,
+                )
             };
             if rc != 0 {
-                return Err(format!("posix_spawn: {}", std::io::Error::from_raw_os_error(rc)));
+                return Err(format!(
+                    "posix_spawn: {}",
+                    std::io::Error::from_raw_os_error(rc)
+                ));
             }
             pid
         }
@@ -117,9 +200,19 @@ fn grow(bytes: usize) -> Result<(), String> {
     }
     // SAFETY: a fresh private anonymous mapping, written only within its length, kept for the process's life.
     unsafe {
-        let p = libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
         if p == libc::MAP_FAILED {
-            return Err(format!("mapping {bytes} bytes: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "mapping {bytes} bytes: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         let base = p as *mut u8;
         for page in (0..bytes).step_by(4096) {
@@ -133,10 +226,20 @@ fn grow(bytes: usize) -> Result<(), String> {
 fn methods(opts: &Options) -> Result<Vec<&str>, String> {
     let methods: Vec<&str> = opts.text("methods").split(',').map(str::trim).collect();
     if let Some(bad) = methods.iter().find(|m| !METHODS.contains(m)) {
-        return Err(format!("option --methods: '{bad}' is not one of {}", METHODS.join(", ")));
+        return Err(format!(
+            "option --methods: '{bad}' is not one of {}",
+            METHODS.join(", ")
+        ));
     }
-    if let Some((i, twice)) = methods.iter().enumerate().find(|(i, m)| methods[..*i].contains(m)) {
-        return Err(format!("option --methods: '{twice}' is given twice (entry {})", i + 1));
+    if let Some((i, twice)) = methods
+        .iter()
+        .enumerate()
+        .find(|(i, m)| methods[..*i].contains(m))
+    {
+        return Err(format!(
+            "option --methods: '{twice}' is given twice (entry {})",
+            i + 1
+        ));
     }
     Ok(methods)
 }
@@ -144,11 +247,16 @@ fn methods(opts: &Options) -> Result<Vec<&str>, String> {
 /// `--program`: a file this process may execute, as every child will.
 fn program_path(opts: &Options) -> Result<CString, String> {
     let path = opts.text("program");
-    let c_path = CString::new(path).map_err(|_| "option --program: a path without NUL bytes".to_string())?;
-    let is_file = std::fs::metadata(path).map(|m| m.is_file()).unwrap_or(false);
+    let c_path =
+        CString::new(path).map_err(|_| "option --program: a path without NUL bytes".to_string())?;
+    let is_file = std::fs::metadata(path)
+        .map(|m| m.is_file())
+        .unwrap_or(false);
     // SAFETY: a NUL-terminated path.
     if !is_file || unsafe { libc::access(c_path.as_ptr(), libc::X_OK) } != 0 {
-        return Err(format!("option --program: no program at {path} that this user may execute"));
+        return Err(format!(
+            "option --program: no program at {path} that this user may execute"
+        ));
     }
     Ok(c_path)
 }
@@ -168,7 +276,11 @@ impl Workload for Spawn {
         let warmup = opts.int("warmup")?;
         let methods = methods(opts)?;
         let c_path = program_path(opts)?;
-        let mut program = Program { path: c_path, argv: [std::ptr::null(); 2], envp: [std::ptr::null()] };
+        let mut program = Program {
+            path: c_path,
+            argv: [std::ptr::null(); 2],
+            envp: [std::ptr::null()],
+        };
         program.argv[0] = program.path.as_ptr();
         grow(bytes)?;
         let mut entries = Vec::new();
@@ -178,8 +290,16 @@ impl Workload for Spawn {
             let watch = Stopwatch::start(true);
             let started = Instant::now();
             let shares: Vec<Result<Vec<u64>, String>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..parallel).map(|_| scope.spawn(|| spawn_many(method, &program, per_thread))).collect();
-                handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a spawning thread panicked".into()))).collect()
+                let handles: Vec<_> = (0..parallel)
+                    .map(|_| scope.spawn(|| spawn_many(method, &program, per_thread)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err("a spawning thread panicked".into()))
+                    })
+                    .collect()
             });
             let wall = started.elapsed().as_nanos() as f64;
             let (_, cpu) = watch.elapsed();

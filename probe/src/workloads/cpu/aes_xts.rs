@@ -57,12 +57,16 @@ impl Task for AesXts {
         let plain = &input.plain[index * PART..(index + 1) * PART];
         buf.copy_from_slice(plain);
         let first_sector = (index * PART / SECTOR) as u128;
-        input.xts.encrypt_area(buf, SECTOR, first_sector, get_tweak_default);
+        input
+            .xts
+            .encrypt_area(buf, SECTOR, first_sector, get_tweak_default);
         if buf[..SECTOR] == plain[..SECTOR] {
             return Err("encryption left a sector unchanged".into());
         }
         let checksum = fold(buf);
-        input.xts.decrypt_area(buf, SECTOR, first_sector, get_tweak_default);
+        input
+            .xts
+            .decrypt_area(buf, SECTOR, first_sector, get_tweak_default);
         if buf[..] != *plain {
             return Err("decryption did not give back the plaintext".into());
         }

@@ -29,14 +29,18 @@ fn channel_at(x: usize, y: usize) -> usize {
 
 fn demosaic(mosaic: &[u16], out: &mut [f32]) {
     let at = |x: isize, y: isize| -> f32 {
-        let (x, y) = (x.clamp(0, WIDTH as isize - 1) as usize, y.clamp(0, HEIGHT as isize - 1) as usize);
+        let (x, y) = (
+            x.clamp(0, WIDTH as isize - 1) as usize,
+            y.clamp(0, HEIGHT as isize - 1) as usize,
+        );
         mosaic[y * WIDTH + x] as f32
     };
     for y in 0..HEIGHT as isize {
         for x in 0..WIDTH as isize {
             let own = channel_at(x as usize, y as usize);
             let cross = (at(x - 1, y) + at(x + 1, y) + at(x, y - 1) + at(x, y + 1)) / 4.0;
-            let diagonal = (at(x - 1, y - 1) + at(x + 1, y - 1) + at(x - 1, y + 1) + at(x + 1, y + 1)) / 4.0;
+            let diagonal =
+                (at(x - 1, y - 1) + at(x + 1, y - 1) + at(x - 1, y + 1) + at(x + 1, y + 1)) / 4.0;
             let across = (at(x - 1, y) + at(x + 1, y)) / 2.0;
             let down = (at(x, y - 1) + at(x, y + 1)) / 2.0;
             let rgb = match own {
@@ -66,28 +70,39 @@ impl Task for Camera {
         let mosaic = (0..WIDTH * HEIGHT)
             .map(|i| {
                 let c = channel_at(i % WIDTH, i / WIDTH);
-                (scene.pixels[i * 3 + c] as f32 / GAINS[c] * 16.0).round() as u16 // 12-bit-ish sensor counts
+                (scene.pixels[i * 3 + c] as f32 / GAINS[c] * 16.0).round() as u16
+                // 12-bit-ish sensor counts
             })
             .collect();
         Input { scene, mosaic }
     }
 
     fn scratch(&self, _input: &Input) -> Self::Scratch {
-        (vec![0.0; WIDTH * HEIGHT * 3], vec![0; WIDTH * HEIGHT * 3], vec![0; WIDTH * HEIGHT * 3])
+        (
+            vec![0.0; WIDTH * HEIGHT * 3],
+            vec![0; WIDTH * HEIGHT * 3],
+            vec![0; WIDTH * HEIGHT * 3],
+        )
     }
 
     fn work(&self, _input: &Input) -> f64 {
         (WIDTH * HEIGHT) as f64
     }
 
-    fn round(&self, input: &Input, (linear, balanced, sharp): &mut Self::Scratch) -> Result<u64, String> {
+    fn round(
+        &self,
+        input: &Input,
+        (linear, balanced, sharp): &mut Self::Scratch,
+    ) -> Result<u64, String> {
         demosaic(&input.mosaic, linear);
         for (i, (v, o)) in linear.iter().zip(balanced.iter_mut()).enumerate() {
             *o = (v * GAINS[i % 3] / 16.0).round().clamp(0.0, 255.0) as u8;
         }
         let quality = psnr(&input.scene.pixels, balanced);
         if quality < 28.0 {
-            return Err(format!("the demosaiced image is too far from the scene ({quality:.1} dB)"));
+            return Err(format!(
+                "the demosaiced image is too far from the scene ({quality:.1} dB)"
+            ));
         }
         // unsharp mask: original + 0.6 * (original - 3x3 box blur)
         let row = WIDTH * 3;
@@ -95,10 +110,20 @@ impl Task for Camera {
         for y in 1..HEIGHT - 1 {
             for x in 3..row - 3 {
                 let i = y * row + x;
-                let blur = [i - row - 3, i - row, i - row + 3, i - 3, i, i + 3, i + row - 3, i + row, i + row + 3]
-                    .iter()
-                    .map(|j| balanced[*j] as f32)
-                    .sum::<f32>()
+                let blur = [
+                    i - row - 3,
+                    i - row,
+                    i - row + 3,
+                    i - 3,
+                    i,
+                    i + 3,
+                    i + row - 3,
+                    i + row,
+                    i + row + 3,
+                ]
+                .iter()
+                .map(|j| balanced[*j] as f32)
+                .sum::<f32>()
                     / 9.0;
                 let v = balanced[i] as f32;
                 sharp[i] = (v + 0.6 * (v - blur)).round().clamp(0.0, 255.0) as u8;

@@ -74,11 +74,17 @@ impl Program {
         builder.append_block_param(header, types::I64);
         builder.append_block_param(exit, types::I64);
         builder.switch_to_block(entry);
-        let (a, b) = (builder.block_params(entry)[0], builder.block_params(entry)[1]);
+        let (a, b) = (
+            builder.block_params(entry)[0],
+            builder.block_params(entry)[1],
+        );
         let zero = builder.ins().iconst(types::I64, 0);
         builder.ins().jump(header, &[a.into(), zero.into()]);
         builder.switch_to_block(header);
-        let (acc, i) = (builder.block_params(header)[0], builder.block_params(header)[1]);
+        let (acc, i) = (
+            builder.block_params(header)[0],
+            builder.block_params(header)[1],
+        );
         let more = builder.ins().icmp_imm(IntCC::SignedLessThan, i, self.trips);
         builder.ins().brif(more, body, &[], exit, &[acc.into()]);
         builder.switch_to_block(body);
@@ -136,7 +142,10 @@ fn generate(rng: &mut Pcg64) -> Program {
             (op, operand)
         })
         .collect();
-    Program { steps, trips: rng.random_range(1..50) }
+    Program {
+        steps,
+        trips: rng.random_range(1..50),
+    }
 }
 
 fn jit() -> Result<JITModule, String> {
@@ -146,7 +155,10 @@ fn jit() -> Result<JITModule, String> {
         .map_err(|e| format!("cranelift: {e}"))?
         .finish(settings::Flags::new(flags))
         .map_err(|e| format!("cranelift: {e}"))?;
-    Ok(JITModule::new(JITBuilder::with_isa(isa, default_libcall_names())))
+    Ok(JITModule::new(JITBuilder::with_isa(
+        isa,
+        default_libcall_names(),
+    )))
 }
 
 impl Task for Compiler {
@@ -184,20 +196,27 @@ impl Task for Compiler {
             let id = module
                 .declare_function(&format!("f{n}"), Linkage::Local, &ctx.func.signature)
                 .map_err(|e| format!("cranelift: {e}"))?;
-            module.define_function(id, &mut ctx).map_err(|e| format!("cranelift: {e}"))?;
+            module
+                .define_function(id, &mut ctx)
+                .map_err(|e| format!("cranelift: {e}"))?;
             module.clear_context(&mut ctx);
             ids.push(id);
         }
-        module.finalize_definitions().map_err(|e| format!("cranelift: {e}"))?;
+        module
+            .finalize_definitions()
+            .map_err(|e| format!("cranelift: {e}"))?;
         let mut checksum = 0u64;
         for (program, id) in programs.iter().zip(ids) {
             // SAFETY: the function was compiled just above with exactly this signature.
-            let f: extern "C" fn(i64, i64) -> i64 = unsafe { std::mem::transmute(module.get_finalized_function(id)) };
+            let f: extern "C" fn(i64, i64) -> i64 =
+                unsafe { std::mem::transmute(module.get_finalized_function(id)) };
             for (a, b) in [(1, 2), (-7, 1 << 40), (123_456_789, -987_654_321)] {
                 let (got, want) = (f(a, b), program.interpret(a, b));
                 if got != want {
                     unsafe { module.free_memory() };
-                    return Err(format!("compiled code returned {got}, the program computes {want}"));
+                    return Err(format!(
+                        "compiled code returned {got}, the program computes {want}"
+                    ));
                 }
                 checksum = checksum.rotate_left(7) ^ got as u64;
             }

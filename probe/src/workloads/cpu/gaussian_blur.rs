@@ -30,14 +30,22 @@ pub struct Scratch {
 
 fn kernel(sigma: f32) -> Vec<f32> {
     let radius = (3.0 * sigma).ceil() as i32;
-    let raw: Vec<f32> = (-radius..=radius).map(|i| (-(i * i) as f32 / (2.0 * sigma * sigma)).exp()).collect();
+    let raw: Vec<f32> = (-radius..=radius)
+        .map(|i| (-(i * i) as f32 / (2.0 * sigma * sigma)).exp())
+        .collect();
     let total: f32 = raw.iter().sum();
     raw.iter().map(|v| v / total).collect()
 }
 
 fn mirror(i: isize, n: usize) -> usize {
     let n = n as isize;
-    let m = if i < 0 { -i - 1 } else if i >= n { 2 * n - i - 1 } else { i };
+    let m = if i < 0 {
+        -i - 1
+    } else if i >= n {
+        2 * n - i - 1
+    } else {
+        i
+    };
     m.clamp(0, n - 1) as usize
 }
 
@@ -54,7 +62,11 @@ fn blur_band(plane: &[f32], kernel: &[f32], y0: usize, across: &mut [f32], out: 
             *p = row[mirror(k as isize - r as isize, WIDTH)];
         }
         for (x, o) in target.iter_mut().enumerate() {
-            *o = kernel.iter().zip(&padded[x..x + kernel.len()]).map(|(w, v)| w * v).sum();
+            *o = kernel
+                .iter()
+                .zip(&padded[x..x + kernel.len()])
+                .map(|(w, v)| w * v)
+                .sum();
         }
     }
     // columns: whole rows at a time, so the inner loop runs along memory and vectorises
@@ -74,7 +86,10 @@ fn direct(plane: &[f32], kernel: &[f32], x: usize, y: usize) -> f32 {
     let mut acc = 0.0f64;
     for (j, wy) in kernel.iter().enumerate() {
         for (i, wx) in kernel.iter().enumerate() {
-            let (sx, sy) = (mirror(x as isize + i as isize - r, WIDTH), mirror(y as isize + j as isize - r, HEIGHT));
+            let (sx, sy) = (
+                mirror(x as isize + i as isize - r, WIDTH),
+                mirror(y as isize + j as isize - r, HEIGHT),
+            );
             acc += (*wx as f64) * (*wy as f64) * plane[sy * WIDTH + sx] as f64;
         }
     }
@@ -86,7 +101,8 @@ impl Task for GaussianBlur {
     type Scratch = Scratch;
     const NAME: &'static str = "cpu.gaussian_blur";
     const SECTION: &'static str = "floating_point";
-    const DESCRIPTION: &'static str = "separable Gaussian blur (sigma 3) of a 1024x768 RGB photo in f32 (work: pixels)";
+    const DESCRIPTION: &'static str =
+        "separable Gaussian blur (sigma 3) of a 1024x768 RGB photo in f32 (work: pixels)";
     const VERSION: u32 = 2;
     const ITERATIONS: u64 = 8;
     const WORK_UNIT: &'static str = "pixels";
@@ -94,13 +110,29 @@ impl Task for GaussianBlur {
 
     fn prepare(&self, seed: u64) -> Input {
         let image = photo(seed, WIDTH, HEIGHT);
-        let planes = (0..3).map(|c| image.pixels.iter().skip(c).step_by(3).map(|v| *v as f32 / 255.0).collect()).collect();
-        Input { planes, kernel: kernel(SIGMA) }
+        let planes = (0..3)
+            .map(|c| {
+                image
+                    .pixels
+                    .iter()
+                    .skip(c)
+                    .step_by(3)
+                    .map(|v| *v as f32 / 255.0)
+                    .collect()
+            })
+            .collect();
+        Input {
+            planes,
+            kernel: kernel(SIGMA),
+        }
     }
 
     fn scratch(&self, input: &Input) -> Scratch {
         let radius = input.kernel.len() / 2;
-        Scratch { across: vec![0.0; WIDTH * (BAND + 2 * radius)], out: vec![0.0; WIDTH * BAND] }
+        Scratch {
+            across: vec![0.0; WIDTH * (BAND + 2 * radius)],
+            out: vec![0.0; WIDTH * BAND],
+        }
     }
 
     fn work(&self, _input: &Input) -> f64 {
@@ -111,12 +143,25 @@ impl Task for GaussianBlur {
         let (c, band) = (index / BANDS, index % BANDS);
         let plane = &input.planes[c];
         let y0 = band * BAND;
-        blur_band(plane, &input.kernel, y0, &mut scratch.across, &mut scratch.out);
+        blur_band(
+            plane,
+            &input.kernel,
+            y0,
+            &mut scratch.across,
+            &mut scratch.out,
+        );
         for i in 0..CHECKS {
             let (x, y) = ((i * 131 + index * 17) % WIDTH, (i * 97 + index * 29) % BAND);
-            let (got, want) = (scratch.out[y * WIDTH + x], direct(plane, &input.kernel, x, y0 + y));
+            let (got, want) = (
+                scratch.out[y * WIDTH + x],
+                direct(plane, &input.kernel, x, y0 + y),
+            );
             if (got - want).abs() > 1e-4 {
-                return Err(format!("blurred pixel ({x}, {}) is off by {}", y0 + y, got - want));
+                return Err(format!(
+                    "blurred pixel ({x}, {}) is off by {}",
+                    y0 + y,
+                    got - want
+                ));
             }
         }
         let sum: f64 = scratch.out.iter().map(|v| *v as f64).sum();

@@ -24,22 +24,34 @@ impl Task for Hdr {
     type Scratch = Vec<u8>;
     const NAME: &'static str = "cpu.hdr";
     const SECTION: &'static str = "floating_point";
-    const DESCRIPTION: &'static str = "Reinhard tone mapping of a 1024x768 HDR scene with a 1000:1 sun (work: pixels)";
+    const DESCRIPTION: &'static str =
+        "Reinhard tone mapping of a 1024x768 HDR scene with a 1000:1 sun (work: pixels)";
     const VERSION: u32 = 1;
     const ITERATIONS: u64 = 8;
     const WORK_UNIT: &'static str = "pixels";
 
     fn prepare(&self, seed: u64) -> Vec<f32> {
         let mut rng = Pcg64::seed_from_u64(seed);
-        let (sx, sy) = (rng.random_range(100.0..900.0f32), rng.random_range(50.0..300.0f32));
+        let (sx, sy) = (
+            rng.random_range(100.0..900.0f32),
+            rng.random_range(50.0..300.0f32),
+        );
         let mut out = Vec::with_capacity(WIDTH * HEIGHT * 3);
         for y in 0..HEIGHT {
             for x in 0..WIDTH {
                 let (fx, fy) = (x as f32, y as f32);
                 let sun = 1000.0 * (-((fx - sx).powi(2) + (fy - sy).powi(2)) / 400.0).exp();
-                let sky = if fy < 400.0 { 2.0 + fy / 200.0 } else { 0.05 + 0.3 * ((fx * 0.05).sin() * (fy * 0.03).cos()).abs() };
+                let sky = if fy < 400.0 {
+                    2.0 + fy / 200.0
+                } else {
+                    0.05 + 0.3 * ((fx * 0.05).sin() * (fy * 0.03).cos()).abs()
+                };
                 let grain: f32 = rng.random_range(0.95..1.05);
-                out.extend([(sky * 0.8 + sun) * grain, (sky * 0.9 + sun * 0.9) * grain, (sky * 1.2 + sun * 0.7) * grain]);
+                out.extend([
+                    (sky * 0.8 + sun) * grain,
+                    (sky * 0.9 + sun * 0.9) * grain,
+                    (sky * 1.2 + sun * 0.7) * grain,
+                ]);
             }
         }
         out
@@ -55,9 +67,16 @@ impl Task for Hdr {
 
     fn round(&self, radiance: &Vec<f32>, out: &mut Vec<u8>) -> Result<u64, String> {
         let pixels = radiance.len() / 3;
-        let log_sum: f64 = radiance.chunks_exact(3).map(|p| (1e-4 + luminance(p) as f64).ln()).sum();
+        let log_sum: f64 = radiance
+            .chunks_exact(3)
+            .map(|p| (1e-4 + luminance(p) as f64).ln())
+            .sum();
         let key = 0.18 / (log_sum / pixels as f64).exp() as f32;
-        let white = radiance.chunks_exact(3).map(luminance).fold(0.0f32, f32::max) * key;
+        let white = radiance
+            .chunks_exact(3)
+            .map(luminance)
+            .fold(0.0f32, f32::max)
+            * key;
         let map = |p: &[f32]| -> f32 {
             let l = luminance(p) * key;
             l * (1.0 + l / (white * white)) / (1.0 + l)
@@ -70,7 +89,9 @@ impl Task for Hdr {
         }
         let mean = out.iter().map(|v| *v as f64).sum::<f64>() / out.len() as f64;
         if !(40.0..=215.0).contains(&mean) {
-            return Err(format!("the mapped image is badly exposed (mean {mean:.0} of 255)"));
+            return Err(format!(
+                "the mapped image is badly exposed (mean {mean:.0} of 255)"
+            ));
         }
         for k in 0..256 {
             let (a, b) = ((k * 7919) % pixels, (k * 104_729 + 13) % pixels);

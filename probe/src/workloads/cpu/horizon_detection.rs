@@ -49,7 +49,11 @@ impl Task for HorizonDetection {
             .map(|i| {
                 let (x, y) = ((i % WIDTH) as f64, (i / WIDTH) as f64);
                 let horizon = offset + (x - WIDTH as f64 / 2.0) * tilt.tan();
-                let base = if y < horizon { 0.75 - 0.2 * y / HEIGHT as f64 } else { 0.3 + 0.08 * ((x * 0.2).sin() * (y * 0.15).cos()) };
+                let base = if y < horizon {
+                    0.75 - 0.2 * y / HEIGHT as f64
+                } else {
+                    0.3 + 0.08 * ((x * 0.2).sin() * (y * 0.15).cos())
+                };
                 (base + rng.random_range(-0.03..0.03)) as f32
             })
             .collect();
@@ -59,7 +63,12 @@ impl Task for HorizonDetection {
                 (t.cos() as f32, t.sin() as f32)
             })
             .collect();
-        Input { grey, tilt, offset, table }
+        Input {
+            grey,
+            tilt,
+            offset,
+            table,
+        }
     }
 
     fn scratch(&self, _input: &Input) -> Self::Scratch {
@@ -76,7 +85,9 @@ impl Task for HorizonDetection {
         let mut strongest = 0.0f32;
         for y in 1..HEIGHT - 1 {
             for x in 1..WIDTH - 1 {
-                let p = |dx: isize, dy: isize| g[(y as isize + dy) as usize * WIDTH + (x as isize + dx) as usize];
+                let p = |dx: isize, dy: isize| {
+                    g[(y as isize + dy) as usize * WIDTH + (x as isize + dx) as usize]
+                };
                 let gx = p(1, -1) + 2.0 * p(1, 0) + p(1, 1) - p(-1, -1) - 2.0 * p(-1, 0) - p(-1, 1);
                 let gy = p(-1, 1) + 2.0 * p(0, 1) + p(1, 1) - p(-1, -1) - 2.0 * p(0, -1) - p(1, -1);
                 let m = (gx * gx + gy * gy).sqrt();
@@ -99,8 +110,16 @@ impl Task for HorizonDetection {
                 }
             }
         }
-        let best = votes.iter().enumerate().max_by_key(|(_, v)| **v).map(|(i, _)| i).unwrap_or(0);
-        let (angle, rho) = ((best / (2 * half)) as f64 * std::f64::consts::PI / ANGLES as f64, (best % (2 * half)) as f64 - half as f64);
+        let best = votes
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, v)| **v)
+            .map(|(i, _)| i)
+            .unwrap_or(0);
+        let (angle, rho) = (
+            (best / (2 * half)) as f64 * std::f64::consts::PI / ANGLES as f64,
+            (best % (2 * half)) as f64 - half as f64,
+        );
         let (want_angle, want_rho) = normal_form(input.tilt, input.offset);
         let angle_error = (angle - want_angle).abs().to_degrees();
         if angle_error > 0.5 || (rho - want_rho).abs() > 3.0 {

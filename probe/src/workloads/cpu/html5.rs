@@ -24,20 +24,48 @@ pub struct Input {
 }
 
 fn words(rng: &mut Pcg64, n: usize) -> String {
-    const WORDS: [&str; 12] = ["lorem", "ipsum", "dolor", "&amp;", "sit", "amet", "&lt;tag&gt;", "route", "kernel", "page", "caf&eacute;", "cache"];
-    (0..n).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect::<Vec<_>>().join(" ")
+    const WORDS: [&str; 12] = [
+        "lorem",
+        "ipsum",
+        "dolor",
+        "&amp;",
+        "sit",
+        "amet",
+        "&lt;tag&gt;",
+        "route",
+        "kernel",
+        "page",
+        "caf&eacute;",
+        "cache",
+    ];
+    (0..n)
+        .map(|_| WORDS[rng.random_range(0..WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn page(seed: u64) -> Input {
     let mut rng = Pcg64::seed_from_u64(seed);
     let mut expected: BTreeMap<&'static str, usize> = COUNTED.iter().map(|t| (*t, 0)).collect();
-    let mut html = String::from("<!DOCTYPE html><html><head><title>benchlab</title></head><body>\n");
+    let mut html =
+        String::from("<!DOCTYPE html><html><head><title>benchlab</title></head><body>\n");
     for s in 0..SECTIONS {
-        let _ = write!(html, "<div class=\"section s{s}\" id=\"sec{s}\"><h2>{}</h2>\n", words(&mut rng, 4));
+        let _ = write!(
+            html,
+            "<div class=\"section s{s}\" id=\"sec{s}\"><h2>{}</h2>\n",
+            words(&mut rng, 4)
+        );
         *expected.get_mut("h2").unwrap() += 1;
         for _ in 0..rng.random_range(2..6) {
             // paragraphs are left unclosed: the next <p> or block closes them
-            let _ = write!(html, "<p>{} <a href=\"/page/{}\">{}</a> {}\n", words(&mut rng, 12), rng.random::<u16>(), words(&mut rng, 2), words(&mut rng, 8));
+            let _ = write!(
+                html,
+                "<p>{} <a href=\"/page/{}\">{}</a> {}\n",
+                words(&mut rng, 12),
+                rng.random::<u16>(),
+                words(&mut rng, 2),
+                words(&mut rng, 8)
+            );
             *expected.get_mut("p").unwrap() += 1;
             *expected.get_mut("a").unwrap() += 1;
         }
@@ -107,10 +135,14 @@ impl Task for Html5 {
         for (tag, want) in &input.expected {
             let got = counts.get(tag).copied().unwrap_or(0);
             if got != *want {
-                return Err(format!("the DOM has {got} <{tag}> elements, the page has {want}"));
+                return Err(format!(
+                    "the DOM has {got} <{tag}> elements, the page has {want}"
+                ));
             }
         }
-        Ok(counts.values().fold(text as u64, |acc, &n| acc.rotate_left(9) ^ n as u64))
+        Ok(counts
+            .values()
+            .fold(text as u64, |acc, &n| acc.rotate_left(9) ^ n as u64))
     }
 }
 
@@ -124,7 +156,10 @@ mod tests {
         assert!(Html5.round(&input, &mut ()).is_ok());
         assert_eq!(input.expected["tbody"], SECTIONS);
         assert!(!input.html.contains("<tbody"));
-        let broken = Input { html: input.html.replacen("<td>", "", 1), expected: input.expected.clone() };
+        let broken = Input {
+            html: input.html.replacen("<td>", "", 1),
+            expected: input.expected.clone(),
+        };
         assert!(Html5.round(&broken, &mut ()).unwrap_err().contains("<td>"));
     }
 }

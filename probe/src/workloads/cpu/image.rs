@@ -20,7 +20,11 @@ pub fn photo(seed: u64, width: usize, height: usize) -> Rgb {
                 rng.random_range(0.0..width as f32),
                 rng.random_range(0.0..height as f32),
                 rng.random_range(20.0..200.0f32),
-                [rng.random_range(0.0..255.0), rng.random_range(0.0..255.0), rng.random_range(0.0..255.0)],
+                [
+                    rng.random_range(0.0..255.0),
+                    rng.random_range(0.0..255.0),
+                    rng.random_range(0.0..255.0),
+                ],
             )
         })
         .collect();
@@ -42,12 +46,21 @@ pub fn photo(seed: u64, width: usize, height: usize) -> Rgb {
             }
         }
     }
-    Rgb { width, height, pixels }
+    Rgb {
+        width,
+        height,
+        pixels,
+    }
 }
 
 /// Peak signal-to-noise ratio between two 8-bit images of the same size, in dB.
 pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
-    let mse = a.iter().zip(b).map(|(x, y)| (*x as f64 - *y as f64).powi(2)).sum::<f64>() / a.len() as f64;
+    let mse = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (*x as f64 - *y as f64).powi(2))
+        .sum::<f64>()
+        / a.len() as f64;
     if mse == 0.0 {
         f64::INFINITY
     } else {

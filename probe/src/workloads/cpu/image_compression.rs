@@ -18,7 +18,8 @@ impl Task for ImageCompression {
     type Scratch = ();
     const NAME: &'static str = "cpu.image_compression";
     const SECTION: &'static str = "integer";
-    const DESCRIPTION: &'static str = "JPEG encode (quality 85, 4:2:0) and decode of a 1024x768 synthetic photo (work: pixels)";
+    const DESCRIPTION: &'static str =
+        "JPEG encode (quality 85, 4:2:0) and decode of a 1024x768 synthetic photo (work: pixels)";
     const VERSION: u32 = 1;
     const ITERATIONS: u64 = 14;
     const WORK_UNIT: &'static str = "pixels";
@@ -38,20 +39,33 @@ impl Task for ImageCompression {
         let mut encoder = Encoder::new(&mut jpeg, QUALITY);
         encoder.set_sampling_factor(SamplingFactor::R_4_2_0);
         encoder
-            .encode(&image.pixels, image.width as u16, image.height as u16, ColorType::Rgb)
+            .encode(
+                &image.pixels,
+                image.width as u16,
+                image.height as u16,
+                ColorType::Rgb,
+            )
             .map_err(|e| format!("jpeg encode: {e}"))?;
         let mut decoder = jpeg_decoder::Decoder::new(&jpeg[..]);
         let decoded = decoder.decode().map_err(|e| format!("jpeg decode: {e}"))?;
         let info = decoder.info().ok_or("jpeg decode: no image info")?;
-        if (info.width as usize, info.height as usize) != (image.width, image.height) || decoded.len() != image.pixels.len() {
+        if (info.width as usize, info.height as usize) != (image.width, image.height)
+            || decoded.len() != image.pixels.len()
+        {
             return Err("the decoded image has another size".into());
         }
         let quality = psnr(&image.pixels, &decoded);
         if quality < 30.0 {
-            return Err(format!("the decoded image is too far from the original ({quality:.1} dB)"));
+            return Err(format!(
+                "the decoded image is too far from the original ({quality:.1} dB)"
+            ));
         }
         if jpeg.len() * 5 > image.pixels.len() {
-            return Err(format!("JPEG compressed only to {} of {} bytes", jpeg.len(), image.pixels.len()));
+            return Err(format!(
+                "JPEG compressed only to {} of {} bytes",
+                jpeg.len(),
+                image.pixels.len()
+            ));
         }
         Ok(fold(&jpeg) ^ fold(&decoded).rotate_left(29))
     }

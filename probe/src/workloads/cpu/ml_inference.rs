@@ -48,13 +48,35 @@ fn im2col(x: &[f32], c: usize, h: usize, w: usize, cols: &mut Vec<f32>) {
     }
 }
 
-fn conv_relu(x: &[f32], weights: &[f32], c_in: usize, c_out: usize, side: usize, cols: &mut Vec<f32>) -> Vec<f32> {
+fn conv_relu(
+    x: &[f32],
+    weights: &[f32],
+    c_in: usize,
+    c_out: usize,
+    side: usize,
+    cols: &mut Vec<f32>,
+) -> Vec<f32> {
     im2col(x, c_in, side, side, cols);
     let (m, k, n) = (c_out, c_in * 9, side * side);
     let mut out = vec![0.0f32; m * n];
     // SAFETY: the slices hold m*k, k*n and m*n elements in row-major order, as the strides say.
     unsafe {
-        matrixmultiply::sgemm(m, k, n, 1.0, weights.as_ptr(), k as isize, 1, cols.as_ptr(), n as isize, 1, 0.0, out.as_mut_ptr(), n as isize, 1);
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            1.0,
+            weights.as_ptr(),
+            k as isize,
+            1,
+            cols.as_ptr(),
+            n as isize,
+            1,
+            0.0,
+            out.as_mut_ptr(),
+            n as isize,
+            1,
+        );
     }
     out.iter_mut().for_each(|v| *v = v.max(0.0));
     out
@@ -66,22 +88,33 @@ fn max_pool(x: &[f32], c: usize, side: usize) -> Vec<f32> {
     for ch in 0..c {
         for y in 0..half {
             for xx in 0..half {
-                let at = |dy: usize, dx: usize| x[ch * side * side + (2 * y + dy) * side + 2 * xx + dx];
-                out[ch * half * half + y * half + xx] = at(0, 0).max(at(0, 1)).max(at(1, 0)).max(at(1, 1));
+                let at =
+                    |dy: usize, dx: usize| x[ch * side * side + (2 * y + dy) * side + 2 * xx + dx];
+                out[ch * half * half + y * half + xx] =
+                    at(0, 0).max(at(0, 1)).max(at(1, 0)).max(at(1, 1));
             }
         }
     }
     out
 }
 
-fn direct_conv(x: &[f32], weights: &[f32], c_in: usize, side: usize, o: usize, y: usize, xx: usize) -> f32 {
+fn direct_conv(
+    x: &[f32],
+    weights: &[f32],
+    c_in: usize,
+    side: usize,
+    o: usize,
+    y: usize,
+    xx: usize,
+) -> f32 {
     let mut acc = 0.0f64;
     for ch in 0..c_in {
         for ky in 0..3 {
             for kx in 0..3 {
                 let (sy, sx) = (y as isize + ky as isize - 1, xx as isize + kx as isize - 1);
                 if sy >= 0 && sy < side as isize && sx >= 0 && sx < side as isize {
-                    acc += weights[o * c_in * 9 + ch * 9 + ky * 3 + kx] as f64 * x[ch * side * side + sy as usize * side + sx as usize] as f64;
+                    acc += weights[o * c_in * 9 + ch * 9 + ky * 3 + kx] as f64
+                        * x[ch * side * side + sy as usize * side + sx as usize] as f64;
                 }
             }
         }
@@ -94,7 +127,8 @@ impl Task for MlInference {
     type Scratch = Vec<f32>;
     const NAME: &'static str = "cpu.ml_inference";
     const SECTION: &'static str = "floating_point";
-    const DESCRIPTION: &'static str = "CNN forward pass (3 conv layers via im2col + SGEMM) on 4 64x64 images (work: images)";
+    const DESCRIPTION: &'static str =
+        "CNN forward pass (3 conv layers via im2col + SGEMM) on 4 64x64 images (work: images)";
     const VERSION: u32 = 1;
     const ITERATIONS: u64 = 70;
     const WORK_UNIT: &'static str = "images";
@@ -104,16 +138,33 @@ impl Task for MlInference {
         let images = (0..BATCH)
             .map(|b| {
                 let p = photo(seed.wrapping_add(b as u64), SIDE, SIDE);
-                (0..3).flat_map(|c| p.pixels.iter().skip(c).step_by(3).map(|v| *v as f32 / 255.0 - 0.5).collect::<Vec<_>>()).collect()
+                (0..3)
+                    .flat_map(|c| {
+                        p.pixels
+                            .iter()
+                            .skip(c)
+                            .step_by(3)
+                            .map(|v| *v as f32 / 255.0 - 0.5)
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
             })
             .collect();
         let mut he = |fan_in: usize, n: usize| -> Vec<f32> {
             let scale = (2.0 / fan_in as f32).sqrt();
-            (0..n).map(|_| rng.random_range(-1.0..1.0f32) * scale * 1.7).collect()
+            (0..n)
+                .map(|_| rng.random_range(-1.0..1.0f32) * scale * 1.7)
+                .collect()
         };
-        let convs = (0..3).map(|l| he(CHANNELS[l] * 9, CHANNELS[l + 1] * CHANNELS[l] * 9)).collect();
+        let convs = (0..3)
+            .map(|l| he(CHANNELS[l] * 9, CHANNELS[l + 1] * CHANNELS[l] * 9))
+            .collect();
         let dense = he(CHANNELS[3], CLASSES * CHANNELS[3]);
-        Input { images, convs, dense }
+        Input {
+            images,
+            convs,
+            dense,
+        }
     }
 
     fn scratch(&self, _input: &Input) -> Vec<f32> {
@@ -130,13 +181,25 @@ impl Task for MlInference {
             let mut x = image.clone();
             let mut side = SIDE;
             for layer in 0..3 {
-                let y = conv_relu(&x, &input.convs[layer], CHANNELS[layer], CHANNELS[layer + 1], side, cols);
+                let y = conv_relu(
+                    &x,
+                    &input.convs[layer],
+                    CHANNELS[layer],
+                    CHANNELS[layer + 1],
+                    side,
+                    cols,
+                );
                 if layer == 0 {
                     for i in 0..16 {
-                        let (o, py, px) = ((i * 5 + b) % CHANNELS[1], (i * 13) % side, (i * 29) % side);
+                        let (o, py, px) =
+                            ((i * 5 + b) % CHANNELS[1], (i * 13) % side, (i * 29) % side);
                         let want = direct_conv(&x, &input.convs[0], CHANNELS[0], side, o, py, px);
-                        if (y[o * side * side + py * side + px] - want).abs() > 1e-4 * (1.0 + want.abs()) {
-                            return Err("a convolution output differs from the direct convolution".into());
+                        if (y[o * side * side + py * side + px] - want).abs()
+                            > 1e-4 * (1.0 + want.abs())
+                        {
+                            return Err(
+                                "a convolution output differs from the direct convolution".into()
+                            );
                         }
                     }
                 }
@@ -147,8 +210,15 @@ impl Task for MlInference {
                     x = y;
                 }
             }
-            let features: Vec<f32> = x.chunks(side * side).map(|c| c.iter().sum::<f32>() / (side * side) as f32).collect();
-            let logits: Vec<f32> = input.dense.chunks(CHANNELS[3]).map(|w| w.iter().zip(&features).map(|(a, b)| a * b).sum()).collect();
+            let features: Vec<f32> = x
+                .chunks(side * side)
+                .map(|c| c.iter().sum::<f32>() / (side * side) as f32)
+                .collect();
+            let logits: Vec<f32> = input
+                .dense
+                .chunks(CHANNELS[3])
+                .map(|w| w.iter().zip(&features).map(|(a, b)| a * b).sum())
+                .collect();
             let top = logits.iter().cloned().fold(f32::MIN, f32::max);
             let exp: Vec<f32> = logits.iter().map(|l| (l - top).exp()).collect();
             let total: f32 = exp.iter().sum();
@@ -156,8 +226,12 @@ impl Task for MlInference {
             if (probs.iter().sum::<f32>() - 1.0).abs() > 1e-5 {
                 return Err("softmax does not sum to one".into());
             }
-            let class = probs.iter().enumerate().fold(0, |best, (i, p)| if *p > probs[best] { i } else { best });
-            checksum = checksum.rotate_left(11) ^ (class as u64) ^ ((probs[class] * 1e6) as u64) << 8;
+            let class = probs
+                .iter()
+                .enumerate()
+                .fold(0, |best, (i, p)| if *p > probs[best] { i } else { best });
+            checksum =
+                checksum.rotate_left(11) ^ (class as u64) ^ ((probs[class] * 1e6) as u64) << 8;
         }
         Ok(checksum)
     }

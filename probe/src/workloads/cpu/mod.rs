@@ -79,25 +79,83 @@ pub trait Task: Sync {
         None
     }
     /// Part `index` of a round (verified like a round); only for tasks with PARTS > 0.
-    fn part(&self, _input: &Self::Input, _scratch: &mut Self::Scratch, _index: usize) -> Result<u64, String> {
+    fn part(
+        &self,
+        _input: &Self::Input,
+        _scratch: &mut Self::Scratch,
+        _index: usize,
+    ) -> Result<u64, String> {
         Err(format!("{} does not split into parts", Self::NAME))
     }
 }
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "threads", default: "1", help: "threads (0: every CPU this process may run on)" , kind: Kind::Int { min: 0, max: 4096 } },
-    OptionSpec { name: "mode", default: "copies", help: "copies: a copy of the task per thread; shared: the threads split one task" , kind: Kind::Choice(&["copies", "shared"]) },
-    OptionSpec { name: "iterations", default: "0", help: "rounds per copy (0: the task's default)" , kind: Kind::Int { min: 0, max: 1 << 40 } },
-    OptionSpec { name: "seed", default: "1", help: "seed of the generated input" , kind: SEED },
-    OptionSpec { name: "part", default: "all", help: "only this part of each round (to compare one codec with its own tool)" , kind: Kind::Text },
-    OptionSpec { name: "save-input", default: "", help: "write the generated input to this file first" , kind: Kind::Text },
+    OptionSpec {
+        name: "threads",
+        default: "1",
+        help: "threads (0: every CPU this process may run on)",
+        kind: Kind::Int { min: 0, max: 4096 },
+    },
+    OptionSpec {
+        name: "mode",
+        default: "copies",
+        help: "copies: a copy of the task per thread; shared: the threads split one task",
+        kind: Kind::Choice(&["copies", "shared"]),
+    },
+    OptionSpec {
+        name: "iterations",
+        default: "0",
+        help: "rounds per copy (0: the task's default)",
+        kind: Kind::Int {
+            min: 0,
+            max: 1 << 40,
+        },
+    },
+    OptionSpec {
+        name: "seed",
+        default: "1",
+        help: "seed of the generated input",
+        kind: SEED,
+    },
+    OptionSpec {
+        name: "part",
+        default: "all",
+        help: "only this part of each round (to compare one codec with its own tool)",
+        kind: Kind::Text,
+    },
+    OptionSpec {
+        name: "save-input",
+        default: "",
+        help: "write the generated input to this file first",
+        kind: Kind::Text,
+    },
 ];
 
 static METRICS: &[MetricSpec] = &[
-    MetricSpec { name: "real_time", unit: "ns", direction: "lower", help: "wall time per round of one copy" },
-    MetricSpec { name: "cpu_time", unit: "ns", direction: "lower", help: "CPU time per round, all threads" },
-    MetricSpec { name: "items_per_second", unit: "work/s", direction: "higher", help: "throughput: units of work per second, all threads" },
-    MetricSpec { name: "threads", unit: "threads", direction: "none", help: "threads the run used" },
+    MetricSpec {
+        name: "real_time",
+        unit: "ns",
+        direction: "lower",
+        help: "wall time per round of one copy",
+    },
+    MetricSpec {
+        name: "cpu_time",
+        unit: "ns",
+        direction: "lower",
+        help: "CPU time per round, all threads",
+    },
+    MetricSpec {
+        name: "items_per_second",
+        unit: "work/s",
+        direction: "higher",
+        help: "throughput: units of work per second, all threads",
+    },
+    MetricSpec {
+        name: "threads",
+        unit: "threads",
+        direction: "none",
+        help: "threads the run used",
+    },
 ];
 
 /// What the timed part of a run produced: per thread, its checksum (copies) or its
@@ -128,9 +186,16 @@ fn timed<T: Task, R: Send>(
             .collect();
         let watch = Stopwatch::start(false);
         start.wait();
-        let results = handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into()))).collect();
+        let results = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
+            .collect();
         let (wall_ns, cpu_ns) = watch.elapsed();
-        Timed { results, wall_ns, cpu_ns }
+        Timed {
+            results,
+            wall_ns,
+            cpu_ns,
+        }
     })
 }
 
@@ -144,11 +209,17 @@ impl<T: Task> Cpu<T> {
             return Ok(None);
         }
         if T::PARTS == 0 {
-            return Err(format!("option --part: {} has no parts (only all)", T::NAME));
+            return Err(format!(
+                "option --part: {} has no parts (only all)",
+                T::NAME
+            ));
         }
         match text.parse::<usize>() {
             Ok(part) if part < T::PARTS => Ok(Some(part)),
-            _ => Err(format!("option --part: '{text}' is not all or a part 0..={}", T::PARTS - 1)),
+            _ => Err(format!(
+                "option --part: '{text}' is not all or a part 0..={}",
+                T::PARTS - 1
+            )),
         }
     }
 
@@ -180,7 +251,16 @@ impl<T: Task> Cpu<T> {
     /// `iterations`: rounds per copy (or shared rounds); `rounds`: whole rounds done over all
     /// threads; times in ns.
     #[allow(clippy::too_many_arguments)]
-    fn entry(&self, input: &T::Input, checksum: u64, iterations: u64, rounds: u64, threads: usize, wall: f64, cpu: f64) -> Entry {
+    fn entry(
+        &self,
+        input: &T::Input,
+        checksum: u64,
+        iterations: u64,
+        rounds: u64,
+        threads: usize,
+        wall: f64,
+        cpu: f64,
+    ) -> Entry {
         Entry {
             name: T::NAME.into(),
             iterations: rounds,
@@ -189,16 +269,29 @@ impl<T: Task> Cpu<T> {
             cpu_time_ns: cpu / rounds as f64,
             items_per_second: Some(self.0.work(input) * rounds as f64 / (wall / 1e9)),
             bytes_per_second: None,
-            counters: vec![Counter::new("threads", threads as f64, "threads", Direction::None)],
+            counters: vec![Counter::new(
+                "threads",
+                threads as f64,
+                "threads",
+                Direction::None,
+            )],
             checksum: format!("{checksum:016x}"),
         }
     }
 
     /// The threads take the parts of each round in turn; the checksum is put together in
     /// part order, so it equals the one a single thread computes in copies mode.
-    fn shared(&self, input: &T::Input, threads: usize, iterations: u64) -> Result<(u64, Timed<Vec<(usize, u64)>>), String> {
+    fn shared(
+        &self,
+        input: &T::Input,
+        threads: usize,
+        iterations: u64,
+    ) -> Result<(u64, Timed<Vec<(usize, u64)>>), String> {
         if T::PARTS == 0 || !T::SHARES {
-            return Err(format!("{} does not split into a shared task; use --mode copies", T::NAME));
+            return Err(format!(
+                "{} does not split into a shared task; use --mode copies",
+                T::NAME
+            ));
         }
         let total = T::PARTS * iterations as usize;
         let next = AtomicUsize::new(0);
@@ -237,7 +330,13 @@ impl<T: Task> Cpu<T> {
 
 impl<T: Task> Workload for Cpu<T> {
     fn about(&self) -> About {
-        About { name: T::NAME, description: T::DESCRIPTION, version: T::VERSION, options: OPTIONS, metrics: METRICS }
+        About {
+            name: T::NAME,
+            description: T::DESCRIPTION,
+            version: T::VERSION,
+            options: OPTIONS,
+            metrics: METRICS,
+        }
     }
     fn section(&self) -> Option<&'static str> {
         Some(T::SECTION)
@@ -261,7 +360,9 @@ impl<T: Task> Workload for Cpu<T> {
     fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
         let mut threads = opts.int("threads")? as usize;
         if threads == 0 {
-            threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            threads = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1);
         }
         let mut iterations = opts.int("iterations")?;
         if iterations == 0 {
@@ -269,17 +370,32 @@ impl<T: Task> Workload for Cpu<T> {
         }
         let input = self.0.prepare(opts.int("seed")?);
         if let Some(path) = opts.values.get("save-input").filter(|p| !p.is_empty()) {
-            let bytes = self.0.input_file(&input).ok_or_else(|| format!("{} has no input file to save", T::NAME))?;
+            let bytes = self
+                .0
+                .input_file(&input)
+                .ok_or_else(|| format!("{} has no input file to save", T::NAME))?;
             std::fs::write(path, bytes).map_err(|e| format!("cannot write {path}: {e}"))?;
         }
         if let Some(part) = Self::part_option(opts)? {
-            let (c, t) = self.copies_of(&input, threads, iterations, |scratch| self.0.part(&input, scratch, part))?;
-            return Ok(vec![self.entry(&input, c, iterations, iterations * threads as u64, threads, t.wall_ns, t.cpu_ns)]);
+            let (c, t) = self.copies_of(&input, threads, iterations, |scratch| {
+                self.0.part(&input, scratch, part)
+            })?;
+            return Ok(vec![self.entry(
+                &input,
+                c,
+                iterations,
+                iterations * threads as u64,
+                threads,
+                t.wall_ns,
+                t.cpu_ns,
+            )]);
         }
         // rounds: whole rounds of the task done, over all threads
         let (checksum, rounds, wall, cpu) = match opts.choice("mode")? {
             "copies" => {
-                let (c, t) = self.copies_of(&input, threads, iterations, |scratch| self.0.round(&input, scratch))?;
+                let (c, t) = self.copies_of(&input, threads, iterations, |scratch| {
+                    self.0.round(&input, scratch)
+                })?;
                 (c, iterations * threads as u64, t.wall_ns, t.cpu_ns)
             }
             _ => {
@@ -287,7 +403,9 @@ impl<T: Task> Workload for Cpu<T> {
                 (c, iterations, t.wall_ns, t.cpu_ns)
             }
         };
-        Ok(vec![self.entry(&input, checksum, iterations, rounds, threads, wall, cpu)])
+        Ok(vec![self.entry(
+            &input, checksum, iterations, rounds, threads, wall, cpu,
+        )])
     }
 }
 

@@ -24,24 +24,40 @@ pub struct Input {
 pub fn road_map(seed: u64, side: usize) -> UnGraph<(), u64> {
     let mut rng = Pcg64::seed_from_u64(seed);
     let points: Vec<(f64, f64)> = (0..side * side)
-        .map(|i| ((i % side) as f64 * 100.0 + rng.random_range(-30.0..30.0), (i / side) as f64 * 100.0 + rng.random_range(-30.0..30.0)))
+        .map(|i| {
+            (
+                (i % side) as f64 * 100.0 + rng.random_range(-30.0..30.0),
+                (i / side) as f64 * 100.0 + rng.random_range(-30.0..30.0),
+            )
+        })
         .collect();
     let mut graph = UnGraph::with_capacity(side * side, 2 * side * side);
     let nodes: Vec<NodeIndex> = (0..side * side).map(|_| graph.add_node(())).collect();
     for y in 0..side {
         for x in 0..side {
             let here = y * side + x;
-            for (there, arterial) in [(x + 1 < side).then(|| (here + 1, y % 10 == 0)), (y + 1 < side).then(|| (here + side, x % 10 == 0))]
-                .into_iter()
-                .flatten()
+            for (there, arterial) in [
+                (x + 1 < side).then(|| (here + 1, y % 10 == 0)),
+                (y + 1 < side).then(|| (here + side, x % 10 == 0)),
+            ]
+            .into_iter()
+            .flatten()
             {
                 if !arterial && rng.random_bool(0.03) {
                     continue; // closed street
                 }
                 let (a, b) = (points[here], points[there]);
                 let metres = ((a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)).sqrt();
-                let speed = if arterial { 0.4 } else { rng.random_range(0.9..1.6) };
-                graph.add_edge(nodes[here], nodes[there], (metres * speed).round() as u64 + 1);
+                let speed = if arterial {
+                    0.4
+                } else {
+                    rng.random_range(0.9..1.6)
+                };
+                graph.add_edge(
+                    nodes[here],
+                    nodes[there],
+                    (metres * speed).round() as u64 + 1,
+                );
             }
         }
     }
@@ -50,7 +66,11 @@ pub fn road_map(seed: u64, side: usize) -> UnGraph<(), u64> {
 
 /// Checks that `dist` (indexed by node, None where unreached) are the shortest distances
 /// from `source`; returns their sum.
-pub fn certify(graph: &UnGraph<(), u64>, source: NodeIndex, dist: &[Option<u64>]) -> Result<u64, String> {
+pub fn certify(
+    graph: &UnGraph<(), u64>,
+    source: NodeIndex,
+    dist: &[Option<u64>],
+) -> Result<u64, String> {
     if dist[source.index()] != Some(0) {
         return Err("the source is not at distance 0".into());
     }
@@ -68,7 +88,9 @@ pub fn certify(graph: &UnGraph<(), u64>, source: NodeIndex, dist: &[Option<u64>]
                         entered[v] = true;
                     }
                 }
-                (Some(_), None) => return Err("an intersection next to a reached one was not reached".into()),
+                (Some(_), None) => {
+                    return Err("an intersection next to a reached one was not reached".into())
+                }
                 _ => {}
             }
         }
@@ -94,7 +116,9 @@ impl Task for Navigation {
     fn prepare(&self, seed: u64) -> Input {
         let graph = road_map(seed, SIDE);
         let mut rng = Pcg64::seed_from_u64(seed ^ 0x5eed);
-        let sources = (0..ROUTES).map(|_| NodeIndex::new(rng.random_range(0..graph.node_count()))).collect();
+        let sources = (0..ROUTES)
+            .map(|_| NodeIndex::new(rng.random_range(0..graph.node_count())))
+            .collect();
         Input { graph, sources }
     }
 

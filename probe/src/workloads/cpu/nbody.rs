@@ -42,8 +42,15 @@ struct Tree {
 
 impl Tree {
     fn build(bodies: &[Body]) -> Tree {
-        let extent = bodies.iter().flat_map(|b| b.pos).fold(0.0f64, |m, v| m.max(v.abs())) * 1.001 + 1e-9;
-        let mut tree = Tree { nodes: vec![Tree::node([0.0; 3], extent)] };
+        let extent = bodies
+            .iter()
+            .flat_map(|b| b.pos)
+            .fold(0.0f64, |m, v| m.max(v.abs()))
+            * 1.001
+            + 1e-9;
+        let mut tree = Tree {
+            nodes: vec![Tree::node([0.0; 3], extent)],
+        };
         for i in 0..bodies.len() {
             tree.insert(0, i, bodies, 0);
         }
@@ -52,7 +59,14 @@ impl Tree {
     }
 
     fn node(centre: V3, half: f64) -> Node {
-        Node { centre, half, mass: 0.0, com: [0.0; 3], children: [0; 8], body: None }
+        Node {
+            centre,
+            half,
+            mass: 0.0,
+            com: [0.0; 3],
+            children: [0; 8],
+            body: None,
+        }
     }
 
     fn octant(&self, n: usize, p: V3) -> usize {
@@ -110,7 +124,11 @@ impl Tree {
                 }
             }
         }
-        let com = if mass > 0.0 { moment.map(|v| v / mass) } else { self.nodes[n].centre };
+        let com = if mass > 0.0 {
+            moment.map(|v| v / mass)
+        } else {
+            self.nodes[n].centre
+        };
         self.nodes[n].mass = mass;
         self.nodes[n].com = com;
         (mass, com)
@@ -136,7 +154,12 @@ impl Tree {
                     a[k] += f * d[k];
                 }
             } else {
-                stack.extend(node.children.iter().filter(|c| **c != 0).map(|c| *c as usize));
+                stack.extend(
+                    node.children
+                        .iter()
+                        .filter(|c| **c != 0)
+                        .map(|c| *c as usize),
+                );
             }
         }
         a
@@ -179,7 +202,8 @@ impl Task for NBody {
     type Scratch = (Vec<Body>, Vec<V3>, Vec<usize>);
     const NAME: &'static str = "cpu.nbody";
     const SECTION: &'static str = "floating_point";
-    const DESCRIPTION: &'static str = "Barnes-Hut gravity on 2,000 bodies, 8 leapfrog steps, energy checked (work: body-steps)";
+    const DESCRIPTION: &'static str =
+        "Barnes-Hut gravity on 2,000 bodies, 8 leapfrog steps, energy checked (work: body-steps)";
     const VERSION: u32 = 1;
     const ITERATIONS: u64 = 3;
     const WORK_UNIT: &'static str = "body-steps";
@@ -194,20 +218,32 @@ impl Task for NBody {
                         break p;
                     }
                 };
-                Body { pos, vel: [0; 3].map(|_| rng.random_range(-0.3..0.3)), mass: 1.0 / BODIES as f64 }
+                Body {
+                    pos,
+                    vel: [0; 3].map(|_| rng.random_range(-0.3..0.3)),
+                    mass: 1.0 / BODIES as f64,
+                }
             })
             .collect()
     }
 
     fn scratch(&self, input: &Vec<Body>) -> Self::Scratch {
-        (input.clone(), vec![[0.0; 3]; input.len()], Vec::with_capacity(256))
+        (
+            input.clone(),
+            vec![[0.0; 3]; input.len()],
+            Vec::with_capacity(256),
+        )
     }
 
     fn work(&self, input: &Vec<Body>) -> f64 {
         (input.len() * STEPS) as f64
     }
 
-    fn round(&self, input: &Vec<Body>, (bodies, acc, stack): &mut Self::Scratch) -> Result<u64, String> {
+    fn round(
+        &self,
+        input: &Vec<Body>,
+        (bodies, acc, stack): &mut Self::Scratch,
+    ) -> Result<u64, String> {
         bodies.clone_from(input);
         let before = energy(bodies);
         let tree = Tree::build(bodies);
@@ -218,7 +254,10 @@ impl Task for NBody {
             let exact = direct_accel(i, bodies);
             let error = norm([0, 1, 2].map(|k| acc[i][k] - exact[k])) / norm(exact);
             if error > 0.05 {
-                return Err(format!("tree force on body {i} is {:.1}% off the direct sum", error * 100.0));
+                return Err(format!(
+                    "tree force on body {i} is {:.1}% off the direct sum",
+                    error * 100.0
+                ));
             }
         }
         for _ in 0..STEPS {
@@ -243,6 +282,8 @@ impl Task for NBody {
         if drift > 1e-3 {
             return Err(format!("total energy drifted by {:.3}%", drift * 100.0));
         }
-        Ok(bodies.iter().fold(0u64, |acc, b| acc.rotate_left(3) ^ (b.pos[0] * 1e9) as i64 as u64))
+        Ok(bodies.iter().fold(0u64, |acc, b| {
+            acc.rotate_left(3) ^ (b.pos[0] * 1e9) as i64 as u64
+        }))
     }
 }

@@ -65,8 +65,16 @@ pub struct Bvh {
 
 impl Bvh {
     fn build(spheres: &[Sphere]) -> Bvh {
-        let mut bvh = Bvh { nodes: Vec::with_capacity(2 * spheres.len()), order: (0..spheres.len()).collect() };
-        bvh.nodes.push(Node { lo: [0.0; 3], hi: [0.0; 3], start: 0, count: 0 });
+        let mut bvh = Bvh {
+            nodes: Vec::with_capacity(2 * spheres.len()),
+            order: (0..spheres.len()).collect(),
+        };
+        bvh.nodes.push(Node {
+            lo: [0.0; 3],
+            hi: [0.0; 3],
+            start: 0,
+            count: 0,
+        });
         bvh.split(0, 0, spheres.len(), spheres);
         bvh
     }
@@ -87,12 +95,26 @@ impl Bvh {
             self.nodes[node].count = end - start;
             return;
         }
-        let axis = (0..3).max_by(|a, b| (hi[*a] - lo[*a]).total_cmp(&(hi[*b] - lo[*b]))).unwrap_or(0);
+        let axis = (0..3)
+            .max_by(|a, b| (hi[*a] - lo[*a]).total_cmp(&(hi[*b] - lo[*b])))
+            .unwrap_or(0);
         let mid = (start + end) / 2;
-        self.order[start..end].select_nth_unstable_by(mid - start, |a, b| spheres[*a].centre[axis].total_cmp(&spheres[*b].centre[axis]));
+        self.order[start..end].select_nth_unstable_by(mid - start, |a, b| {
+            spheres[*a].centre[axis].total_cmp(&spheres[*b].centre[axis])
+        });
         let left = self.nodes.len();
-        self.nodes.push(Node { lo, hi, start: 0, count: 0 });
-        self.nodes.push(Node { lo, hi, start: 0, count: 0 });
+        self.nodes.push(Node {
+            lo,
+            hi,
+            start: 0,
+            count: 0,
+        });
+        self.nodes.push(Node {
+            lo,
+            hi,
+            start: 0,
+            count: 0,
+        });
         self.nodes[node].start = left;
         self.nodes[node].count = 0;
         self.split(left, start, mid, spheres);
@@ -102,14 +124,23 @@ impl Bvh {
     fn slab(&self, n: usize, origin: V, inv: V, best: f64) -> bool {
         let (mut t0, mut t1) = (0.0f64, best);
         for k in 0..3 {
-            let (a, b) = ((self.nodes[n].lo[k] - origin[k]) * inv[k], (self.nodes[n].hi[k] - origin[k]) * inv[k]);
+            let (a, b) = (
+                (self.nodes[n].lo[k] - origin[k]) * inv[k],
+                (self.nodes[n].hi[k] - origin[k]) * inv[k],
+            );
             t0 = t0.max(a.min(b));
             t1 = t1.min(a.max(b));
         }
         t0 <= t1
     }
 
-    fn closest(&self, spheres: &[Sphere], origin: V, dir: V, stack: &mut Vec<usize>) -> Option<(usize, f64)> {
+    fn closest(
+        &self,
+        spheres: &[Sphere],
+        origin: V,
+        dir: V,
+        stack: &mut Vec<usize>,
+    ) -> Option<(usize, f64)> {
         let inv = dir.map(|d| 1.0 / d);
         let mut best: Option<(usize, f64)> = None;
         stack.clear();
@@ -137,7 +168,11 @@ impl Bvh {
 }
 
 fn brute(spheres: &[Sphere], origin: V, dir: V) -> Option<(usize, f64)> {
-    spheres.iter().enumerate().filter_map(|(i, s)| s.hit(origin, dir).map(|t| (i, t))).min_by(|a, b| a.1.total_cmp(&b.1))
+    spheres
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.hit(origin, dir).map(|t| (i, t)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 fn camera_ray(x: usize, y: usize) -> (V, V) {
@@ -166,12 +201,20 @@ impl Task for RayTracing {
         let mut rng = Pcg64::seed_from_u64(seed);
         let mut spheres: Vec<Sphere> = (0..SPHERES)
             .map(|_| Sphere {
-                centre: [rng.random_range(-10.0..10.0), rng.random_range(0.0..6.0), rng.random_range(-2.0..20.0)],
+                centre: [
+                    rng.random_range(-10.0..10.0),
+                    rng.random_range(0.0..6.0),
+                    rng.random_range(-2.0..20.0),
+                ],
                 radius: rng.random_range(0.05..0.4),
                 albedo: rng.random_range(0.2..1.0),
             })
             .collect();
-        spheres.push(Sphere { centre: [0.0, -1000.0, 0.0], radius: 1000.0, albedo: 0.5 }); // the ground
+        spheres.push(Sphere {
+            centre: [0.0, -1000.0, 0.0],
+            radius: 1000.0,
+            albedo: 0.5,
+        }); // the ground
         let bvh = Bvh::build(&spheres);
         Scene { spheres, bvh }
     }
@@ -184,7 +227,12 @@ impl Task for RayTracing {
         (WIDTH * HEIGHT) as f64
     }
 
-    fn part(&self, scene: &Scene, (band, stack): &mut Self::Scratch, index: usize) -> Result<u64, String> {
+    fn part(
+        &self,
+        scene: &Scene,
+        (band, stack): &mut Self::Scratch,
+        index: usize,
+    ) -> Result<u64, String> {
         let (spheres, bvh) = (&scene.spheres, &scene.bvh);
         let light = unit([0.5, 1.0, -0.4]);
         for row in 0..BAND {
@@ -193,10 +241,26 @@ impl Task for RayTracing {
                 let mut shade = 0.1;
                 if let Some((i, t)) = bvh.closest(spheres, origin, dir, stack) {
                     let s = spheres[i];
-                    let p = [origin[0] + t * dir[0], origin[1] + t * dir[1], origin[2] + t * dir[2]];
+                    let p = [
+                        origin[0] + t * dir[0],
+                        origin[1] + t * dir[1],
+                        origin[2] + t * dir[2],
+                    ];
                     let normal = unit(sub(p, s.centre));
                     let lambert = dot(normal, light).max(0.0);
-                    let lit = lambert > 0.0 && bvh.closest(spheres, [p[0] + normal[0] * 1e-4, p[1] + normal[1] * 1e-4, p[2] + normal[2] * 1e-4], light, stack).is_none();
+                    let lit = lambert > 0.0
+                        && bvh
+                            .closest(
+                                spheres,
+                                [
+                                    p[0] + normal[0] * 1e-4,
+                                    p[1] + normal[1] * 1e-4,
+                                    p[2] + normal[2] * 1e-4,
+                                ],
+                                light,
+                                stack,
+                            )
+                            .is_none();
                     shade = 0.1 + if lit { 0.9 * s.albedo * lambert } else { 0.0 };
                 }
                 band[row * WIDTH + x] = (shade * 255.0) as u8;
@@ -204,9 +268,16 @@ impl Task for RayTracing {
         }
         for k in index * CHECKS..(index + 1) * CHECKS {
             let (origin, dir) = camera_ray((k * 37) % WIDTH, (k * 59) % HEIGHT);
-            let (a, b) = (bvh.closest(spheres, origin, dir, stack), brute(spheres, origin, dir));
+            let (a, b) = (
+                bvh.closest(spheres, origin, dir, stack),
+                brute(spheres, origin, dir),
+            );
             if a.map(|h| h.0) != b.map(|h| h.0) {
-                return Err(format!("the BVH hit {:?} where brute force hits {:?}", a.map(|h| h.0), b.map(|h| h.0)));
+                return Err(format!(
+                    "the BVH hit {:?} where brute force hits {:?}",
+                    a.map(|h| h.0),
+                    b.map(|h| h.0)
+                ));
             }
         }
         Ok(fold(band))

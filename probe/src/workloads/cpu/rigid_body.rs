@@ -30,7 +30,12 @@ impl Task for RigidBody {
                 // a 10 x 10 grid, three layers high, loosely jittered so that boxes land on edges
                 let (gx, gz, layer) = ((i % 10) as f32, ((i / 10) % 10) as f32, (i / 100) as f32);
                 let jitter = |rng: &mut Pcg64| rng.random_range(-0.3..0.3f32);
-                [gx * 1.6 - 8.0 + jitter(&mut rng), 1.0 + layer * 1.5, gz * 1.6 - 8.0 + jitter(&mut rng), rng.random_range(0.0..3.0)]
+                [
+                    gx * 1.6 - 8.0 + jitter(&mut rng),
+                    1.0 + layer * 1.5,
+                    gz * 1.6 - 8.0 + jitter(&mut rng),
+                    rng.random_range(0.0..3.0),
+                ]
             })
             .collect()
     }
@@ -44,24 +49,55 @@ impl Task for RigidBody {
     fn round(&self, starts: &Vec<[f32; 4]>, _: &mut ()) -> Result<u64, String> {
         let mut bodies = RigidBodySet::new();
         let mut colliders = ColliderSet::new();
-        colliders.insert(ColliderBuilder::cuboid(100.0, 0.5, 100.0).translation(vector![0.0, -0.5, 0.0]).build());
+        colliders.insert(
+            ColliderBuilder::cuboid(100.0, 0.5, 100.0)
+                .translation(vector![0.0, -0.5, 0.0])
+                .build(),
+        );
         let handles: Vec<RigidBodyHandle> = starts
             .iter()
             .map(|[x, y, z, yaw]| {
-                let body = RigidBodyBuilder::dynamic().translation(vector![*x, *y, *z]).rotation(vector![0.0, *yaw, 0.0]).build();
+                let body = RigidBodyBuilder::dynamic()
+                    .translation(vector![*x, *y, *z])
+                    .rotation(vector![0.0, *yaw, 0.0])
+                    .build();
                 let handle = bodies.insert(body);
-                colliders.insert_with_parent(ColliderBuilder::cuboid(0.5, 0.5, 0.5).friction(0.8).build(), handle, &mut bodies);
+                colliders.insert_with_parent(
+                    ColliderBuilder::cuboid(0.5, 0.5, 0.5).friction(0.8).build(),
+                    handle,
+                    &mut bodies,
+                );
                 handle
             })
             .collect();
         let mut pipeline = PhysicsPipeline::new();
-        let (mut islands, mut broad, mut narrow) = (IslandManager::new(), DefaultBroadPhase::new(), NarrowPhase::new());
-        let (mut joints, mut multibody, mut ccd) = (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
+        let (mut islands, mut broad, mut narrow) = (
+            IslandManager::new(),
+            DefaultBroadPhase::new(),
+            NarrowPhase::new(),
+        );
+        let (mut joints, mut multibody, mut ccd) = (
+            ImpulseJointSet::new(),
+            MultibodyJointSet::new(),
+            CCDSolver::new(),
+        );
         let params = IntegrationParameters::default();
         let gravity = vector![0.0, -9.81, 0.0];
         for _ in 0..STEPS {
-            pipeline.step(&gravity, &params, &mut islands, &mut broad, &mut narrow, &mut bodies, &mut colliders,
-                          &mut joints, &mut multibody, &mut ccd, &(), &());  // fmt: skip
+            pipeline.step(
+                &gravity,
+                &params,
+                &mut islands,
+                &mut broad,
+                &mut narrow,
+                &mut bodies,
+                &mut colliders,
+                &mut joints,
+                &mut multibody,
+                &mut ccd,
+                &(),
+                &(),
+            ); // fmt: skip
         }
         let mut checksum = 0u64;
         let mut fastest = 0.0f32;
@@ -69,13 +105,20 @@ impl Task for RigidBody {
             let body = &bodies[handle];
             let p = body.translation();
             if !(p.y > 0.3 && p.y < 400.0 && p.x.abs() < 100.0 && p.z.abs() < 100.0) {
-                return Err(format!("a box ended at ({:.2}, {:.2}, {:.2}): through the ground or out of the scene", p.x, p.y, p.z));
+                return Err(format!(
+                    "a box ended at ({:.2}, {:.2}, {:.2}): through the ground or out of the scene",
+                    p.x, p.y, p.z
+                ));
             }
             fastest = fastest.max(body.linvel().norm());
-            checksum = checksum.rotate_left(5) ^ ((p.x * 1000.0) as i64 as u64) ^ ((p.y * 1000.0) as i64 as u64) << 20;
+            checksum = checksum.rotate_left(5)
+                ^ ((p.x * 1000.0) as i64 as u64)
+                ^ ((p.y * 1000.0) as i64 as u64) << 20;
         }
         if fastest > 3.0 {
-            return Err(format!("a box still moves at {fastest:.1} m/s after the fall"));
+            return Err(format!(
+                "a box still moves at {fastest:.1} m/s after the fall"
+            ));
         }
         Ok(checksum)
     }

@@ -43,7 +43,9 @@ impl Task for Sqlite {
 
     fn prepare(&self, seed: u64) -> Input {
         let mut rng = Pcg64::seed_from_u64(seed);
-        let names = (0..CUSTOMERS).map(|i| format!("customer-{i:05}-{:x}", rng.random::<u32>())).collect();
+        let names = (0..CUSTOMERS)
+            .map(|i| format!("customer-{i:05}-{:x}", rng.random::<u32>()))
+            .collect();
         let mut per_customer = vec![0i64; CUSTOMERS];
         let mut per_city = vec![(0i64, 0i64); CITIES];
         let orders = (0..ORDERS)
@@ -56,8 +58,16 @@ impl Task for Sqlite {
                 (customer as i64, amount, rng.random_range(0..365i64))
             })
             .collect();
-        let lookups = (0..LOOKUPS).map(|_| rng.random_range(0..CUSTOMERS)).collect();
-        Input { orders, names, per_customer, per_city, lookups }
+        let lookups = (0..LOOKUPS)
+            .map(|_| rng.random_range(0..CUSTOMERS))
+            .collect();
+        Input {
+            orders,
+            names,
+            per_customer,
+            per_city,
+            lookups,
+        }
     }
 
     fn scratch(&self, _input: &Input) {}
@@ -76,23 +86,36 @@ impl Task for Sqlite {
         .map_err(err)?;
         let tx = db.transaction().map_err(err)?;
         {
-            let mut add = tx.prepare("INSERT INTO customer (id, name, city) VALUES (?1, ?2, ?3)").map_err(err)?;
+            let mut add = tx
+                .prepare("INSERT INTO customer (id, name, city) VALUES (?1, ?2, ?3)")
+                .map_err(err)?;
             for (i, name) in input.names.iter().enumerate() {
-                add.execute(params![i as i64, name, (i % CITIES) as i64]).map_err(err)?;
+                add.execute(params![i as i64, name, (i % CITIES) as i64])
+                    .map_err(err)?;
             }
-            let mut add = tx.prepare("INSERT INTO orders (customer, amount, day) VALUES (?1, ?2, ?3)").map_err(err)?;
+            let mut add = tx
+                .prepare("INSERT INTO orders (customer, amount, day) VALUES (?1, ?2, ?3)")
+                .map_err(err)?;
             for (customer, amount, day) in &input.orders {
                 add.execute(params![customer, amount, day]).map_err(err)?;
             }
         }
         tx.commit().map_err(err)?;
-        db.execute_batch("CREATE INDEX orders_by_customer ON orders (customer)").map_err(err)?;
+        db.execute_batch("CREATE INDEX orders_by_customer ON orders (customer)")
+            .map_err(err)?;
         let mut checksum = 0u64;
         {
-            let mut lookup = db.prepare_cached("SELECT coalesce(sum(amount), 0) FROM orders WHERE customer = ?1").map_err(err)?;
+            let mut lookup = db
+                .prepare_cached("SELECT coalesce(sum(amount), 0) FROM orders WHERE customer = ?1")
+                .map_err(err)?;
             for &customer in &input.lookups {
-                let total: i64 = lookup.query_row([customer as i64], |row| row.get(0)).map_err(err)?;
-                check(total == input.per_customer[customer], "sum of one customer's orders")?;
+                let total: i64 = lookup
+                    .query_row([customer as i64], |row| row.get(0))
+                    .map_err(err)?;
+                check(
+                    total == input.per_customer[customer],
+                    "sum of one customer's orders",
+                )?;
                 checksum = checksum.rotate_left(5) ^ total as u64;
             }
         }
@@ -103,12 +126,21 @@ impl Task for Sqlite {
             )
             .map_err(err)?;
         let rows = grouped
-            .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?)))
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, i64>(2)?,
+                ))
+            })
             .map_err(err)?;
         let mut cities = 0;
         for row in rows {
             let (city, count, amount) = row.map_err(err)?;
-            check(input.per_city.get(city as usize) == Some(&(count, amount)), "grouped join")?;
+            check(
+                input.per_city.get(city as usize) == Some(&(count, amount)),
+                "grouped join",
+            )?;
             checksum = checksum.rotate_left(7) ^ (count as u64).wrapping_mul(amount as u64);
             cities += 1;
         }

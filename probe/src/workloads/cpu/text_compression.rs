@@ -22,14 +22,18 @@ pub fn corpus(seed: u64, size: usize) -> Vec<u8> {
     let vocabulary: Vec<String> = (0..4000)
         .map(|_| {
             let len = rng.random_range(2..=10);
-            (0..len).map(|_| (b'a' + rng.random_range(0..26u8)) as char).collect()
+            (0..len)
+                .map(|_| (b'a' + rng.random_range(0..26u8)) as char)
+                .collect()
         })
         .collect();
     let mut text = Vec::with_capacity(size + 64);
     let mut sentence = 0;
     while text.len() < size {
         // Zipf: rank r is drawn with probability ~ 1/r
-        let rank = ((vocabulary.len() as f64).powf(rng.random::<f64>()) as usize).min(vocabulary.len()) - 1;
+        let rank = ((vocabulary.len() as f64).powf(rng.random::<f64>()) as usize)
+            .min(vocabulary.len())
+            - 1;
         let word = vocabulary[rank].as_bytes();
         if sentence == 0 {
             text.push(word[0].to_ascii_uppercase());
@@ -39,7 +43,11 @@ pub fn corpus(seed: u64, size: usize) -> Vec<u8> {
         }
         sentence += 1;
         if sentence > rng.random_range(6..20) {
-            text.extend_from_slice(if rng.random_bool(0.15) { b".\n\n" } else { b". " });
+            text.extend_from_slice(if rng.random_bool(0.15) {
+                b".\n\n"
+            } else {
+                b". "
+            });
             sentence = 0;
         } else {
             text.push(if rng.random_bool(0.08) { b',' } else { b' ' });
@@ -78,17 +86,23 @@ impl Task for TextCompression {
 
     fn part(&self, text: &Vec<u8>, _: &mut (), index: usize) -> Result<u64, String> {
         let packed = if index == 0 {
-            let packed = zstd::bulk::compress(text, ZSTD_LEVEL).map_err(|e| format!("zstd: {e}"))?;
-            if zstd::bulk::decompress(&packed, text.len()).map_err(|e| format!("zstd: {e}"))? != *text {
+            let packed =
+                zstd::bulk::compress(text, ZSTD_LEVEL).map_err(|e| format!("zstd: {e}"))?;
+            if zstd::bulk::decompress(&packed, text.len()).map_err(|e| format!("zstd: {e}"))?
+                != *text
+            {
                 return Err("zstd did not give back the text".into());
             }
             packed
         } else {
-            let mut encoder = xz2::write::XzEncoder::new(Vec::with_capacity(text.len() / 2), XZ_PRESET);
+            let mut encoder =
+                xz2::write::XzEncoder::new(Vec::with_capacity(text.len() / 2), XZ_PRESET);
             encoder.write_all(text).map_err(|e| format!("xz: {e}"))?;
             let packed = encoder.finish().map_err(|e| format!("xz: {e}"))?;
             let mut back = Vec::with_capacity(text.len());
-            xz2::read::XzDecoder::new(&packed[..]).read_to_end(&mut back).map_err(|e| format!("xz: {e}"))?;
+            xz2::read::XzDecoder::new(&packed[..])
+                .read_to_end(&mut back)
+                .map_err(|e| format!("xz: {e}"))?;
             if back != *text {
                 return Err("xz did not give back the text".into());
             }

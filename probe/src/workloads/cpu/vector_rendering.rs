@@ -36,27 +36,54 @@ impl Task for VectorRendering {
         let mut rng = Pcg64::seed_from_u64(seed);
         (0..SHAPES)
             .map(|_| {
-                let (cx, cy) = (rng.random_range(0.0..SIZE as f32), rng.random_range(0.0..SIZE as f32));
+                let (cx, cy) = (
+                    rng.random_range(0.0..SIZE as f32),
+                    rng.random_range(0.0..SIZE as f32),
+                );
                 let spread = rng.random_range(20.0..260.0f32);
                 let points = (0..3 * rng.random_range(2..6))
-                    .map(|_| (cx + rng.random_range(-spread..spread), cy + rng.random_range(-spread..spread)))
+                    .map(|_| {
+                        (
+                            cx + rng.random_range(-spread..spread),
+                            cy + rng.random_range(-spread..spread),
+                        )
+                    })
                     .collect();
-                Shape { points, rgba: [rng.random(), rng.random(), rng.random(), rng.random_range(40..200)], width: rng.random_range(0.5..6.0) }
+                Shape {
+                    points,
+                    rgba: [
+                        rng.random(),
+                        rng.random(),
+                        rng.random(),
+                        rng.random_range(40..200),
+                    ],
+                    width: rng.random_range(0.5..6.0),
+                }
             })
             .collect()
     }
 
     fn scratch(&self, _input: &Vec<Shape>) -> (Pixmap, Pixmap) {
-        (Pixmap::new(SIZE, SIZE).expect("canvas"), Pixmap::new(SIZE, SIZE).expect("canvas"))
+        (
+            Pixmap::new(SIZE, SIZE).expect("canvas"),
+            Pixmap::new(SIZE, SIZE).expect("canvas"),
+        )
     }
 
     fn work(&self, _input: &Vec<Shape>) -> f64 {
         2.0 * (SIZE * SIZE) as f64
     }
 
-    fn round(&self, shapes: &Vec<Shape>, (art, disks): &mut (Pixmap, Pixmap)) -> Result<u64, String> {
+    fn round(
+        &self,
+        shapes: &Vec<Shape>,
+        (art, disks): &mut (Pixmap, Pixmap),
+    ) -> Result<u64, String> {
         art.fill(Color::WHITE);
-        let mut paint = Paint { anti_alias: true, ..Paint::default() };
+        let mut paint = Paint {
+            anti_alias: true,
+            ..Paint::default()
+        };
         for shape in shapes {
             let mut pb = PathBuilder::new();
             pb.move_to(shape.points[0].0, shape.points[0].1);
@@ -67,22 +94,48 @@ impl Task for VectorRendering {
             let Some(path) = pb.finish() else { continue };
             let [r, g, b, a] = shape.rgba;
             paint.set_color_rgba8(r, g, b, a);
-            art.fill_path(&path, &paint, FillRule::EvenOdd, Transform::identity(), None);
+            art.fill_path(
+                &path,
+                &paint,
+                FillRule::EvenOdd,
+                Transform::identity(),
+                None,
+            );
             paint.set_color_rgba8(b, r, g, 255);
-            art.stroke_path(&path, &paint, &Stroke { width: shape.width, ..Stroke::default() }, Transform::identity(), None);
+            art.stroke_path(
+                &path,
+                &paint,
+                &Stroke {
+                    width: shape.width,
+                    ..Stroke::default()
+                },
+                Transform::identity(),
+                None,
+            );
         }
         disks.fill(Color::TRANSPARENT);
         paint.set_color_rgba8(0, 0, 0, 255);
         let per_side = (SIZE as f32 / CELL) as usize;
         for i in 0..per_side * per_side {
-            let (x, y) = ((i % per_side) as f32 * CELL + CELL / 2.0, (i / per_side) as f32 * CELL + CELL / 2.0);
+            let (x, y) = (
+                (i % per_side) as f32 * CELL + CELL / 2.0,
+                (i / per_side) as f32 * CELL + CELL / 2.0,
+            );
             let circle = PathBuilder::from_circle(x, y, RADIUS).ok_or("no circle path")?;
-            disks.fill_path(&circle, &paint, FillRule::Winding, Transform::identity(), None);
+            disks.fill_path(
+                &circle,
+                &paint,
+                FillRule::Winding,
+                Transform::identity(),
+                None,
+            );
         }
         let covered = disks.pixels().iter().filter(|p| p.alpha() >= 128).count() as f64;
         let exact = (per_side * per_side) as f64 * std::f64::consts::PI * (RADIUS as f64).powi(2);
         if (covered - exact).abs() > 0.01 * exact {
-            return Err(format!("circles covered {covered} pixels, their area is {exact:.0}"));
+            return Err(format!(
+                "circles covered {covered} pixels, their area is {exact:.0}"
+            ));
         }
         Ok(fold(art.data()) ^ covered as u64)
     }

@@ -100,20 +100,39 @@ impl Device {
         }
         let mut version: i32 = 0;
         // SAFETY: BINDER_VERSION writes one s32.
-        if unsafe { libc::ioctl(fd, BINDER_VERSION, &mut version) } != 0 || version != PROTOCOL_VERSION {
+        if unsafe { libc::ioctl(fd, BINDER_VERSION, &mut version) } != 0
+            || version != PROTOCOL_VERSION
+        {
             // SAFETY: our own descriptor.
             unsafe { libc::close(fd) };
-            return Err(format!("binder {path} speaks protocol {version}, not {PROTOCOL_VERSION}"));
+            return Err(format!(
+                "binder {path} speaks protocol {version}, not {PROTOCOL_VERSION}"
+            ));
         }
         let map_len = (2 * max + (64 << 10)).next_multiple_of(4096).min(4 << 20);
         // SAFETY: the receive area binder requires, read-only and private.
-        let map = unsafe { libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ, libc::MAP_PRIVATE, fd, 0) };
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                fd,
+                0,
+            )
+        };
         if map == libc::MAP_FAILED {
             // SAFETY: our own descriptor.
             unsafe { libc::close(fd) };
             return Err(os_error("mmap"));
         }
-        Ok(Device { fd, map, map_len, to_free: None, read: vec![0; 32] })
+        Ok(Device {
+            fd,
+            map,
+            map_len,
+            to_free: None,
+            read: vec![0; 32],
+        })
     }
 
     /// Writes `commands` (after freeing the last buffer); when `wait_for` is
@@ -131,7 +150,11 @@ impl Device {
                 write_size: (out.len() - written) as u64,
                 write_consumed: 0,
                 write_buffer: out[written..].as_ptr() as u64,
-                read_size: if wait_for.is_some() { (self.read.len() * 8) as u64 } else { 0 },
+                read_size: if wait_for.is_some() {
+                    (self.read.len() * 8) as u64
+                } else {
+                    0
+                },
                 read_consumed: 0,
                 read_buffer: self.read.as_mut_ptr() as u64,
             };
@@ -144,7 +167,9 @@ impl Device {
                 return Err(os_error("write/read"));
             }
             written += wr.write_consumed as usize;
-            let Some(wanted) = wait_for else { return Ok(Transaction::default()) };
+            let Some(wanted) = wait_for else {
+                return Ok(Transaction::default());
+            };
             if let Some(found) = self.scan(wr.read_consumed as usize, wanted)? {
                 return Ok(found);
             }
@@ -163,11 +188,19 @@ impl Device {
             let body = &bytes[at + 4..(at + 4 + size).min(len)];
             match cmd {
                 BR_DEAD_REPLY => return Err("binder: the server is gone (BR_DEAD_REPLY)".into()),
-                BR_FAILED_REPLY => return Err("binder: the transaction failed (BR_FAILED_REPLY)".into()),
-                BR_ERROR => return Err(format!("binder: BR_ERROR {}", i32::from_ne_bytes(body[..4].try_into().unwrap()))),
+                BR_FAILED_REPLY => {
+                    return Err("binder: the transaction failed (BR_FAILED_REPLY)".into())
+                }
+                BR_ERROR => {
+                    return Err(format!(
+                        "binder: BR_ERROR {}",
+                        i32::from_ne_bytes(body[..4].try_into().unwrap())
+                    ))
+                }
                 _ if cmd == wanted && body.len() == std::mem::size_of::<Transaction>() => {
                     // SAFETY: a binder_transaction_data the kernel wrote, read unaligned.
-                    let t = unsafe { std::ptr::read_unaligned(body.as_ptr() as *const Transaction) };
+                    let t =
+                        unsafe { std::ptr::read_unaligned(body.as_ptr() as *const Transaction) };
                     self.to_free = Some(t.buffer);
                     found = Some(t);
                 }
@@ -180,10 +213,16 @@ impl Device {
 
     fn payload(&self, t: &Transaction, data: &mut [u8]) -> Result<(), String> {
         if t.data_size as usize != data.len() {
-            return Err(format!("binder: {} bytes arrived where {} were sent", t.data_size, data.len()));
+            return Err(format!(
+                "binder: {} bytes arrived where {} were sent",
+                t.data_size,
+                data.len()
+            ));
         }
         // SAFETY: the kernel placed data_size bytes at `buffer`, inside our mapping.
-        unsafe { std::ptr::copy_nonoverlapping(t.buffer as *const u8, data.as_mut_ptr(), data.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(t.buffer as *const u8, data.as_mut_ptr(), data.len())
+        };
         Ok(())
     }
 }
@@ -192,13 +231,21 @@ fn command(code: u32, t: &Transaction) -> Vec<u8> {
     let mut out = code.to_ne_bytes().to_vec();
     // SAFETY: a plain repr(C) struct viewed as its bytes.
     out.extend_from_slice(unsafe {
-        std::slice::from_raw_parts(t as *const Transaction as *const u8, std::mem::size_of::<Transaction>())
+        std::slice::from_raw_parts(
+            t as *const Transaction as *const u8,
+            std::mem::size_of::<Transaction>(),
+        )
     });
     out
 }
 
 fn outgoing(data: &[u8]) -> Transaction {
-    Transaction { code: 1, data_size: data.len() as u64, buffer: data.as_ptr() as u64, ..Default::default() }
+    Transaction {
+        code: 1,
+        data_size: data.len() as u64,
+        buffer: data.as_ptr() as u64,
+        ..Default::default()
+    }
 }
 
 /// One end of the pair, opened on first use in the process that uses it.
@@ -248,12 +295,22 @@ fn become_manager(device: &Device, path: &str) -> Result<(), String> {
 
 impl Channel for End {
     fn send(&mut self, data: &[u8]) -> Result<(), String> {
-        let code = if self.server { BC_REPLY } else { BC_TRANSACTION };
-        self.device()?.talk(&command(code, &outgoing(data)), None).map(|_| ())
+        let code = if self.server {
+            BC_REPLY
+        } else {
+            BC_TRANSACTION
+        };
+        self.device()?
+            .talk(&command(code, &outgoing(data)), None)
+            .map(|_| ())
     }
 
     fn recv(&mut self, data: &mut [u8]) -> Result<(), String> {
-        let wanted = if self.server { BR_TRANSACTION } else { BR_REPLY };
+        let wanted = if self.server {
+            BR_TRANSACTION
+        } else {
+            BR_REPLY
+        };
         let device = self.device()?;
         let t = device.talk(&[], Some(wanted))?;
         device.payload(&t, data)
@@ -261,7 +318,11 @@ impl Channel for End {
 
     fn ready(&self) -> bool {
         self.device.as_ref().is_some_and(|d| {
-            let mut poll = libc::pollfd { fd: d.fd, events: libc::POLLIN, revents: 0 };
+            let mut poll = libc::pollfd {
+                fd: d.fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
             // SAFETY: one pollfd we own, zero timeout.
             unsafe { libc::poll(&mut poll, 1, 0) > 0 }
         })
@@ -271,15 +332,23 @@ impl Channel for End {
 pub fn binder_pair(max: usize) -> Result<Pair, String> {
     let path = device()?;
     let ready = Gate::new()?;
-    let end = |server| Box::new(End { path, max, server, ready, device: None });
+    let end = |server| {
+        Box::new(End {
+            path,
+            max,
+            server,
+            ready,
+            device: None,
+        })
+    };
     Ok((end(false), end(true)))
 }
 
 #[cfg(test)]
 mod tests {
     use crate::workload::Options;
-    use crate::workloads::ipc::throughput::ALL;
     use crate::workload::Workload;
+    use crate::workloads::ipc::throughput::ALL;
 
     #[test]
     fn binder_carries_every_payload_between_two_processes() {
@@ -287,11 +356,31 @@ mod tests {
             eprintln!("skipped: no binder device");
             return;
         }
-        let binder = ALL.iter().find(|w| w.name == "ipc.binder.throughput").unwrap();
-        let values = [("min-payload", "4"), ("max-payload", "64k"), ("iterations", "20"), ("warmup", "2"), ("seed", "1"), ("placement", "unpinned"), ("spin-us", "0")];
-        let opts = Options::parse(binder.about().options, values.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap();
+        let binder = ALL
+            .iter()
+            .find(|w| w.name == "ipc.binder.throughput")
+            .unwrap();
+        let values = [
+            ("min-payload", "4"),
+            ("max-payload", "64k"),
+            ("iterations", "20"),
+            ("warmup", "2"),
+            ("seed", "1"),
+            ("placement", "unpinned"),
+            ("spin-us", "0"),
+        ];
+        let opts = Options::parse(
+            binder.about().options,
+            values
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+        .unwrap();
         let entries = binder.run(&opts, &mut Default::default()).unwrap();
         assert_eq!(entries.len(), 15);
-        assert!(entries.iter().all(|e| e.iterations == 20 && e.real_time_ns > 0.0));
+        assert!(entries
+            .iter()
+            .all(|e| e.iterations == 20 && e.real_time_ns > 0.0));
     }
 }

@@ -52,12 +52,19 @@ pub fn with_spin(channel: Box<dyn Channel>, spin_us: u64) -> Box<dyn Channel> {
     if spin_us == 0 {
         return channel;
     }
-    Box::new(Spinning { inner: channel, limit: std::time::Duration::from_micros(spin_us) })
+    Box::new(Spinning {
+        inner: channel,
+        limit: std::time::Duration::from_micros(spin_us),
+    })
 }
 
 /// Whether `fd` has something to read now.
 fn readable(fd: i32) -> bool {
-    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one pollfd we own, zero timeout.
     unsafe { libc::poll(&mut poll, 1, 0) > 0 }
 }
@@ -73,12 +80,36 @@ pub struct Mechanism {
 }
 
 pub static MECHANISMS: &[Mechanism] = &[
-    Mechanism { name: "pipe", make: pipes, one_pair: None },
-    Mechanism { name: "unix", make: |_| socket_pair(libc::SOCK_STREAM), one_pair: None },
-    Mechanism { name: "seqpacket", make: |_| socket_pair(libc::SOCK_SEQPACKET), one_pair: None },
-    Mechanism { name: "eventfd", make: eventfd_shm, one_pair: None },
-    Mechanism { name: "futex", make: futex_slots, one_pair: None },
-    Mechanism { name: "binder", make: super::binder::binder_pair, one_pair: Some("a binder device has one context manager") },
+    Mechanism {
+        name: "pipe",
+        make: pipes,
+        one_pair: None,
+    },
+    Mechanism {
+        name: "unix",
+        make: |_| socket_pair(libc::SOCK_STREAM),
+        one_pair: None,
+    },
+    Mechanism {
+        name: "seqpacket",
+        make: |_| socket_pair(libc::SOCK_SEQPACKET),
+        one_pair: None,
+    },
+    Mechanism {
+        name: "eventfd",
+        make: eventfd_shm,
+        one_pair: None,
+    },
+    Mechanism {
+        name: "futex",
+        make: futex_slots,
+        one_pair: None,
+    },
+    Mechanism {
+        name: "binder",
+        make: super::binder::binder_pair,
+        one_pair: Some("a binder device has one context manager"),
+    },
 ];
 
 fn os_error(what: &str) -> String {
@@ -115,7 +146,13 @@ impl Channel for Fds {
         let mut done = 0;
         while done < data.len() {
             // SAFETY: the rest of a slice we borrow.
-            let n = unsafe { libc::write(self.tx, data[done..].as_ptr() as *const libc::c_void, data.len() - done) };
+            let n = unsafe {
+                libc::write(
+                    self.tx,
+                    data[done..].as_ptr() as *const libc::c_void,
+                    data.len() - done,
+                )
+            };
             if n < 0 && interrupted() {
                 continue;
             }
@@ -124,7 +161,10 @@ impl Channel for Fds {
             }
             done += n as usize;
             if self.messages && done != data.len() {
-                return Err(format!("a {}-byte message went out as {done} bytes", data.len()));
+                return Err(format!(
+                    "a {}-byte message went out as {done} bytes",
+                    data.len()
+                ));
             }
         }
         Ok(())
@@ -134,7 +174,13 @@ impl Channel for Fds {
         let mut done = 0;
         while done < data.len() {
             // SAFETY: the rest of a slice we borrow mutably.
-            let n = unsafe { libc::read(self.rx, data[done..].as_mut_ptr() as *mut libc::c_void, data.len() - done) };
+            let n = unsafe {
+                libc::read(
+                    self.rx,
+                    data[done..].as_mut_ptr() as *mut libc::c_void,
+                    data.len() - done,
+                )
+            };
             if n < 0 && interrupted() {
                 continue;
             }
@@ -146,7 +192,10 @@ impl Channel for Fds {
             }
             done += n as usize;
             if self.messages && done != data.len() {
-                return Err(format!("a message of {done} bytes where {} were sent", data.len()));
+                return Err(format!(
+                    "a message of {done} bytes where {} were sent",
+                    data.len()
+                ));
             }
         }
         Ok(())
@@ -166,29 +215,62 @@ fn pipes(_max: usize) -> Result<Pair, String> {
     let (down_rx, down_tx) = pipe()?;
     let (up_rx, up_tx) = pipe()?;
     Ok((
-        Box::new(Fds { rx: up_rx, tx: down_tx, messages: false }),
-        Box::new(Fds { rx: down_rx, tx: up_tx, messages: false }),
+        Box::new(Fds {
+            rx: up_rx,
+            tx: down_tx,
+            messages: false,
+        }),
+        Box::new(Fds {
+            rx: down_rx,
+            tx: up_tx,
+            messages: false,
+        }),
     ))
 }
 
 fn socket_pair(kind: i32) -> Result<Pair, String> {
     let mut fds = [0; 2];
     // SAFETY: socketpair fills the two-element array.
-    if unsafe { libc::socketpair(libc::AF_UNIX, kind | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            kind | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    } != 0
+    {
         return Err(os_error("socketpair"));
     }
     let messages = kind == libc::SOCK_SEQPACKET;
     for fd in fds {
         let size: libc::c_int = 1 << 20; // room for the largest payload in one message
-        // SAFETY: setting an int option on our own socket.
+                                         // SAFETY: setting an int option on our own socket.
         unsafe {
             for option in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
                 let p = &size as *const libc::c_int as *const libc::c_void;
-                libc::setsockopt(fd, libc::SOL_SOCKET, option, p, std::mem::size_of::<libc::c_int>() as u32);
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    option,
+                    p,
+                    std::mem::size_of::<libc::c_int>() as u32,
+                );
             }
         }
     }
-    Ok((Box::new(Fds { rx: fds[0], tx: fds[0], messages }), Box::new(Fds { rx: fds[1], tx: fds[1], messages })))
+    Ok((
+        Box::new(Fds {
+            rx: fds[0],
+            tx: fds[0],
+            messages,
+        }),
+        Box::new(Fds {
+            rx: fds[1],
+            tx: fds[1],
+            messages,
+        }),
+    ))
 }
 
 // ---------------------------------------------------------------- shared memory
@@ -197,7 +279,14 @@ fn socket_pair(kind: i32) -> Result<Pair, String> {
 pub fn shared(len: usize) -> Result<*mut u8, String> {
     // SAFETY: a fresh anonymous shared mapping.
     let p = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1, 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
     };
     if p == libc::MAP_FAILED {
         return Err(os_error("mmap"));
@@ -260,7 +349,8 @@ impl Channel for EventShm {
         let one = 1u64;
         loop {
             // SAFETY: writing eight bytes to an eventfd.
-            let n = unsafe { libc::write(self.signal, &one as *const u64 as *const libc::c_void, 8) };
+            let n =
+                unsafe { libc::write(self.signal, &one as *const u64 as *const libc::c_void, 8) };
             if n == 8 {
                 return Ok(());
             }
@@ -274,7 +364,8 @@ impl Channel for EventShm {
         let mut count = 0u64;
         loop {
             // SAFETY: reading eight bytes from an eventfd; blocks until the other end signals.
-            let n = unsafe { libc::read(self.wait, &mut count as *mut u64 as *mut libc::c_void, 8) };
+            let n =
+                unsafe { libc::read(self.wait, &mut count as *mut u64 as *mut libc::c_void, 8) };
             if n == 8 {
                 break;
             }
@@ -316,8 +407,18 @@ fn eventfd_shm(max: usize) -> Result<Pair, String> {
     // SAFETY: both halves lie inside the region.
     let (down, up) = (region, unsafe { region.add(max) });
     Ok((
-        Box::new(EventShm { inbox: up, outbox: down, wait: to_client, signal: to_server }),
-        Box::new(EventShm { inbox: down, outbox: up, wait: dup(to_server)?, signal: dup(to_client)? }),
+        Box::new(EventShm {
+            inbox: up,
+            outbox: down,
+            wait: to_client,
+            signal: to_server,
+        }),
+        Box::new(EventShm {
+            inbox: down,
+            outbox: up,
+            wait: dup(to_server)?,
+            signal: dup(to_client)?,
+        }),
     ))
 }
 
@@ -341,14 +442,24 @@ fn sequence(slot: *mut u8) -> &'static AtomicU32 {
 pub fn futex(word: &AtomicU32, op: i32, value: u32) -> i64 {
     // SAFETY: a futex call on a word in shared memory (not private: two processes use it).
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), op, value, std::ptr::null::<libc::timespec>(), std::ptr::null::<u32>(), 0)
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            value,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0,
+        )
     }
 }
 
 impl Channel for FutexSlots {
     fn send(&mut self, data: &[u8]) -> Result<(), String> {
         // SAFETY: the slot's data area holds `max` bytes and the protocol never sends more.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.outbox.add(SLOT_HEADER), data.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.outbox.add(SLOT_HEADER), data.len())
+        };
         let seq = sequence(self.outbox);
         seq.fetch_add(1, Ordering::Release);
         futex(seq, libc::FUTEX_WAKE, 1);
@@ -372,7 +483,13 @@ impl Channel for FutexSlots {
             }
         }
         // SAFETY: the data area holds at least data.len() bytes, written before the sequence moved.
-        unsafe { std::ptr::copy_nonoverlapping(self.inbox.add(SLOT_HEADER), data.as_mut_ptr(), data.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.inbox.add(SLOT_HEADER),
+                data.as_mut_ptr(),
+                data.len(),
+            )
+        };
         Ok(())
     }
 
@@ -387,7 +504,15 @@ fn futex_slots(max: usize) -> Result<Pair, String> {
     // SAFETY: both slots lie inside the region.
     let (down, up) = (region, unsafe { region.add(slot) });
     Ok((
-        Box::new(FutexSlots { inbox: up, outbox: down, seen: 0 }),
-        Box::new(FutexSlots { inbox: down, outbox: up, seen: 0 }),
+        Box::new(FutexSlots {
+            inbox: up,
+            outbox: down,
+            seen: 0,
+        }),
+        Box::new(FutexSlots {
+            inbox: down,
+            outbox: up,
+            seen: 0,
+        }),
     ))
 }

@@ -38,7 +38,10 @@ impl Mutex {
             rc
         };
         if rc != 0 {
-            return Err(format!("pthread_mutex_init: {}", std::io::Error::from_raw_os_error(rc)));
+            return Err(format!(
+                "pthread_mutex_init: {}",
+                std::io::Error::from_raw_os_error(rc)
+            ));
         }
         Ok(m)
     }
@@ -60,23 +63,38 @@ fn gettid() -> i32 {
 /// (state, effective priority) of a thread of this process, from its stat line.
 fn thread_state(tid: i32) -> Option<(char, i64)> {
     let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split_whitespace().collect();
+    let fields: Vec<&str> = stat
+        .get(stat.rfind(')')? + 2..)?
+        .split_whitespace()
+        .collect();
     // after the command: state is field 3 of the line, priority field 18
-    Some((fields.first()?.chars().next()?, fields.get(15)?.parse().ok()?))
+    Some((
+        fields.first()?.chars().next()?,
+        fields.get(15)?.parse().ok()?,
+    ))
 }
 
 pub fn set_policy(policy: i32, priority: i32) -> Result<(), String> {
-    let param = libc::sched_param { sched_priority: priority };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
     // SAFETY: changing the calling thread's own policy.
     if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
-        return Err(format!("sched_setscheduler: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "sched_setscheduler: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
 
 /// Runs the check with a priority-inheritance (`pi`) or plain mutex and a waiter at `priority`.
 pub fn check(lock: &str, priority: i32) -> Result<Finding, String> {
-    let mutex = Mutex::new(if lock == "pi" { libc::PTHREAD_PRIO_INHERIT } else { libc::PTHREAD_PRIO_NONE })?;
+    let mutex = Mutex::new(if lock == "pi" {
+        libc::PTHREAD_PRIO_INHERIT
+    } else {
+        libc::PTHREAD_PRIO_NONE
+    })?;
     let holder_tid = Arc::new(AtomicI32::new(0));
     let release = Arc::new(AtomicBool::new(false));
     let holder = {
@@ -110,7 +128,8 @@ pub fn check(lock: &str, priority: i32) -> Result<Finding, String> {
     let mut priority_seen = thread_state(holder_thread).map_or(0, |s| s.1);
     while Instant::now() < deadline && !waiter.is_finished() {
         let waiter_now = waiter_tid.load(Ordering::Acquire);
-        blocked = blocked || (waiter_now != 0 && thread_state(waiter_now).is_some_and(|(state, _)| state == 'S'));
+        blocked = blocked
+            || (waiter_now != 0 && thread_state(waiter_now).is_some_and(|(state, _)| state == 'S'));
         priority_seen = thread_state(holder_thread).map_or(priority_seen, |s| s.1);
         if priority_seen < 0 {
             break; // boosted
@@ -130,13 +149,20 @@ pub fn check(lock: &str, priority: i32) -> Result<Finding, String> {
         return Err("the SCHED_FIFO waiter never blocked on the lock".into());
     }
     let boosted = priority_seen < 0;
-    let kind = if lock == "pi" { "a priority-inheritance mutex" } else { "a plain mutex" };
+    let kind = if lock == "pi" {
+        "a priority-inheritance mutex"
+    } else {
+        "a plain mutex"
+    };
     let text = if boosted {
         format!("the SCHED_OTHER holder of {kind} ran at real-time priority {} while a SCHED_FIFO/{priority} thread waited", -1 - priority_seen)
     } else {
         format!("the SCHED_OTHER holder of {kind} stayed at priority {priority_seen} while a SCHED_FIFO/{priority} thread waited (priority inversion)")
     };
-    Ok(Finding { holder_priority: boosted.then_some(-1 - priority_seen), text })
+    Ok(Finding {
+        holder_priority: boosted.then_some(-1 - priority_seen),
+        text,
+    })
 }
 
 #[cfg(test)]
@@ -144,7 +170,9 @@ mod tests {
     use super::*;
 
     fn may_use_fifo() -> bool {
-        std::thread::spawn(|| set_policy(libc::SCHED_FIFO, 1).is_ok()).join().unwrap()
+        std::thread::spawn(|| set_policy(libc::SCHED_FIFO, 1).is_ok())
+            .join()
+            .unwrap()
     }
 
     #[test]
@@ -158,7 +186,11 @@ mod tests {
         assert!(pi.text.contains("real-time priority 3 "), "{}", pi.text);
         let plain = check("plain", 3).unwrap();
         assert_eq!(plain.holder_priority, None, "{}", plain.text);
-        assert!(plain.text.ends_with("(priority inversion)"), "{}", plain.text);
+        assert!(
+            plain.text.ends_with("(priority inversion)"),
+            "{}",
+            plain.text
+        );
     }
 
     #[test]

@@ -19,12 +19,30 @@ macro_rules! per_mechanism {
         }
 
         pub static ALL: [$kind; 6] = [
-            $kind { mechanism: &MECHANISMS[0], name: concat!("ipc.pipe.", $suffix) },
-            $kind { mechanism: &MECHANISMS[1], name: concat!("ipc.unix.", $suffix) },
-            $kind { mechanism: &MECHANISMS[2], name: concat!("ipc.seqpacket.", $suffix) },
-            $kind { mechanism: &MECHANISMS[3], name: concat!("ipc.eventfd.", $suffix) },
-            $kind { mechanism: &MECHANISMS[4], name: concat!("ipc.futex.", $suffix) },
-            $kind { mechanism: &MECHANISMS[5], name: concat!("ipc.binder.", $suffix) },
+            $kind {
+                mechanism: &MECHANISMS[0],
+                name: concat!("ipc.pipe.", $suffix),
+            },
+            $kind {
+                mechanism: &MECHANISMS[1],
+                name: concat!("ipc.unix.", $suffix),
+            },
+            $kind {
+                mechanism: &MECHANISMS[2],
+                name: concat!("ipc.seqpacket.", $suffix),
+            },
+            $kind {
+                mechanism: &MECHANISMS[3],
+                name: concat!("ipc.eventfd.", $suffix),
+            },
+            $kind {
+                mechanism: &MECHANISMS[4],
+                name: concat!("ipc.futex.", $suffix),
+            },
+            $kind {
+                mechanism: &MECHANISMS[5],
+                name: concat!("ipc.binder.", $suffix),
+            },
         ];
     };
 }
@@ -43,7 +61,10 @@ use crate::workload::Workload;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub fn all() -> Vec<&'static dyn Workload> {
-    let mut all: Vec<&'static dyn Workload> = throughput::ALL.iter().map(|w| w as &'static dyn Workload).collect();
+    let mut all: Vec<&'static dyn Workload> = throughput::ALL
+        .iter()
+        .map(|w| w as &'static dyn Workload)
+        .collect();
     all.extend(latency::ALL.iter().map(|w| w as &'static dyn Workload));
     all
 }
@@ -56,24 +77,41 @@ fn allowed_cpus() -> Result<Vec<usize>, String> {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(format!("sched_getaffinity: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "sched_getaffinity: {}",
+                std::io::Error::last_os_error()
+            ));
         }
-        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect())
     }
 }
 
 /// (client CPU, server CPU) of each of `pairs` pairs, or None when unpinned.
 /// Pairs are spread over the allowed CPUs round-robin.
-pub fn placement_cpus(placement: &str, pairs: usize) -> Result<Option<Vec<(usize, usize)>>, String> {
+pub fn placement_cpus(
+    placement: &str,
+    pairs: usize,
+) -> Result<Option<Vec<(usize, usize)>>, String> {
     if placement == "unpinned" {
         return Ok(None);
     }
     let cpus = allowed_cpus()?;
     let n = cpus.len();
     match placement {
-        "same" if n >= 1 => Ok(Some((0..pairs).map(|k| (cpus[k % n], cpus[k % n])).collect())),
-        "different" if n >= 2 => Ok(Some((0..pairs).map(|k| (cpus[2 * k % n], cpus[(2 * k + 1) % n])).collect())),
-        _ => Err(format!("--placement {placement} needs {} CPUs this run may use", if placement == "same" { 1 } else { 2 })),
+        "same" if n >= 1 => Ok(Some(
+            (0..pairs).map(|k| (cpus[k % n], cpus[k % n])).collect(),
+        )),
+        "different" if n >= 2 => Ok(Some(
+            (0..pairs)
+                .map(|k| (cpus[2 * k % n], cpus[(2 * k + 1) % n]))
+                .collect(),
+        )),
+        _ => Err(format!(
+            "--placement {placement} needs {} CPUs this run may use",
+            if placement == "same" { 1 } else { 2 }
+        )),
     }
 }
 
@@ -83,7 +121,10 @@ pub fn pin(cpu: usize) -> Result<(), String> {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(format!("sched_setaffinity to CPU {cpu}: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "sched_setaffinity to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            ));
         }
     }
     Ok(())
@@ -98,7 +139,13 @@ pub fn current_cpu() -> u32 {
 /// A process's migrations so far, where the kernel keeps scheduler statistics.
 pub fn migrations(pid: libc::pid_t) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/sched")).ok()?;
-    text.lines().find(|l| l.starts_with("se.nr_migrations"))?.rsplit(':').next()?.trim().parse().ok()
+    text.lines()
+        .find(|l| l.starts_with("se.nr_migrations"))?
+        .rsplit(':')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The calling thread's CPU time so far in ns (exact: the kernel's thread clock).
@@ -126,7 +173,9 @@ impl Ledger {
     pub fn new() -> Result<Ledger, String> {
         let page = channel::shared(Self::SLOTS * 8)?;
         // SAFETY: zeroed shared memory, aligned, mapped for the whole life of the process.
-        Ok(Ledger { words: unsafe { std::slice::from_raw_parts(page as *const AtomicU64, Self::SLOTS) } })
+        Ok(Ledger {
+            words: unsafe { std::slice::from_raw_parts(page as *const AtomicU64, Self::SLOTS) },
+        })
     }
 
     pub fn put(&self, slot: usize, ns: u64) {
@@ -145,7 +194,9 @@ pub fn migrations_of(pids: &[libc::pid_t]) -> Option<u64> {
 
 /// The payloads of a run: min, 2 min, 4 min, ... up to max.
 pub fn payloads(min: usize, max: usize) -> Vec<usize> {
-    std::iter::successors(Some(min), |&p| p.checked_mul(2)).take_while(|&p| p <= max).collect()
+    std::iter::successors(Some(min), |&p| p.checked_mul(2))
+        .take_while(|&p| p <= max)
+        .collect()
 }
 
 #[cfg(test)]
@@ -161,7 +212,11 @@ mod tests {
 
     #[test]
     fn every_workload_is_named_after_its_mechanism() {
-        for w in throughput::ALL.iter().map(|w| (w.name, w.mechanism)).chain(latency::ALL.iter().map(|w| (w.name, w.mechanism))) {
+        for w in throughput::ALL
+            .iter()
+            .map(|w| (w.name, w.mechanism))
+            .chain(latency::ALL.iter().map(|w| (w.name, w.mechanism)))
+        {
             assert_eq!(w.0.split('.').nth(1), Some(w.1.name));
         }
         assert_eq!(channel::MECHANISMS.len(), throughput::ALL.len());
@@ -190,6 +245,9 @@ mod tests {
             x = std::hint::black_box(x.wrapping_add(1));
         }
         let worked = thread_cpu_ns() - before - slept;
-        assert!(slept < 5_000_000 && worked > 10_000_000, "slept {slept} worked {worked} {x}");
+        assert!(
+            slept < 5_000_000 && worked > 10_000_000,
+            "slept {slept} worked {worked} {x}"
+        );
     }
 }

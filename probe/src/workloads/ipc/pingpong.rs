@@ -5,11 +5,11 @@
 //! It is the family's pipe channel (`channel::MECHANISMS[0]`) without the
 //! binder tests' protocol: a plain echo.
 
+use super::channel::{Channel, Mechanism, MECHANISMS};
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
 use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
-use super::channel::{Channel, Mechanism, MECHANISMS};
 use crate::workloads::children::{fork_with, reap};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
@@ -21,19 +21,78 @@ pub struct PipePingPong;
 static PIPE: &Mechanism = &MECHANISMS[0];
 
 static OPTIONS: &[OptionSpec] = &[
-    OptionSpec { name: "roundtrips", default: "20000", help: "timed round trips" , kind: Kind::Int { min: 1, max: 1 << 32 } },
-    OptionSpec { name: "warmup", default: "1000", help: "untimed round trips first" , kind: Kind::Int { min: 0, max: 1 << 32 } },
-    OptionSpec { name: "payload", default: "64", help: "bytes sent each way per round trip" , kind: Kind::Size { min: 1, max: 1 << 24 } },
-    OptionSpec { name: "seed", default: "1", help: "seed of the payload bytes" , kind: SEED },
+    OptionSpec {
+        name: "roundtrips",
+        default: "20000",
+        help: "timed round trips",
+        kind: Kind::Int {
+            min: 1,
+            max: 1 << 32,
+        },
+    },
+    OptionSpec {
+        name: "warmup",
+        default: "1000",
+        help: "untimed round trips first",
+        kind: Kind::Int {
+            min: 0,
+            max: 1 << 32,
+        },
+    },
+    OptionSpec {
+        name: "payload",
+        default: "64",
+        help: "bytes sent each way per round trip",
+        kind: Kind::Size {
+            min: 1,
+            max: 1 << 24,
+        },
+    },
+    OptionSpec {
+        name: "seed",
+        default: "1",
+        help: "seed of the payload bytes",
+        kind: SEED,
+    },
 ];
 
 static METRICS: &[MetricSpec] = &[
-    MetricSpec { name: "real_time", unit: "ns", direction: "lower", help: "mean wall time per round trip" },
-    MetricSpec { name: "cpu_time", unit: "ns", direction: "lower", help: "CPU time of both processes per round trip" },
-    MetricSpec { name: "items_per_second", unit: "1/s", direction: "higher", help: "round trips per second" },
-    MetricSpec { name: "bytes_per_second", unit: "B/s", direction: "higher", help: "payload bytes moved per second, both ways" },
-    MetricSpec { name: "latency_p50", unit: "ns", direction: "lower", help: "median round trip" },
-    MetricSpec { name: "latency_p99", unit: "ns", direction: "lower", help: "99th percentile round trip" },
+    MetricSpec {
+        name: "real_time",
+        unit: "ns",
+        direction: "lower",
+        help: "mean wall time per round trip",
+    },
+    MetricSpec {
+        name: "cpu_time",
+        unit: "ns",
+        direction: "lower",
+        help: "CPU time of both processes per round trip",
+    },
+    MetricSpec {
+        name: "items_per_second",
+        unit: "1/s",
+        direction: "higher",
+        help: "round trips per second",
+    },
+    MetricSpec {
+        name: "bytes_per_second",
+        unit: "B/s",
+        direction: "higher",
+        help: "payload bytes moved per second, both ways",
+    },
+    MetricSpec {
+        name: "latency_p50",
+        unit: "ns",
+        direction: "lower",
+        help: "median round trip",
+    },
+    MetricSpec {
+        name: "latency_p99",
+        unit: "ns",
+        direction: "lower",
+        help: "99th percentile round trip",
+    },
 ];
 
 /// The echo: every byte of every message plus one, until the parent hangs up.
@@ -57,10 +116,11 @@ impl Workload for PipePingPong {
         let payload = opts.int("payload")? as usize;
         let mut rng = Pcg64::seed_from_u64(opts.int("seed")?);
         let (client, server) = (PIPE.make)(payload)?;
-        let (child, mut client) = fork_with("ipc.pipe.pingpong echo", server, client, |mut server| {
-            echo(server.as_mut(), payload);
-            Ok(())
-        })?;
+        let (child, mut client) =
+            fork_with("ipc.pipe.pingpong echo", server, client, |mut server| {
+                echo(server.as_mut(), payload);
+                Ok(())
+            })?;
         let mut out = vec![0u8; payload];
         let mut back = vec![0u8; payload];
         let mut samples = Vec::with_capacity(roundtrips as usize);
@@ -73,7 +133,11 @@ impl Workload for PipePingPong {
             }
             rng.fill_bytes(&mut out);
             let t0 = Instant::now();
-            if client.send(&out).and_then(|_| client.recv(&mut back)).is_err() {
+            if client
+                .send(&out)
+                .and_then(|_| client.recv(&mut back))
+                .is_err()
+            {
                 failure = Some("the echoing process went away".to_string());
                 break;
             }
@@ -84,7 +148,10 @@ impl Workload for PipePingPong {
             }
             if i >= warmup {
                 samples.push(ns);
-                digest.word(back.iter().fold(0u64, |acc, &b| acc.wrapping_mul(31).wrapping_add(b as u64)));
+                digest.word(
+                    back.iter()
+                        .fold(0u64, |acc, &b| acc.wrapping_mul(31).wrapping_add(b as u64)),
+                );
             }
         }
         drop(client); // the echo sees the end of its input
@@ -105,8 +172,18 @@ impl Workload for PipePingPong {
             items_per_second: Some(n / (wall / 1e9)),
             bytes_per_second: Some(2.0 * payload as f64 * n / (wall / 1e9)),
             counters: vec![
-                Counter::new("latency_p50", percentile(&samples, 0.50), "ns", Direction::Lower),
-                Counter::new("latency_p99", percentile(&samples, 0.99), "ns", Direction::Lower),
+                Counter::new(
+                    "latency_p50",
+                    percentile(&samples, 0.50),
+                    "ns",
+                    Direction::Lower,
+                ),
+                Counter::new(
+                    "latency_p99",
+                    percentile(&samples, 0.99),
+                    "ns",
+                    Direction::Lower,
+                ),
             ],
             checksum: digest.hex(),
         }])

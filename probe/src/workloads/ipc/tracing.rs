@@ -23,10 +23,19 @@ impl Tracer {
             .find(|r| std::path::Path::new(r).join("trace_marker").exists())
             .ok_or("neither tracefs (/sys/kernel/tracing) nor debugfs (/sys/kernel/debug/tracing) is mounted; as root: mount -t tracefs nodev /sys/kernel/tracing")?;
         let open = |name: &str| {
-            OpenOptions::new().write(true).open(format!("{root}/{name}")).map_err(|e| format!("{root}/{name}: {e}"))
+            OpenOptions::new()
+                .write(true)
+                .open(format!("{root}/{name}"))
+                .map_err(|e| format!("{root}/{name}: {e}"))
         };
-        let mut tracer = Tracer { marker: open("trace_marker")?, switch: open("tracing_on")? };
-        tracer.switch.write_all(b"1").map_err(|e| format!("{root}/tracing_on: {e}"))?;
+        let mut tracer = Tracer {
+            marker: open("trace_marker")?,
+            switch: open("tracing_on")?,
+        };
+        tracer
+            .switch
+            .write_all(b"1")
+            .map_err(|e| format!("{root}/tracing_on: {e}"))?;
         Ok(tracer)
     }
 

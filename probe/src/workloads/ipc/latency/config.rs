@@ -24,19 +24,84 @@ pub static OPTIONS: &[OptionSpec] = &[
 ];
 
 pub static METRICS: &[MetricSpec] = &[
-    MetricSpec { name: "<workload>/<half>:real_time", unit: "ns", direction: "lower", help: "mean transaction latency of the SCHED_OTHER or SCHED_FIFO half" },
-    MetricSpec { name: "<workload>/<half>:cpu_time", unit: "ns", direction: "lower", help: "on-CPU time of clients and servers per transaction (both halves)" },
-    MetricSpec { name: "<workload>/<half>:p50", unit: "ns", direction: "lower", help: "median transaction latency" },
-    MetricSpec { name: "<workload>/<half>:p90", unit: "ns", direction: "lower", help: "90th percentile" },
-    MetricSpec { name: "<workload>/<half>:p99", unit: "ns", direction: "lower", help: "99th percentile" },
-    MetricSpec { name: "<workload>/<half>:p99_9", unit: "ns", direction: "lower", help: "99.9th percentile" },
-    MetricSpec { name: "<workload>/<half>:worst", unit: "ns", direction: "lower", help: "slowest transaction" },
-    MetricSpec { name: "<workload>/<half>:best", unit: "ns", direction: "lower", help: "fastest transaction" },
-    MetricSpec { name: "<workload>/<half>:misses", unit: "count", direction: "lower", help: "transactions over the deadline" },
-    MetricSpec { name: "<workload>/<half>:meet_ratio", unit: "ratio", direction: "higher", help: "share of transactions within the deadline" },
-    MetricSpec { name: "<workload>/<half>:same_cpu_ratio", unit: "ratio", direction: "none", help: "share of transactions served on the client's CPU" },
-    MetricSpec { name: "<workload>/<half>:migrations", unit: "count", direction: "none", help: "CPU migrations of clients and servers per transaction" },
-    MetricSpec { name: "<workload>/fifo:priority_inheritance", unit: "bool", direction: "none", help: "1 when the inheritance check passed, 0 when it failed" },
+    MetricSpec {
+        name: "<workload>/<half>:real_time",
+        unit: "ns",
+        direction: "lower",
+        help: "mean transaction latency of the SCHED_OTHER or SCHED_FIFO half",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:cpu_time",
+        unit: "ns",
+        direction: "lower",
+        help: "on-CPU time of clients and servers per transaction (both halves)",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:p50",
+        unit: "ns",
+        direction: "lower",
+        help: "median transaction latency",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:p90",
+        unit: "ns",
+        direction: "lower",
+        help: "90th percentile",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:p99",
+        unit: "ns",
+        direction: "lower",
+        help: "99th percentile",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:p99_9",
+        unit: "ns",
+        direction: "lower",
+        help: "99.9th percentile",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:worst",
+        unit: "ns",
+        direction: "lower",
+        help: "slowest transaction",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:best",
+        unit: "ns",
+        direction: "lower",
+        help: "fastest transaction",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:misses",
+        unit: "count",
+        direction: "lower",
+        help: "transactions over the deadline",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:meet_ratio",
+        unit: "ratio",
+        direction: "higher",
+        help: "share of transactions within the deadline",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:same_cpu_ratio",
+        unit: "ratio",
+        direction: "none",
+        help: "share of transactions served on the client's CPU",
+    },
+    MetricSpec {
+        name: "<workload>/<half>:migrations",
+        unit: "count",
+        direction: "none",
+        help: "CPU migrations of clients and servers per transaction",
+    },
+    MetricSpec {
+        name: "<workload>/fifo:priority_inheritance",
+        unit: "bool",
+        direction: "none",
+        help: "1 when the inheritance check passed, 0 when it failed",
+    },
 ];
 
 pub struct Config {
@@ -69,7 +134,8 @@ impl Config {
             inheritance: opts.choice("inheritance")?,
             verbose: opts.flag("verbose")?,
             trace: opts.flag("trace")?,
-            inject: (delay > 0).then_some((Duration::from_micros(delay), opts.int("inject-every")?)),
+            inject: (delay > 0)
+                .then_some((Duration::from_micros(delay), opts.int("inject-every")?)),
         };
         let cpus = super::super::allowed_cpus()?.len();
         if config.pairs > cpus && !opts.flag("force")? {

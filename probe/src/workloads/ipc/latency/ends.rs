@@ -29,14 +29,24 @@ fn policy_name() -> String {
 pub fn describe(name: &str, pair: usize, role: &str) {
     // SAFETY: getpid and gettid have no preconditions.
     let (pid, tid) = unsafe { (libc::getpid(), libc::gettid()) };
-    let line = format!("{name} P{pair} {role}: pid {pid} tid {tid} CPU {} {}\n", current_cpu(), policy_name());
+    let line = format!(
+        "{name} P{pair} {role}: pid {pid} tid {tid} CPU {} {}\n",
+        current_cpu(),
+        policy_name()
+    );
     let _ = std::io::stderr().write_all(line.as_bytes()); // one write: lines of several processes stay whole
 }
 
 /// The server: checks each request's sequence, stamps its CPU, adds one to
 /// every payload byte; its CPU time over the timed iterations goes to the
 /// ledger just before the last reply.
-pub fn serve(channel: &mut dyn Channel, config: &Config, halves: u64, ledger: &Ledger, pair: usize) -> Result<(), String> {
+pub fn serve(
+    channel: &mut dyn Channel,
+    config: &Config,
+    halves: u64,
+    ledger: &Ledger,
+    pair: usize,
+) -> Result<(), String> {
     let mut msg = vec![0u8; config.payload];
     let mut start = thread_cpu_ns();
     let last = config.warmup + config.iterations - 1;
@@ -45,10 +55,15 @@ pub fn serve(channel: &mut dyn Channel, config: &Config, halves: u64, ledger: &L
             channel.recv(&mut msg)?;
             let seq = 2 * i + half;
             if read_u64(&msg) != seq {
-                return Err(format!("request {} arrived where {seq} was due", read_u64(&msg)));
+                return Err(format!(
+                    "request {} arrived where {seq} was due",
+                    read_u64(&msg)
+                ));
             }
             write_u32(&mut msg, 12, current_cpu());
-            msg[HEADER..].iter_mut().for_each(|b| *b = b.wrapping_add(1));
+            msg[HEADER..]
+                .iter_mut()
+                .for_each(|b| *b = b.wrapping_add(1));
             if let Some(delay) = config.delayed(i) {
                 std::thread::sleep(delay);
             }
@@ -77,7 +92,12 @@ pub struct Client<'a> {
 
 impl Client<'_> {
     /// One timed transaction: (latency ns, served on the client's CPU).
-    fn transact(&mut self, channel: &mut dyn Channel, seq: u64, timed: bool) -> Result<(u64, bool), String> {
+    fn transact(
+        &mut self,
+        channel: &mut dyn Channel,
+        seq: u64,
+        timed: bool,
+    ) -> Result<(u64, bool), String> {
         self.request[..8].copy_from_slice(&seq.to_le_bytes());
         for (j, b) in self.request[HEADER..].iter_mut().enumerate() {
             *b = (seq as u8).wrapping_mul(31).wrapping_add(j as u8);
@@ -89,9 +109,15 @@ impl Client<'_> {
         channel.recv(&mut self.reply)?;
         let ns = start.elapsed().as_nanos() as u64;
         let intact = read_u64(&self.reply) == seq
-            && self.request[HEADER..].iter().zip(&self.reply[HEADER..]).all(|(q, r)| q.wrapping_add(1) == *r);
+            && self.request[HEADER..]
+                .iter()
+                .zip(&self.reply[HEADER..])
+                .all(|(q, r)| q.wrapping_add(1) == *r);
         if !intact {
-            return Err(format!("transaction {seq} over {} came back altered", self.mechanism));
+            return Err(format!(
+                "transaction {seq} over {} came back altered",
+                self.mechanism
+            ));
         }
         let server_cpu = read_u32(&self.reply, 12);
         if timed && ns > self.config.deadline_ns {
@@ -107,7 +133,11 @@ impl Client<'_> {
             return;
         }
         if let Some(tracer) = self.tracer {
-            let half = if seq.is_multiple_of(2) { "SCHED_OTHER" } else { "SCHED_FIFO" };
+            let half = if seq.is_multiple_of(2) {
+                "SCHED_OTHER"
+            } else {
+                "SCHED_FIFO"
+            };
             tracer.miss(&format!(
                 "{} deadline miss: pair P{} iteration {} {half} {} us > {} us, client CPU {cpu} server CPU {server_cpu}",
                 self.name,
@@ -119,7 +149,13 @@ impl Client<'_> {
         }
     }
 
-    pub fn run(&mut self, channel: &mut dyn Channel, server: libc::pid_t, fifo: bool, ledger: &Ledger) -> Result<PairResult, String> {
+    pub fn run(
+        &mut self,
+        channel: &mut dyn Channel,
+        server: libc::pid_t,
+        fifo: bool,
+        ledger: &Ledger,
+    ) -> Result<PairResult, String> {
         // SAFETY: getpid has no preconditions.
         let pids = [unsafe { libc::getpid() }, server];
         let config = self.config;
@@ -148,7 +184,9 @@ impl Client<'_> {
                 }
             }
         }
-        result.migrations = migrations_of(&pids).zip(moved_before).map(|(a, b)| a.saturating_sub(b));
+        result.migrations = migrations_of(&pids)
+            .zip(moved_before)
+            .map(|(a, b)| a.saturating_sub(b));
         result.cpu_ns = thread_cpu_ns() - cpu_before + ledger.get(self.pair);
         Ok(result)
     }

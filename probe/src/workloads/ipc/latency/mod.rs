@@ -49,6 +49,9 @@ impl Workload for Latency {
         Ok(outcome.entries(self.name, &config, said))
     }
     fn run_android(&self, opts: &Options, said: &mut Said) -> Option<Result<Value, String>> {
-        Some(self.measure(opts, said).map(|(config, outcome)| outcome.android(self.mechanism.name, &config, said)))
+        Some(
+            self.measure(opts, said)
+                .map(|(config, outcome)| outcome.android(self.mechanism.name, &config, said)),
+        )
     }
 }

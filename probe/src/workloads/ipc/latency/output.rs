@@ -13,9 +13,17 @@ use serde_json::{json, Map, Value};
 
 impl Outcome {
     fn halves(&self, config: &Config, pairs: &[&PairResult]) -> (Half, Option<Half>) {
-        let other = Half::new(pairs.iter().flat_map(|p| p.other.iter().copied()), pairs.iter().map(|p| p.same_cpu_other).sum(), config.deadline_ns);
+        let other = Half::new(
+            pairs.iter().flat_map(|p| p.other.iter().copied()),
+            pairs.iter().map(|p| p.same_cpu_other).sum(),
+            config.deadline_ns,
+        );
         let fifo = self.fifo_skipped.is_none().then(|| {
-            Half::new(pairs.iter().flat_map(|p| p.fifo.iter().copied()), pairs.iter().map(|p| p.same_cpu_fifo).sum(), config.deadline_ns)
+            Half::new(
+                pairs.iter().flat_map(|p| p.fifo.iter().copied()),
+                pairs.iter().map(|p| p.same_cpu_fifo).sum(),
+                config.deadline_ns,
+            )
         });
         (other, fifo)
     }
@@ -28,15 +36,32 @@ impl Outcome {
         let per = |total: Option<u64>| total.map(|t| t as f64 / transactions.max(1) as f64);
         let on_cpu = per(Some(all.iter().map(|p| p.cpu_ns).sum()));
         let migrations = per(all.iter().map(|p| p.migrations).sum());
-        let mut entries = vec![entry(&other, format!("{name}/other"), on_cpu, migrations, vec![])];
+        let mut entries = vec![entry(
+            &other,
+            format!("{name}/other"),
+            on_cpu,
+            migrations,
+            vec![],
+        )];
         if let Some(fifo) = fifo {
             let inheritance: Vec<Counter> = match &said.inheritance {
                 Some(i) if i.verdict != "SKIPPED" => {
-                    vec![Counter::new("priority_inheritance", i.holder_priority.is_some() as u64 as f64, "bool", Direction::None)]
+                    vec![Counter::new(
+                        "priority_inheritance",
+                        i.holder_priority.is_some() as u64 as f64,
+                        "bool",
+                        Direction::None,
+                    )]
                 }
                 _ => vec![],
             };
-            entries.push(entry(&fifo, format!("{name}/fifo"), on_cpu, migrations, inheritance));
+            entries.push(entry(
+                &fifo,
+                format!("{name}/fifo"),
+                on_cpu,
+                migrations,
+                inheritance,
+            ));
         }
         entries
     }
@@ -54,28 +79,68 @@ impl Outcome {
         );
         for (i, pair) in self.pairs.iter().enumerate() {
             let (other, fifo) = self.halves(config, &[pair]);
-            doc.insert(format!("P{i}"), android_group(&other, fifo.as_ref(), &self.fifo_skipped));
+            doc.insert(
+                format!("P{i}"),
+                android_group(&other, fifo.as_ref(), &self.fifo_skipped),
+            );
         }
         let all: Vec<&PairResult> = self.pairs.iter().collect();
         let (other, fifo) = self.halves(config, &all);
-        doc.insert("ALL".into(), android_group(&other, fifo.as_ref(), &self.fifo_skipped));
-        doc.insert("inheritance".into(), json!(said.inheritance.as_ref().map_or("OFF", |i| i.verdict)));
+        doc.insert(
+            "ALL".into(),
+            android_group(&other, fifo.as_ref(), &self.fifo_skipped),
+        );
+        doc.insert(
+            "inheritance".into(),
+            json!(said.inheritance.as_ref().map_or("OFF", |i| i.verdict)),
+        );
         Value::Object(doc)
     }
 }
 
-fn entry(half: &Half, name: String, on_cpu_per_transaction: Option<f64>, migrations: Option<f64>, extra: Vec<Counter>) -> Entry {
+fn entry(
+    half: &Half,
+    name: String,
+    on_cpu_per_transaction: Option<f64>,
+    migrations: Option<f64>,
+    extra: Vec<Counter>,
+) -> Entry {
     let n = half.n();
     let mut counters: Vec<Counter> = half
         .quantiles()
         .iter()
         .map(|(k, v)| Counter::new(&k.replace('.', "_"), *v, "ns", Direction::Lower))
         .collect();
-    counters.push(Counter::new("worst", half.worst() as f64, "ns", Direction::Lower));
-    counters.push(Counter::new("best", half.best() as f64, "ns", Direction::Lower));
-    counters.push(Counter::new("misses", half.misses() as f64, "count", Direction::Lower));
-    counters.push(Counter::new("meet_ratio", half.meet_ratio(), "ratio", Direction::Higher));
-    counters.push(Counter::new("same_cpu_ratio", half.same_cpu as f64 / n.max(1) as f64, "ratio", Direction::None));
+    counters.push(Counter::new(
+        "worst",
+        half.worst() as f64,
+        "ns",
+        Direction::Lower,
+    ));
+    counters.push(Counter::new(
+        "best",
+        half.best() as f64,
+        "ns",
+        Direction::Lower,
+    ));
+    counters.push(Counter::new(
+        "misses",
+        half.misses() as f64,
+        "count",
+        Direction::Lower,
+    ));
+    counters.push(Counter::new(
+        "meet_ratio",
+        half.meet_ratio(),
+        "ratio",
+        Direction::Higher,
+    ));
+    counters.push(Counter::new(
+        "same_cpu_ratio",
+        half.same_cpu as f64 / n.max(1) as f64,
+        "ratio",
+        Direction::None,
+    ));
     if let Some(m) = migrations {
         counters.push(Counter::new("migrations", m, "count", Direction::None));
     }
@@ -115,7 +180,10 @@ fn android_group(other: &Half, fifo: Option<&Half>, fifo_skipped: &Option<String
     let checked = other.n() + fifo.map_or(0, Half::n);
     let same = other.same_cpu + fifo.map_or(0, |f| f.same_cpu);
     let mut m = Map::new();
-    m.insert("SYNC".into(), json!(if same == checked { "GOOD" } else { "POOR" }));
+    m.insert(
+        "SYNC".into(),
+        json!(if same == checked { "GOOD" } else { "POOR" }),
+    );
     m.insert("S".into(), json!(same));
     m.insert("I".into(), json!(checked));
     m.insert("R".into(), json!(same as f64 / checked.max(1) as f64));

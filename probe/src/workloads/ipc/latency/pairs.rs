@@ -16,7 +16,11 @@ use std::io::{Read, Write};
 
 /// Whether this process may make SCHED_FIFO calls; Err says why not.
 fn fifo_permitted(priority: i32) -> Result<(), String> {
-    set_policy(libc::SCHED_FIFO, priority).map_err(|e| format!("no real-time privilege ({e}); run as root or grant CAP_SYS_NICE or an RLIMIT_RTPRIO"))?;
+    set_policy(libc::SCHED_FIFO, priority).map_err(|e| {
+        format!(
+            "no real-time privilege ({e}); run as root or grant CAP_SYS_NICE or an RLIMIT_RTPRIO"
+        )
+    })?;
     set_policy(libc::SCHED_OTHER, 0)
 }
 
@@ -28,10 +32,17 @@ pub struct Outcome {
 
 impl Latency {
     /// Runs the pairs; what the run could not do and the inheritance check go to `said`.
-    pub(super) fn measure(&self, opts: &crate::workload::Options, said: &mut Said) -> Result<(Config, Outcome), String> {
+    pub(super) fn measure(
+        &self,
+        opts: &crate::workload::Options,
+        said: &mut Said,
+    ) -> Result<(Config, Outcome), String> {
         let config = Config::parse(opts)?;
         if let (Some(why), 2..) = (self.mechanism.one_pair, config.pairs) {
-            return Err(format!("{} runs at most 1 pair(s) at once: {why}", self.mechanism.name));
+            return Err(format!(
+                "{} runs at most 1 pair(s) at once: {why}",
+                self.mechanism.name
+            ));
         }
         let fifo_skipped = fifo_permitted(config.fifo_priority)
             .err()
@@ -50,11 +61,19 @@ impl Latency {
         let pairs = self.run_pairs(&config, fifo_skipped.is_none(), tracer.as_ref())?;
         said.inheritance = match (config.inheritance, &fifo_skipped) {
             ("off", _) => None,
-            (lock, Some(_)) => Some(skipped(lock, &config, "skipped: no real-time privilege".into())),
+            (lock, Some(_)) => Some(skipped(
+                lock,
+                &config,
+                "skipped: no real-time privilege".into(),
+            )),
             (lock, None) => Some(match inheritance::check(lock, config.fifo_priority) {
                 Ok(f) => Inheritance {
                     lock,
-                    verdict: if f.holder_priority.is_some() { "PASS" } else { "FAIL" },
+                    verdict: if f.holder_priority.is_some() {
+                        "PASS"
+                    } else {
+                        "FAIL"
+                    },
                     holder_priority: f.holder_priority,
                     waiter_priority: config.fifo_priority,
                     text: f.text,
@@ -62,14 +81,30 @@ impl Latency {
                 Err(why) => skipped(lock, &config, why),
             }),
         };
-        if let Some(Inheritance { verdict: "SKIPPED", text, .. }) = &said.inheritance {
+        if let Some(Inheritance {
+            verdict: "SKIPPED",
+            text,
+            ..
+        }) = &said.inheritance
+        {
             let text = format!("priority-inheritance check: {text}");
             said.note("inheritance_skipped", text);
         }
-        Ok((config, Outcome { pairs, fifo_skipped }))
+        Ok((
+            config,
+            Outcome {
+                pairs,
+                fifo_skipped,
+            },
+        ))
     }
 
-    fn run_pairs(&self, config: &Config, fifo: bool, tracer: Option<&Tracer>) -> Result<Vec<PairResult>, String> {
+    fn run_pairs(
+        &self,
+        config: &Config,
+        fifo: bool,
+        tracer: Option<&Tracer>,
+    ) -> Result<Vec<PairResult>, String> {
         let placement = placement_cpus(config.placement, config.pairs)?;
         let (start, missed) = (Gate::new()?, shared_word()?);
         let ledger = Ledger::new()?;
@@ -78,14 +113,22 @@ impl Latency {
         for pair in 0..config.pairs {
             let cpus = placement.as_ref().map(|p| p[pair]);
             let (client, server) = (self.mechanism.make)(config.payload)?;
-            let (client, server) = (with_spin(client, config.spin_us), with_spin(server, config.spin_us));
-            let (server_pid, client) = fork_with(&format!("{} P{pair} server", self.name), server, client, |mut server| {
-                cpus.map_or(Ok(()), |(_, cpu)| pin(cpu))?;
-                if config.verbose {
-                    describe(self.name, pair, "server");
-                }
-                serve(server.as_mut(), config, halves, &ledger, pair)
-            })?;
+            let (client, server) = (
+                with_spin(client, config.spin_us),
+                with_spin(server, config.spin_us),
+            );
+            let (server_pid, client) = fork_with(
+                &format!("{} P{pair} server", self.name),
+                server,
+                client,
+                |mut server| {
+                    cpus.map_or(Ok(()), |(_, cpu)| pin(cpu))?;
+                    if config.verbose {
+                        describe(self.name, pair, "server");
+                    }
+                    serve(server.as_mut(), config, halves, &ledger, pair)
+                },
+            )?;
             let (results, to_parent) = pipe()?;
             let mut client_state = Client {
                 name: self.name,
@@ -97,15 +140,22 @@ impl Latency {
                 request: vec![0u8; config.payload],
                 reply: vec![0u8; config.payload],
             };
-            let (client_pid, results) = fork_with(&format!("{} P{pair} client", self.name), (client, to_parent), results, |(mut channel, mut to_parent)| {
-                cpus.map_or(Ok(()), |(cpu, _)| pin(cpu))?;
-                if config.verbose {
-                    describe(self.name, pair, "client");
-                }
-                start.wait();
-                let result = client_state.run(channel.as_mut(), server_pid, fifo, &ledger)?;
-                to_parent.write_all(&result.to_bytes()).map_err(|e| format!("sending the results: {e}"))
-            })?;
+            let (client_pid, results) = fork_with(
+                &format!("{} P{pair} client", self.name),
+                (client, to_parent),
+                results,
+                |(mut channel, mut to_parent)| {
+                    cpus.map_or(Ok(()), |(cpu, _)| pin(cpu))?;
+                    if config.verbose {
+                        describe(self.name, pair, "client");
+                    }
+                    start.wait();
+                    let result = client_state.run(channel.as_mut(), server_pid, fifo, &ledger)?;
+                    to_parent
+                        .write_all(&result.to_bytes())
+                        .map_err(|e| format!("sending the results: {e}"))
+                },
+            )?;
             children.push((client_pid, server_pid, results));
         }
         start.open();
@@ -123,7 +173,9 @@ impl Latency {
             match (ended, served, PairResult::from_bytes(&bytes)) {
                 (Ok(()), Ok(()), Some(result)) => pairs.push(result),
                 (Err(e), _, _) | (_, Err(e), _) => failure = failure.or(Some(e)),
-                (_, _, None) => failure = failure.or(Some("a client's results arrived incomplete".into())),
+                (_, _, None) => {
+                    failure = failure.or(Some("a client's results arrived incomplete".into()))
+                }
             }
         }
         match failure {
@@ -134,5 +186,11 @@ impl Latency {
 }
 
 fn skipped(lock: &'static str, config: &Config, why: String) -> Inheritance {
-    Inheritance { lock, verdict: "SKIPPED", holder_priority: None, waiter_priority: config.fifo_priority, text: why }
+    Inheritance {
+        lock,
+        verdict: "SKIPPED",
+        holder_priority: None,
+        waiter_priority: config.fifo_priority,
+        text: why,
+    }
 }

@@ -13,7 +13,11 @@ impl Half {
     pub fn new(samples: impl Iterator<Item = u64>, same_cpu: u64, deadline_ns: u64) -> Half {
         let mut sorted: Vec<u64> = samples.collect();
         sorted.sort_unstable();
-        Half { sorted, same_cpu, deadline_ns }
+        Half {
+            sorted,
+            same_cpu,
+            deadline_ns,
+        }
     }
     pub fn n(&self) -> u64 {
         self.sorted.len() as u64
@@ -34,7 +38,8 @@ impl Half {
         *self.sorted.last().unwrap_or(&0)
     }
     pub fn quantiles(&self) -> [(&'static str, f64); 4] {
-        [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)].map(|(k, q)| (k, percentile(&self.sorted, q)))
+        [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)]
+            .map(|(k, q)| (k, percentile(&self.sorted, q)))
     }
 }
 

@@ -50,7 +50,10 @@ impl PairResult {
         if !bytes.len().is_multiple_of(8) {
             return None;
         }
-        let w: Vec<u64> = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+        let w: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
         let (head, rest) = (w.get(..6)?, w.get(6..)?);
         let (n_other, n_fifo) = (head[4] as usize, head[5] as usize);
         if rest.len() != n_other + n_fifo {
@@ -74,9 +77,19 @@ mod tests {
 
     #[test]
     fn results_survive_the_pipe_format() {
-        let r = PairResult { other: vec![5, 6, 7], fifo: vec![8], same_cpu_other: 2, same_cpu_fifo: 1, migrations: None, cpu_ns: 99 };
+        let r = PairResult {
+            other: vec![5, 6, 7],
+            fifo: vec![8],
+            same_cpu_other: 2,
+            same_cpu_fifo: 1,
+            migrations: None,
+            cpu_ns: 99,
+        };
         let back = PairResult::from_bytes(&r.to_bytes()).unwrap();
-        assert_eq!((back.other, back.fifo, back.migrations, back.cpu_ns), (vec![5, 6, 7], vec![8], None, 99));
+        assert_eq!(
+            (back.other, back.fifo, back.migrations, back.cpu_ns),
+            (vec![5, 6, 7], vec![8], None, 99)
+        );
         assert!(PairResult::from_bytes(&r.to_bytes()[..56]).is_none());
         assert!(PairResult::from_bytes(&r.to_bytes()[..57]).is_none());
     }
