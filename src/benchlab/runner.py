@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from benchlab.errors import EnvironmentProblem, Interrupted, SpecError, StoreError, WorkloadFailed
 from benchlab.measure.cgroup import clear_stale_runs
+from benchlab.measure.guest import GuestExecutor
 from benchlab.measure.host import fingerprint, machine_state
 from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished
 from benchlab.measure.remote import RemoteExecutor
@@ -49,17 +50,19 @@ class Prepared:
     @classmethod
     def from_spec(cls, spec: ExperimentSpec) -> Prepared:
         stepped = [w.name for w in spec.workloads if w.setup or w.clean]
-        remote = [v.name for v in spec.variants if v.environment.kind == "ssh"]
+        remote = [v.name for v in spec.variants if v.environment.kind in ("ssh", "vm")]
         if stepped and remote:
             raise SpecError(
                 f"workload {stepped[0]} has setup/clean steps, which run on this machine, "
-                f"and variant {remote[0]} runs on another host"
+                f"and variant {remote[0]} runs elsewhere (another host or a guest)"
             )
         workloads = {w.name: resolve_workload(w, f"workloads[{i}]") for i, w in enumerate(spec.workloads)}
         for i, workload in enumerate(workloads.values()):
             _check_metric_settings(workload, f"workloads[{i}].metrics")
         variants = {v.name: PreparedVariant.prepare(v, f"variants[{i}]") for i, v in enumerate(spec.variants)}
-        local = [(f"variants[{i}]", v.cpus) for i, v in enumerate(variants.values()) if v.spec.environment.kind != "ssh"]
+        local = [
+            (f"variants[{i}]", v.cpus) for i, v in enumerate(variants.values()) if v.spec.environment.kind not in ("ssh", "vm")
+        ]
         placed = {cpus: where for where, cpus in reversed(local)}  # each distinct set of CPUs once, named by its first variant
         for i, workload in enumerate(workloads.values()):
             for cpus, where in placed.items():
@@ -168,6 +171,7 @@ class Runner:
         self.noted: set[str] = set()
         self.set_up: set[tuple[str, str]] = set()  # (workload, variant) whose setup step has run
         self.remotes: dict[str, RemoteExecutor] = {}
+        self.guests: list[GuestExecutor] = []  # booted for this experiment, shut down at its end
         self.executors: dict[str, Executor] = {}
         self.host_ids: dict[str, int] = {}
         self.recorded = 0  # runs stored by this invocation
@@ -207,13 +211,24 @@ class Runner:
         return existing
 
     def _place(self, variant: PreparedVariant) -> tuple[Executor, dict[str, object]]:
-        """Where a variant runs: this machine through the injected executor, or a remote host
-        (one executor per host, made ready on first use) with that host's fingerprint."""
+        """Where a variant runs: this machine through the injected executor, a remote host (one
+        executor per host, made ready on first use) or a guest of its own (booted here), with
+        that host's or guest's fingerprint."""
         env = variant.spec.environment
+        guest = variant.environment.guest if variant.environment else None
+        if guest is not None:
+            executor = GuestExecutor(guest)
+            self.guests.append(executor)
+            return executor, executor.prepare()
         if env.kind != "ssh":
             return self.executor, self.host if self.host is not None else self._local_fingerprint()
         remote = self.remotes.setdefault(env.label, RemoteExecutor(env))
         return remote, remote.prepare()
+
+    def _shut_down_guests(self) -> None:
+        guests, self.guests = self.guests, []
+        for guest in guests:
+            guest.close()
 
     @functools.cache  # noqa: B019 - one runner, one machine
     def _local_fingerprint(self) -> dict[str, object]:
@@ -229,7 +244,12 @@ class Runner:
         An experiment created here that stores no run (refused on the way) is dropped again, so
         its name is not burnt."""
         changes_knobs = any(v.knobs for v in prepared.variants.values())
-        with self.lock.hold(prepared.spec.name, exclusive=changes_knobs), self.served or contextlib.nullcontext():
+        with (
+            self.lock.hold(prepared.spec.name, exclusive=changes_knobs),
+            self.served or contextlib.nullcontext(),
+            contextlib.ExitStack() as guests,
+        ):
+            guests.callback(self._shut_down_guests)
             self.journal.ensure_clean()
             for note in clear_stale_runs():
                 self._note_once(note)
@@ -338,7 +358,8 @@ class Runner:
             self._untimed_steps(planned, workload.spec, variant, timeout)
             try:
                 self.journal.apply(variant.knobs)
-                machine = {} if variant.spec.environment.kind == "ssh" else {"machine": machine_state()}
+                elsewhere = variant.spec.environment.kind in ("ssh", "vm")  # this machine's state is not theirs
+                machine = {} if elsewhere else {"machine": machine_state()}
                 with background_load(variant.background):
                     finished = self.executors[planned.variant].run(launch)
             finally:

@@ -51,7 +51,7 @@ BAD = {
         "workloads[0].cwd",
     ),
     "empty workloads": ('name = "x"\nworkloads = []\n[[variants]]\nname="a"\n', "workloads"),
-    "unknown environment": (GOOD + '[[variants]]\nname = "b"\nenvironment = "vm"\n', "variants[1].environment"),
+    "unknown environment": (GOOD + '[[variants]]\nname = "b"\nenvironment = "moon"\n', "variants[1].environment"),
     "limits outside a container": (
         GOOD + '[[variants]]\nname = "b"\nenvironment = { kind = "local", cpus = 1 }\n',
         "apply to a container environment",

@@ -54,7 +54,7 @@ ANSWER_GRACE_S = 10.0  # beyond a run's timeout: the launcher kills and reaps an
 
 
 @dataclass
-class _Launcher:
+class Serving:
     """A serving launcher: requests go to its stdin, answers come from its stdout, and the run's
     output goes to two files it empties before every run."""
 
@@ -92,6 +92,26 @@ class _Launcher:
             return None
         return answer
 
+    def run(self, request: bytes, launch: Launch, peak_note: str | None) -> tuple[Finished, bool]:
+        """One run served: what it did, and whether the launcher is still up. A launcher that died
+        or hangs is stopped, with its run (which fails: "the launcher reported nothing"); a run
+        past its timeout reads as a one-shot one, killed at its timeout with no account."""
+        account = self.ask(request, launch.timeout + ANSWER_GRACE_S)
+        timed_out = account.pop("timed_out", False) if account is not None else False
+        if account is not None and "error" in account:
+            raise WorkloadFailed(f"cannot start {launch.argv[0]}: {account['error']}")
+        if account is None:
+            self.stop()
+        try:
+            stderr = read_tail(self.err, OUTPUT_TAIL_BYTES)
+            complete = account is not None and not timed_out
+            stdout = read_stdout(self.out, launch) if complete else read_tail(self.out, OUTPUT_TAIL_BYTES)
+        finally:
+            if account is None:
+                self.close_files()
+        finished = finished_from_account(account if not timed_out else None, launch, timed_out, stdout, stderr, peak_note)
+        return finished, account is not None
+
     def stop(self) -> None:
         """Ends the launcher and whatever it runs: told first (SIGTERM: the run's group is killed,
         its cgroup removed), then its own group and cgroup are killed and removed behind it."""
@@ -109,7 +129,7 @@ class _Launcher:
         self.err.close()
 
 
-def _request(launch: Launch) -> bytes | None:
+def request_line(launch: Launch) -> bytes | None:
     """The run as the launcher reads it: one JSON line; None for names that are no UTF-8 (bytes
     Python decoded with surrogates, which JSON cannot carry), left to a one-shot launcher."""
     request = {
@@ -129,7 +149,7 @@ class ServedExecutor:
     stopped by `close` (or the end of a `with` block); container runs go to a one-shot launcher."""
 
     def __init__(self) -> None:
-        self._launcher: _Launcher | None = None
+        self._launcher: Serving | None = None
         self._one_shot = LocalExecutor()
 
     def __enter__(self) -> ServedExecutor:
@@ -145,34 +165,22 @@ class ServedExecutor:
             launcher.close_files()
 
     def run(self, launch: Launch) -> Finished:
-        request = _request(launch)
+        request = request_line(launch)
         if launch.container is not None or request is None:
             return self._one_shot.run(launch)
         launcher = self._launcher or self._start()
         try:
-            account = launcher.ask(request, launch.timeout + ANSWER_GRACE_S)
+            finished, alive = launcher.run(request, launch, tree_peak_unavailable())
+        except WorkloadFailed:
+            raise
         except BaseException:  # Ctrl-C or SIGTERM in the runner: take the tree down with us
             self.close()
             raise
-        timed_out = account.pop("timed_out", False) if account is not None else False
-        if account is None:  # the launcher died, or hangs: its run is killed with it
+        if not alive:  # the launcher died, or hangs: the next run starts a new one
             self._launcher = None
-            launcher.stop()
-        elif "error" in account:
-            raise WorkloadFailed(f"cannot start {launch.argv[0]}: {account['error']}")
-        try:
-            stderr = read_tail(launcher.err, OUTPUT_TAIL_BYTES)
-            complete = account is not None and not timed_out
-            stdout = read_stdout(launcher.out, launch) if complete else read_tail(launcher.out, OUTPUT_TAIL_BYTES)
-        finally:
-            if self._launcher is None:
-                launcher.close_files()
-        # a run past its timeout reads as a one-shot one, killed at its timeout with no account
-        return finished_from_account(
-            account if not timed_out else None, launch, timed_out, stdout, stderr, tree_peak_unavailable()
-        )
+        return finished
 
-    def _start(self) -> _Launcher:
+    def _start(self) -> Serving:
         with contextlib.ExitStack() as undo:  # what is made here is closed again if the launcher cannot start
             out = undo.enter_context(tempfile.TemporaryFile())
             err = undo.enter_context(tempfile.TemporaryFile())
@@ -189,5 +197,5 @@ class ServedExecutor:
                 os.close(requests_read)
                 os.close(answers_write)
             undo.pop_all()
-        self._launcher = _Launcher(proc, requests, answers, out, err)
+        self._launcher = Serving(proc, requests, answers, out, err)
         return self._launcher

@@ -202,19 +202,40 @@ _SSH_HOST = r"([\w][\w.-]*@)?([\w][\w.-]*|\[[0-9A-Fa-f:]+\])"
 
 class EnvironmentSpec(Strict):
     """Where a variant runs: `local` (this system), `container` (new mount, PID, network and UTS
-    namespaces and a chroot into a Debian root filesystem, with optional cgroup limits), or
-    `ssh` (another host: the probe is copied there, results come back here)."""
+    namespaces and a chroot into a Debian root filesystem, with optional cgroup limits), `ssh`
+    (another host: the probe is copied there, results come back here), or `vm` (a virtual machine
+    booting a kernel of your choice, with this system's files read-only as its root)."""
 
-    kind: Literal["local", "container", "ssh"] = "local"
-    """Where the runs happen. The whole table may be written as text: `"local"`, `"container"` or
-    `"ssh://user@host:port"`."""
+    kind: Literal["local", "container", "ssh", "vm"] = "local"
+    """Where the runs happen. The whole table may be written as text: `"local"`, `"container"`,
+    `"vm"` or `"ssh://user@host:port"`."""
     rootfs: Word | None = None
     """container: the root filesystem (default: the one `benchlab container build` made)."""
     # the kernel's smallest quota is 1 ms a 100 ms period
     cpus: Annotated[Finite, Field(ge=0.01, le=4096)] | None = None
-    """container: CPU limit (a cgroup quota), in CPUs."""
+    """container: CPU limit (a cgroup quota), in CPUs. vm: virtual CPUs (a whole number; default 2)."""
     memory: Annotated[int, Field(ge=4 << 20, le=1 << 50)] | None = None
-    """container: memory limit in bytes; a size such as `"2G"` or `"512MiB"` is accepted."""
+    """container: memory limit in bytes; vm: the guest's memory (default 1 GiB). A size such as
+    `"2G"` or `"512MiB"` is accepted."""
+    kernel: Word | None = None
+    """vm: the guest kernel: a Debian kernel package (`linux-image-6.1.0-56-amd64`) or its version
+    (`6.1.0-56`), fetched with apt into benchlab's cache, or a path to a kernel image whose modules
+    lie beside it as `lib/modules/RELEASE` (an extracted package). Default: the kernel Debian's
+    `linux-image-amd64` depends on."""
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+    """vm: `kvm` (hardware virtualisation), `tcg` (emulation: counters meaningful, times not
+    comparable with native), or `auto`: KVM where a guest boots under it, else TCG."""
+    modules: Annotated[list[Name], Field(max_length=MAX_ITEMS)] = []
+    """vm: kernel modules loaded in the guest at boot, in this order (with their dependencies),
+    e.g. `["binder_linux", "zram"]`."""
+    knobs: Annotated[dict[Line, Line], Field(max_length=MAX_ITEMS)] = {}
+    """vm: sysfs and procfs values written inside the guest at boot, e.g.
+    `{"/sys/kernel/mm/lru_gen/enabled" = "y"}`."""
+    cmdline: Line | None = None
+    """vm: extra kernel command line."""
+    fresh: bool = False
+    """vm: boot a new guest before every run (cold-state studies); otherwise one guest serves
+    all of the variant's runs."""
     host: Line | None = None
     """ssh: `[user@]host`."""
     port: Annotated[int, Field(ge=1, le=65535)] | None = None
@@ -238,10 +259,17 @@ class EnvironmentSpec(Strict):
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> EnvironmentSpec:
-        container = (self.rootfs, self.cpus, self.memory)
+        container = (self.rootfs,)
+        vm = (self.kernel, self.cmdline, self.modules or None, self.knobs or None, self.fresh or None)
         ssh = (self.host, self.port, self.ssh_options or None)
+        if self.kind not in ("container", "vm") and (self.cpus, self.memory) != (None, None):
+            raise ValueError("cpus and memory apply to a container environment or a vm")
         if self.kind != "container" and any(v is not None for v in container):
-            raise ValueError("rootfs, cpus and memory apply to a container environment")
+            raise ValueError("rootfs applies to a container environment")
+        if self.kind != "vm" and (any(v is not None for v in vm) or self.accel != "auto"):
+            raise ValueError("kernel, accel, modules, knobs, cmdline and fresh apply to a vm environment")
+        if self.kind == "vm" and self.cpus is not None and self.cpus != int(self.cpus):
+            raise ValueError("a vm's cpus is a whole number of virtual CPUs")
         if self.kind != "ssh" and any(v is not None for v in ssh):
             raise ValueError("host, port and ssh_options apply to an ssh environment")
         if self.kind == "ssh" and not (self.host and re.fullmatch(_SSH_HOST, self.host, re.ASCII)):

@@ -7,6 +7,8 @@
   container's own libraries (its allocators included); benchlab's probe, its shim and
   the workload's folder are bound in read-only at the same paths.
 - `ssh`: another host (see `measure/remote.py`).
+- `vm`: a virtual machine booting a kernel of the variant's choice (`variants/kernels.py`), with
+  this system's files read-only as its root (see `measure/guest.py`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from pathlib import Path
 
 from benchlab.errors import EnvironmentProblem, SpecError
 from benchlab.measure.cgroup import run_cgroup_parent
+from benchlab.measure.guest import DEFAULT_CPUS, DEFAULT_MEMORY, Guest, vng_path
 from benchlab.measure.process import ContainerLaunch
 from benchlab.spec.models import EnvironmentSpec
-from benchlab.variants.knobs import state_dir
+from benchlab.variants import kernels
+from benchlab.variants.knobs import knob_spelling_problem, state_dir
 
 # what `benchlab container build` installs beyond Debian's minimal base: the allocators
 ROOTFS_PACKAGES = ("libjemalloc2", "libtcmalloc-minimal4", "libmimalloc2.0")
@@ -43,10 +47,13 @@ class PreparedEnvironment:
     spec: EnvironmentSpec
     rootfs: str | None = None
     shim: str | None = None
+    guest: Guest | None = None
 
     @classmethod
     def prepare(cls, spec: EnvironmentSpec, shim: str | None, allocator: list[str], where: str) -> PreparedEnvironment:
         """`shim` is bound in from here; the `allocator` libraries must be the container's own."""
+        if spec.kind == "vm":
+            return cls(spec, guest=prepare_guest(spec, where))
         if spec.kind != "container":
             return cls(spec)
         rootfs = os.path.abspath(os.path.expanduser(spec.rootfs)) if spec.rootfs else str(default_rootfs())
@@ -76,6 +83,45 @@ class PreparedEnvironment:
             binds.add(os.path.abspath(cwd))
         binds.update(writes)
         return ContainerLaunch(rootfs=self.rootfs, binds=tuple(sorted(binds)), memory_limit=self.spec.memory, cpus=self.spec.cpus)
+
+
+def prepare_guest(spec: EnvironmentSpec, where: str) -> Guest:
+    """Everything a vm variant boots, checked before any run: the kernel (fetched with apt on
+    first use), its modules, the knobs' paths, the memory this machine can give, the tools."""
+    for tool, package in (("qemu-system-x86_64", "qemu-system-x86"), ("depmod", "kmod"), ("udevadm", "udev")):
+        if shutil.which(tool) is None:
+            raise EnvironmentProblem(f"{where}: a vm needs {tool}", hint=f"apt-get install {package}")
+    vng_path()
+    kernel = kernels.resolve(spec.kernel, f"{where}.kernel")
+    for module in spec.modules:
+        if not kernel.has_module(module):
+            raise SpecError(f"the guest kernel {kernel.release} has no module {module}", where=f"{where}.modules")
+    for path in spec.knobs:  # the guest's files: spelled as a knob; whether it exists, the guest says at boot
+        problem = knob_spelling_problem(path)
+        if problem is not None:
+            raise SpecError(f"'{path}': {problem}", where=f"{where}.knobs")
+    memory = spec.memory or DEFAULT_MEMORY
+    available = _available_memory()
+    if available is not None and memory > available:
+        raise EnvironmentProblem(
+            f"{where}: the guest's {memory >> 20} MiB exceed the {available >> 20} MiB this machine has available"
+        )
+    return Guest(
+        label=f"vm {kernel.release}", image=kernel.image, release=kernel.release, memory=memory,
+        cpus=int(spec.cpus or DEFAULT_CPUS), accel=spec.accel, modules=tuple(spec.modules),
+        knobs=tuple(spec.knobs.items()), cmdline=spec.cmdline, fresh=spec.fresh,
+        facts={"guest_kernel": kernel.source, "kernel_switches": kernel.switches()},
+    )  # fmt: skip
+
+
+def _available_memory() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 # a suite, a package or a mirror URL as mmdebstrap takes them: words, never an option or a list

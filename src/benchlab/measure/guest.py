@@ -1,0 +1,217 @@
+"""Runs inside a virtual machine (`environment = "vm"`): a kernel of the variant's choice booted
+by virtme-ng, with this system's files as its root (read-only, over 9p), so that benchlab's
+launcher, the probe, the shim and the workloads' programs are simply there.
+
+Each guest runs one served launcher (`benchlab-launch --serve`, the one `measure.served` runs
+here), whose requests and answers travel over the guest's virtio-serial script channel (vng's
+stdin and stdout): every run has the usual wait4 account, measured inside the guest. The
+launcher's output files lie in a folder shared read-write with the guest, where this side reads
+their tails. Before it starts, the guest loads the variant's modules, writes its knobs and sends
+its fingerprint, as one JSON line. One guest serves all of a variant's runs (or, `fresh`, each
+run boots its own); a guest that hangs or dies fails its run with the console's last lines,
+and the next run boots a new one. vng runs under a one-shot launcher: it dies with benchlab, and
+qemu (which vng becomes) with it.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchlab.errors import EnvironmentProblem, WorkloadFailed
+from benchlab.locate import launcher_path
+from benchlab.measure.host import REMOTE_FINGERPRINT, parse_remote_fingerprint
+from benchlab.measure.process import Finished, Launch, start_launcher, stop_tree
+from benchlab.measure.served import Serving, request_line
+
+GUEST_PROTOCOL = 1  # the boot line the guest sends
+BOOT_TIMEOUT_S = {"kvm": 30.0, "tcg": 300.0}  # to the boot line; TCG boots Debian's kernel in ~15 s here
+CONSOLE_TAIL_BYTES = 2000
+DEFAULT_MEMORY = 1 << 30
+DEFAULT_CPUS = 2
+
+
+@dataclass(frozen=True)
+class Guest:
+    """What a guest boots: the kernel image (modules beside it), its size, what it loads and writes."""
+
+    label: str  # for messages: the variant's environment
+    image: Path
+    release: str
+    memory: int
+    cpus: int
+    accel: str  # auto | kvm | tcg
+    modules: tuple[str, ...]
+    knobs: tuple[tuple[str, str], ...]
+    cmdline: str | None
+    fresh: bool
+    facts: dict[str, Any]  # added to the guest's fingerprint: where its kernel came from, its switches
+
+
+def vng_path() -> str:
+    found = shutil.which("vng", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if found is None:
+        raise EnvironmentProblem("virtme-ng (vng) is not installed", hint="reinstall benchlab with `uv sync`")
+    return found
+
+
+def _boot_script(guest: Guest, share: Path) -> str:
+    """The guest's first command: modules, knobs, the boot line, then the served launcher.
+    A failure names what failed by its place in the variant's lists; this side words it."""
+    lines = ['fail() { printf \'{"protocol":%d,"failed":"%s","index":%d}\\n\' ' + f"{GUEST_PROTOCOL}" + ' "$1" "$2"; exit 1; }']
+    for i, module in enumerate(guest.modules):
+        lines.append(f"modprobe {shlex.quote(module)} >/dev/null 2>&1 || fail module {i}")
+    for i, (path, value) in enumerate(guest.knobs):
+        quoted = shlex.quote(path)
+        lines.append(f"[ -e {quoted} ] || fail knob_missing {i}")
+        lines.append(f"printf '%s' {shlex.quote(value)} 2>/dev/null > {quoted} || fail knob {i}")
+    lines.append(f"fp=$(sh -c {shlex.quote(REMOTE_FINGERPRINT)} | base64 -w0)")
+    lines.append(f'printf \'{{"protocol":{GUEST_PROTOCOL},"fingerprint":"%s"}}\\n\' "$fp"')
+    out, err = shlex.quote(str(share / "out")), shlex.quote(str(share / "err"))
+    lines.append(f"exec {shlex.quote(launcher_path())} --serve --stdout-fd 5 --stderr-fd 6 5>{out} 6>{err}")
+    return "\n".join(lines) + "\n"
+
+
+class GuestExecutor:
+    """Runs launches in one guest of a vm variant, booted on first use (`prepare`)."""
+
+    def __init__(self, guest: Guest) -> None:
+        self.guest = guest
+        self.fingerprint: dict[str, Any] = {}
+        self.accel: str | None = None  # what the first boot settled on
+        self._serving: Serving | None = None
+        self._vng: subprocess.Popen[bytes] | None = None
+        self._share: tempfile.TemporaryDirectory[str] | None = None
+        self._console: Any = None
+        self._result: int | None = None
+
+    def prepare(self) -> dict[str, Any]:
+        """Boots the guest (once) and returns its fingerprint: the guest's, stored as the runs' host."""
+        if self._serving is None:
+            self._boot()
+        return self.fingerprint
+
+    def _boot(self) -> None:
+        tries = [self.accel] if self.accel else (["kvm", "tcg"] if self.guest.accel == "auto" else [self.guest.accel])
+        why = ""
+        for accel in tries:
+            try:
+                self._start(accel)
+                self.accel = accel
+                return
+            except EnvironmentProblem as problem:
+                why = problem.message
+                self.close()
+        raise EnvironmentProblem(why)
+
+    def _start(self, accel: str) -> None:
+        share = tempfile.TemporaryDirectory(prefix="benchlab-guest-")
+        self._share = share
+        folder = Path(share.name)
+        for name in ("out", "err"):
+            (folder / name).touch()
+        (folder / "boot.sh").write_text(_boot_script(self.guest, folder))
+        argv = [
+            vng_path(), "--run", str(self.guest.image), "-m", f"{max(1, self.guest.memory >> 20)}M",
+            "-p", str(self.guest.cpus), "--rwdir", str(folder), *(["--disable-kvm"] if accel == "tcg" else []),
+            *(["--append", self.guest.cmdline] if self.guest.cmdline else []), "--exec", f"sh {folder}/boot.sh",
+        ]  # fmt: skip
+        self._console = (folder / "console").open("w+b")
+        requests_read, requests = os.pipe()
+        answers, answers_write = os.pipe()
+        result_read, result_write = os.pipe()
+        self._result = result_read  # vng's own account, of no use (the guest's launcher measures the runs): kept unread
+        # vng finds its helpers (virtme-run) on PATH, beside it in benchlab's environment
+        env = {**os.environ, "PATH": f"{Path(argv[0]).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        try:
+            self._vng = start_launcher(
+                ["--result-fd", str(result_write), "--", *argv], env=env, stdin=requests_read,
+                stdout=answers_write, stderr=self._console, pass_fds=(result_write,),
+            )  # fmt: skip
+        finally:
+            for fd in (requests_read, answers_write, result_write):
+                os.close(fd)
+        self._serving = Serving(self._vng, requests, answers, (folder / "out").open("rb"), (folder / "err").open("rb"))
+        line = self._serving.ask(b"", BOOT_TIMEOUT_S[accel])
+        if line is None or line.get("protocol") != GUEST_PROTOCOL:
+            raise EnvironmentProblem(f"{self.guest.label}: the guest did not boot under {accel}: {self.console_tail()}")
+        if "failed" in line:
+            raise EnvironmentProblem(self._refusal(line))
+        fp = parse_remote_fingerprint(base64.b64decode(line["fingerprint"]).decode(errors="replace"))
+        # the guest's whole command line names this boot's shared folder: only the variant's part identifies it
+        self.fingerprint = {
+            **fp, **self.guest.facts, "kernel_cmdline": self.guest.cmdline, "accel": accel, "emulated": accel == "tcg",
+            "remote": False,
+        }  # fmt: skip
+
+    def _refusal(self, line: dict[str, Any]) -> str:
+        kind, index = line.get("failed"), int(line.get("index", 0))
+        release = self.guest.release
+        if kind == "module":
+            return f"{self.guest.label}: the guest kernel {release} cannot load module {self.guest.modules[index]}"
+        path, value = self.guest.knobs[index]
+        if kind == "knob_missing":
+            return f"{self.guest.label}: the guest kernel {release} has no {path}"
+        return f"{self.guest.label}: the guest kernel {release} refused {value!r} for {path}"
+
+    def console_tail(self) -> str:
+        if self._console is None:
+            return "no console output"
+        self._console.flush()
+        self._console.seek(0, os.SEEK_END)
+        size = self._console.tell()
+        self._console.seek(max(0, size - CONSOLE_TAIL_BYTES))
+        text = self._console.read().decode(errors="replace").strip()
+        return " | ".join(text.splitlines()[-5:]) or "no console output"
+
+    def run(self, launch: Launch) -> Finished:
+        request = request_line(launch)
+        if request is None:
+            raise WorkloadFailed("a command line or environment that is no UTF-8 cannot be sent to a guest")
+        if self._serving is None:
+            self._boot()
+        serving = self._serving
+        assert serving is not None
+        try:
+            finished, alive = serving.run(request, launch, None)
+        except WorkloadFailed:
+            raise
+        except BaseException:
+            self.close()
+            raise
+        if not alive:  # the guest hung or died: its run fails with what the console said, the next boots anew
+            tail = self.console_tail()
+            self._serving = None
+            self.close()
+            raise WorkloadFailed(f"the guest ({self.guest.label}) stopped answering: {tail}")
+        if self.guest.fresh:
+            self.close()
+        return finished
+
+    def close(self) -> None:
+        serving, self._serving = self._serving, None
+        if serving is not None:
+            serving.stop()
+            serving.close_files()
+        vng, self._vng = self._vng, None
+        if vng is not None and vng.poll() is None:
+            stop_tree(vng)
+        if self._console is not None:
+            with contextlib.suppress(OSError):
+                self._console.close()
+            self._console = None
+        result, self._result = self._result, None
+        if result is not None:
+            os.close(result)
+        share, self._share = self._share, None
+        if share is not None:
+            share.cleanup()
