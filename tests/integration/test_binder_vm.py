@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.errors import BenchlabError
 from benchlab.locate import probe_path
+from benchlab.variants import kernels
 
 GUEST_SCRIPT = """#!/bin/sh
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
@@ -29,29 +31,17 @@ poweroff -f
 """
 
 
-def _debian_kernel(cache: Path) -> tuple[Path, Path]:
-    """vmlinuz and binder_linux.ko of the kernel package linux-image-amd64 points at (downloaded once)."""
-    depends = subprocess.run(["apt-cache", "depends", "linux-image-amd64"], capture_output=True, text=True).stdout
-    match = re.search(r"Depends: (linux-image-\S+-amd64)", depends)
-    if match is None:
-        pytest.skip("apt knows no linux-image-amd64 here")
-    package = match.group(1)
-    tree = cache / package
-    vmlinuz = next(tree.glob("boot/vmlinuz-*"), None)
-    module = next(tree.glob("lib/modules/*/kernel/drivers/android/binder_linux.ko*"), None)
-    if vmlinuz is None or module is None:
-        cache.mkdir(parents=True, exist_ok=True)
-        got = subprocess.run(["apt-get", "download", package], cwd=cache, capture_output=True, text=True)
-        debs = list(cache.glob(f"{package}_*.deb"))
-        if got.returncode != 0 or not debs:
-            pytest.skip(f"cannot download {package}: {got.stderr.strip()[-200:]}")
-        subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(tree)], check=True)
-        debs[0].unlink()
-        vmlinuz = next(tree.glob("boot/vmlinuz-*"))
-        module = next(tree.glob("lib/modules/*/kernel/drivers/android/binder_linux.ko*"), None)
-        if module is None:
-            pytest.skip(f"{package} has no binder module")
-    return vmlinuz, module
+def _debian_kernel() -> tuple[Path, Path]:
+    """vmlinuz and binder_linux.ko of the kernel linux-image-amd64 points at, from benchlab's kernel
+    cache (fetched with apt once, shared with the vm environment's tests)."""
+    try:
+        kernel = kernels.resolve(None, "test")
+    except BenchlabError as exc:
+        pytest.skip(f"no Debian kernel package here: {exc}")
+    module = next(kernel.modules.glob("kernel/drivers/android/binder_linux.ko*"), None)
+    if module is None:
+        pytest.skip(f"{kernel.release} has no binder module")
+    return kernel.image, module
 
 
 def _initramfs(root: Path, module: Path) -> Path:
@@ -90,7 +80,7 @@ def test_binder_workloads_in_a_debian_kernel_under_emulation(tmp_path: Path) -> 
             pytest.skip(f"{tool} is not installed (the README's test command installs it)")
     if not Path("/bin/busybox").exists():
         pytest.skip("busybox is not installed")
-    vmlinuz, module = _debian_kernel(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "benchlab-tests")
+    vmlinuz, module = _debian_kernel()
     image = _initramfs(tmp_path / "root", module)
     boot = subprocess.run(
         ["qemu-system-x86_64", "-machine", "q35,accel=tcg", "-cpu", "max", "-smp", "2", "-m", "1024",

@@ -27,15 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.errors import EnvironmentProblem, WorkloadFailed
+from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import launcher_path
 from benchlab.measure.host import REMOTE_FINGERPRINT, parse_remote_fingerprint
 from benchlab.measure.process import Finished, Launch, start_launcher, stop_tree
 from benchlab.measure.served import Serving, request_line
 
 GUEST_PROTOCOL = 1  # the boot line the guest sends
-BOOT_TIMEOUT_S = {"kvm": 30.0, "tcg": 300.0}  # to the boot line; TCG boots Debian's kernel in ~15 s here
+BOOT_TIMEOUT_S = {"kvm": 30.0, "tcg": 300.0}  # to the boot line; TCG boots Debian's kernel in ~17 s here
 CONSOLE_TAIL_BYTES = 2000
+PANIC_WORDS = ("Kernel panic", "Oops", "BUG:", "sysrq: Trigger a crash")
 DEFAULT_MEMORY = 1 << 30
 DEFAULT_CPUS = 2
 
@@ -108,9 +109,12 @@ class GuestExecutor:
                 self._start(accel)
                 self.accel = accel
                 return
-            except EnvironmentProblem as problem:
+            except EnvironmentProblem as problem:  # did not boot: the next accelerator may
                 why = problem.message
                 self.close()
+            except BaseException:
+                self.close()
+                raise
         raise EnvironmentProblem(why)
 
     def _start(self, accel: str) -> None:
@@ -121,7 +125,7 @@ class GuestExecutor:
             (folder / name).touch()
         (folder / "boot.sh").write_text(_boot_script(self.guest, folder))
         argv = [
-            vng_path(), "--run", str(self.guest.image), "-m", f"{max(1, self.guest.memory >> 20)}M",
+            vng_path(), "--run", str(self.guest.image), "--verbose", "-m", f"{max(1, self.guest.memory >> 20)}M",
             "-p", str(self.guest.cpus), "--rwdir", str(folder), *(["--disable-kvm"] if accel == "tcg" else []),
             *(["--append", self.guest.cmdline] if self.guest.cmdline else []), "--exec", f"sh {folder}/boot.sh",
         ]  # fmt: skip
@@ -144,8 +148,8 @@ class GuestExecutor:
         line = self._serving.ask(b"", BOOT_TIMEOUT_S[accel])
         if line is None or line.get("protocol") != GUEST_PROTOCOL:
             raise EnvironmentProblem(f"{self.guest.label}: the guest did not boot under {accel}: {self.console_tail()}")
-        if "failed" in line:
-            raise EnvironmentProblem(self._refusal(line))
+        if "failed" in line:  # the variant asks for what its kernel lacks: bad input, as for a missing module
+            raise SpecError(self._refusal(line))
         fp = parse_remote_fingerprint(base64.b64decode(line["fingerprint"]).decode(errors="replace"))
         # the guest's whole command line names this boot's shared folder: only the variant's part identifies it
         self.fingerprint = {
@@ -164,14 +168,16 @@ class GuestExecutor:
         return f"{self.guest.label}: the guest kernel {release} refused {value!r} for {path}"
 
     def console_tail(self) -> str:
+        """The console's last lines, led by the kernel's panic or oops line where it printed one."""
         if self._console is None:
             return "no console output"
         self._console.flush()
         self._console.seek(0, os.SEEK_END)
         size = self._console.tell()
-        self._console.seek(max(0, size - CONSOLE_TAIL_BYTES))
-        text = self._console.read().decode(errors="replace").strip()
-        return " | ".join(text.splitlines()[-5:]) or "no console output"
+        self._console.seek(max(0, size - CONSOLE_TAIL_BYTES * 8))
+        lines = self._console.read().decode(errors="replace").strip().splitlines()
+        cause = [line for line in lines if any(word in line for word in PANIC_WORDS)][-1:]
+        return " | ".join(cause + lines[-3:])[-CONSOLE_TAIL_BYTES:] or "no console output"
 
     def run(self, launch: Launch) -> Finished:
         request = request_line(launch)
@@ -182,19 +188,21 @@ class GuestExecutor:
         serving = self._serving
         assert serving is not None
         try:
-            finished, alive = serving.run(request, launch, None)
+            finished = serving.run(request, launch, None)
         except WorkloadFailed:
-            raise
+            if not serving.stopped:
+                raise
+            finished = None
         except BaseException:
             self.close()
             raise
-        if not alive:  # the guest hung or died: its run fails with what the console said, the next boots anew
+        if serving.stopped:  # the guest hung or died: its run fails with what the console said, the next boots anew
             tail = self.console_tail()
-            self._serving = None
             self.close()
             raise WorkloadFailed(f"the guest ({self.guest.label}) stopped answering: {tail}")
         if self.guest.fresh:
             self.close()
+        assert finished is not None
         return finished
 
     def close(self) -> None:

@@ -64,6 +64,7 @@ class Serving:
     out: IO[bytes]
     err: IO[bytes]
     pending: bytearray = field(default_factory=bytearray)
+    stopped: bool = False
 
     def ask(self, request: bytes, timeout: float) -> dict[str, Any] | None:
         """The answer to one request line; None when the launcher ended or did not answer in time."""
@@ -92,10 +93,10 @@ class Serving:
             return None
         return answer
 
-    def run(self, request: bytes, launch: Launch, peak_note: str | None) -> tuple[Finished, bool]:
-        """One run served: what it did, and whether the launcher is still up. A launcher that died
-        or hangs is stopped, with its run (which fails: "the launcher reported nothing"); a run
-        past its timeout reads as a one-shot one, killed at its timeout with no account."""
+    def run(self, request: bytes, launch: Launch, peak_note: str | None) -> Finished:
+        """One run served. A launcher that died or hangs is stopped (`stopped`), with its run,
+        which fails ("the launcher reported nothing"); a run past its timeout reads as a one-shot
+        one, killed at its timeout with no account."""
         account = self.ask(request, launch.timeout + ANSWER_GRACE_S)
         timed_out = account.pop("timed_out", False) if account is not None else False
         if account is not None and "error" in account:
@@ -109,12 +110,14 @@ class Serving:
         finally:
             if account is None:
                 self.close_files()
-        finished = finished_from_account(account if not timed_out else None, launch, timed_out, stdout, stderr, peak_note)
-        return finished, account is not None
+        return finished_from_account(account if not timed_out else None, launch, timed_out, stdout, stderr, peak_note)
 
     def stop(self) -> None:
         """Ends the launcher and whatever it runs: told first (SIGTERM: the run's group is killed,
-        its cgroup removed), then its own group and cgroup are killed and removed behind it."""
+        its cgroup removed), then its own group and cgroup are killed and removed behind it. Once."""
+        if self.stopped:
+            return
+        self.stopped = True
         os.close(self.requests)  # an idle launcher also ends at end of file
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.proc.pid, signal.SIGTERM)
@@ -170,15 +173,15 @@ class ServedExecutor:
             return self._one_shot.run(launch)
         launcher = self._launcher or self._start()
         try:
-            finished, alive = launcher.run(request, launch, tree_peak_unavailable())
+            return launcher.run(request, launch, tree_peak_unavailable())
         except WorkloadFailed:
             raise
         except BaseException:  # Ctrl-C or SIGTERM in the runner: take the tree down with us
             self.close()
             raise
-        if not alive:  # the launcher died, or hangs: the next run starts a new one
-            self._launcher = None
-        return finished
+        finally:
+            if launcher.stopped:  # it died, or hangs: the next run starts a new one
+                self._launcher = None
 
     def _start(self) -> Serving:
         with contextlib.ExitStack() as undo:  # what is made here is closed again if the launcher cannot start
