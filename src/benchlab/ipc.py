@@ -9,6 +9,7 @@ statistics: it returns the probe's own documents.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,11 @@ from typing import Any
 
 from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import probe_path
+from benchlab.measure.guest import GuestExecutor
+from benchlab.measure.process import Launch
+from benchlab.spec.models import EnvironmentSpec
+from benchlab.variants import kernels
+from benchlab.variants.environment import prepare_guest
 from benchlab.workloads.probe import ProbeSaid, catalogue, check_options, option_value, probe_said
 
 MECHANISMS = ("pipe", "unix", "seqpacket", "eventfd", "futex", "binder")
@@ -61,11 +67,28 @@ class ProbeOutput:
     stderr: str  # for people only (the verbose lines): shown as it is, never read
 
 
-def run_probe(workload: str, options: Mapping[str, object], fmt: str) -> ProbeOutput:
-    """One direct probe run in a JSON format (`json` or `android`). Its options are checked
-    first, as a spec's would be (the declared kinds and bounds, then `--check` for what needs
-    this machine: pairs beyond its CPUs), so a bad value is bad input (exit 2) naming the flag;
-    a failure of the run itself is one line with the probe's last words."""
+BINDER_MODULE = "binder_linux"
+PROBE_OUTPUT_LIMIT = 64 << 20  # a document of 64 MiB is far beyond any the probe writes
+
+
+def guest(environment: EnvironmentSpec, where: str) -> tuple[GuestExecutor, str | None]:
+    """A guest to run the probe in (not yet booted), with binder's module loaded where its kernel
+    ships it, and why binder is skipped there if it cannot run."""
+    kernel = kernels.resolve(environment.kernel, f"{where}.kernel")
+    binder = kernel.config.get("CONFIG_ANDROID_BINDER_IPC")
+    missing = None
+    if binder == "m" and kernel.has_module(BINDER_MODULE) and BINDER_MODULE not in environment.modules:
+        environment = environment.model_copy(update={"modules": [*environment.modules, BINDER_MODULE]})
+    elif binder not in ("y", "m"):
+        missing = f"binder skipped: the guest kernel {kernel.release} was built without binder (CONFIG_ANDROID_BINDER_IPC)"
+    return GuestExecutor(prepare_guest(environment, where)), missing
+
+
+def run_probe(workload: str, options: Mapping[str, object], fmt: str, executor: GuestExecutor | None = None) -> ProbeOutput:
+    """One direct probe run in a JSON format (`json` or `android`), here or in a guest. Its
+    options are checked first, as a spec's would be (the declared kinds and bounds, then
+    `--check` for what needs this machine: pairs beyond its CPUs), so a bad value is bad input
+    (exit 2) naming the flag; a failure of the run itself is one line with the probe's last words."""
     declared = {o["name"]: o for o in catalogue()[workload]["options"]}
     argv = [probe_path(), workload]
     for key, value in options.items():
@@ -73,13 +96,23 @@ def run_probe(workload: str, options: Mapping[str, object], fmt: str) -> ProbeOu
     refused = check_options(argv, workload)
     if refused is not None:
         raise SpecError(refused)
-    proc = subprocess.run([*argv, "--format", fmt], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or [""])[-1]
-        raise WorkloadFailed(f"{workload} failed (exit {proc.returncode})" + (f": {last}" if last else ""))
+    argv += ["--format", fmt]
+    if executor is None:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    else:
+        launch = Launch(argv=tuple(argv), env=dict(os.environ), stdout_limit=PROBE_OUTPUT_LIMIT)
+        finished = executor.run(launch)
+        if finished.exit_code is None:  # killed or past its timeout
+            raise finished.failure()
+        code, stdout = finished.exit_code, finished.stdout.decode(errors="replace")
+        stderr = finished.stderr.decode(errors="replace")
+    if code != 0:
+        last = (stderr.strip().splitlines() or [""])[-1]
+        raise WorkloadFailed(f"{workload} failed (exit {code})" + (f": {last}" if last else ""))
     try:
-        document = json.loads(proc.stdout)
+        document = json.loads(stdout)
     except json.JSONDecodeError as exc:
         raise WorkloadFailed(f"{workload} printed no JSON: {exc}") from None
     fields = document.get("benchlab") if fmt == "android" else document.get("context", {}).get("benchlab")
-    return ProbeOutput(document, probe_said(fields, workload), proc.stderr)
+    return ProbeOutput(document, probe_said(fields, workload), stderr)

@@ -27,7 +27,7 @@ from benchlab.measure.rusage import RESERVED, usage_metrics
 from benchlab.measure.served import ServedExecutor
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
-from benchlab.store import ExperimentRecord, Store, spec_digest
+from benchlab.store import ExperimentRecord, Store, host_digest, spec_digest
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.background import background_load
@@ -216,12 +216,14 @@ class Runner:
         that host's or guest's fingerprint."""
         env = variant.spec.environment
         guest = variant.environment.guest if variant.environment else None
+        here = self.host if self.host is not None else self._local_fingerprint()
         if guest is not None:
             executor = GuestExecutor(guest)
             self.guests.append(executor)
-            return executor, executor.prepare()
+            # the machine that booted it: its runs pair with this machine's native runs
+            return executor, {**executor.prepare(), "guest_of": host_digest(here)}
         if env.kind != "ssh":
-            return self.executor, self.host if self.host is not None else self._local_fingerprint()
+            return self.executor, here
         remote = self.remotes.setdefault(env.label, RemoteExecutor(env))
         return remote, remote.prepare()
 

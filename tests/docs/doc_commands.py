@@ -9,7 +9,9 @@ its output as shown. A trailing shell comment may say what the docs test must kn
 * `# needs: WHAT`: it needs what a test machine lacks (another host, a binder device); skipped,
   with WHAT as the reason;
 * `# long: HOW LONG`: a full-length experiment; skipped, since the page also shows and the test
-  runs a shorter form of it (`--quick`, fewer blocks).
+  runs a shorter form of it (`--quick`, fewer blocks);
+* `# tested: FILE::TEST`: the named test runs this very command (a guest boot, say, that the
+  suite should pay for once); skipped here, and the test must exist.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ EXIT = re.compile(r"#\s*exit (\d+)\b")
 NEEDS = re.compile(r"#\s*needs: (.+)$")
 LONG = re.compile(r"#\s*long: (.+)$")
 SLOW = re.compile(r"#\s*slow\b")
+TESTED = re.compile(r"#\s*tested: (\S+)::(\w+)")
 BENCHLAB = re.compile(r"([A-Z_][A-Z0-9_]*=\S* )*benchlab\b")
 
 
@@ -85,8 +88,13 @@ def commands(path: Path) -> list[DocCommand]:
             i += 1
             comment = text.rsplit("\n", 1)[-1]
             code = EXIT.search(comment)
-            needs, long = NEEDS.search(comment), LONG.search(comment)
-            skip = f"needs {needs[1]}" if needs else f"long ({long[1]}): the page's shorter form is run" if long else None
+            needs, long, tested = NEEDS.search(comment), LONG.search(comment), TESTED.search(comment)
+            skip = (
+                f"needs {needs[1]}" if needs
+                else f"long ({long[1]}): the page's shorter form is run" if long
+                else f"run by {tested[1]}::{tested[2]}" if tested
+                else None
+            )  # fmt: skip
             out.append(DocCommand(page, start + first, text, int(code[1]) if code else 0, bool(SLOW.search(comment)), skip))
     return out
 

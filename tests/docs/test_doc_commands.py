@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.doc_commands import ROOT, DocCommand, all_commands, blocks, pages
+from tests.docs.doc_commands import ROOT, TESTED, DocCommand, all_commands, blocks, pages
 
 COMMANDS = all_commands()
 BIN = Path(sys.executable).parent
@@ -85,3 +85,16 @@ def test_docs_show_benchlab_commands() -> None:
     """The extraction finds the commands (a changed convention must not make this test empty)."""
     shown = [c for c in COMMANDS if c.runs_benchlab]
     assert len(shown) > 30 and {c.page for c in shown} >= {"README.md", "docs/commands/run.md"}
+
+
+def test_commands_left_to_another_test_name_one_that_exists() -> None:
+    """A `# tested: FILE::TEST` skip stands only while that test is there to run the command."""
+    missing = []
+    for command in COMMANDS:
+        found = TESTED.search(command.text.rsplit("\n", 1)[-1])
+        if found is None:
+            continue
+        test_file = ROOT / found[1]
+        if not test_file.is_file() or f"def {found[2]}(" not in test_file.read_text():
+            missing.append(f"{command.id}: {found[1]}::{found[2]}")
+    assert not missing, "\n".join(missing)

@@ -17,6 +17,7 @@ The one line on stderr is escaped like every rendering (see `benchlab.report.saf
 
 from __future__ import annotations
 
+import logging
 import sys
 from importlib.metadata import version as package_version
 from typing import Annotated
@@ -24,7 +25,7 @@ from typing import Annotated
 import typer
 
 from benchlab import interrupts
-from benchlab.cli import calibrate, container, db, experiment, ipc, results, score, system
+from benchlab.cli import calibrate, container, db, experiment, ipc, results, score, system, vm
 from benchlab.cli.console import err
 from benchlab.errors import BenchlabError, Interrupted
 from benchlab.report import safe
@@ -37,7 +38,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (experiment, score, results, system, container, ipc, calibrate, db):
+for module in (experiment, score, results, system, container, vm, ipc, calibrate, db):
     module.register(app)
 
 
@@ -62,8 +63,26 @@ def options(
     """The options before a command: --version is eager, so it answers before any command is parsed."""
 
 
+class _EscapedNote(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"benchlab: {safe.text(super().format(record), limit=safe.LINE_MAX)}"
+
+
+def _show_core_notes() -> None:
+    """What the core says while it works (a kernel download, say) as `benchlab: ...` lines on stderr."""
+    core = logging.getLogger("benchlab")
+    if core.handlers:  # main() called again in one process
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_EscapedNote())
+    core.addHandler(handler)
+    core.setLevel(logging.INFO)
+    core.propagate = False
+
+
 def main() -> None:
     interrupts.install()  # done already by the executable (benchlab.entry): here for other callers
+    _show_core_notes()
     try:
         code = app(standalone_mode=False)
     except BenchlabError as exc:

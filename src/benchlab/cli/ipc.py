@@ -12,14 +12,24 @@ from typer.core import TyperCommand
 
 from benchlab.cli.console import err, out
 from benchlab.errors import SpecError
-from benchlab.ipc import ProbeOutput, binder_status, mechanisms, run_probe
+from benchlab.ipc import ProbeOutput, binder_status, guest, mechanisms, run_probe
+from benchlab.measure.host import noise_warnings
 from benchlab.report import safe
+from benchlab.spec.quick import parse_environment
 
 Mechanism = Annotated[
     list[str], typer.Option("--mechanism", "-m", help="pipe, unix, seqpacket, eventfd, futex, binder or all (repeatable)")
 ]
 Placement = Annotated[str, typer.Option("--placement", help="unpinned, same (one CPU for both ends) or different")]
 SpinUs = Annotated[int, typer.Option("--spin-us", help="spin this long before each blocking receive (0: block)")]
+Environment = Annotated[
+    str,
+    typer.Option(
+        "--environment", "-e",
+        help="local, or vm followed by the vm's fields as key=value words: 'vm kernel=6.1.0-56 memory=2G' "
+        "(a guest booted for these runs; binder's module loaded where its kernel has it)",
+    ),
+]  # fmt: skip
 
 
 def _say(workload: str, result: ProbeOutput) -> None:
@@ -31,13 +41,24 @@ def _say(workload: str, result: ProbeOutput) -> None:
         err.print(safe.text(f"{workload}: {note.text}", limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
 
 
-def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str) -> dict[str, ProbeOutput]:
-    """`ipc.<mechanism>.<kind>` for each mechanism asked for (binder only where the kernel has it)."""
-    binder_missing = binder_status()
+def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str, environment: str) -> dict[str, ProbeOutput]:
+    """`ipc.<mechanism>.<kind>` for each mechanism asked for (binder only where the kernel has
+    it), here or in one guest booted for them all."""
+    spec = parse_environment(environment)
+    if spec.kind not in ("local", "vm"):
+        raise SpecError(f"ipc runs here (local) or in a guest (vm), not in {spec.label}", where="--environment")
+    executor, binder_missing = guest(spec, "--environment") if spec.kind == "vm" else (None, binder_status())
     results = {}
-    for m in mechanisms(asked, binder_missing):
-        results[m] = run_probe(f"ipc.{m}.{kind}", options, fmt)
-        _say(f"ipc.{m}.{kind}", results[m])
+    try:
+        for m in mechanisms(asked, binder_missing):
+            results[m] = run_probe(f"ipc.{m}.{kind}", options, fmt, executor)
+            _say(f"ipc.{m}.{kind}", results[m])
+        if executor is not None:  # of the guest's warnings, the one that changes how to read its times
+            for text, _ in noise_warnings({"emulated": executor.fingerprint.get("emulated")}, live=False):
+                err.print(safe.text(f"guest {executor.guest.release}: {text}", limit=safe.LINE_MAX), soft_wrap=True)
+    finally:
+        if executor is not None:
+            executor.close()
     if binder_missing and (not asked or {"all", "binder"} & set(asked)):
         err.print(safe.text(binder_missing, limit=safe.LINE_MAX), soft_wrap=True)
     return results
@@ -56,6 +77,7 @@ def throughput(
     max_payload: Annotated[str, typer.Option("--max-payload")] = "64k",
     spin_us: SpinUs = 0,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+    environment: Environment = "local",
 ) -> None:
     """Synchronous request/reply at payloads 4 B..64 KiB over each mechanism (Android's binder throughput test):
     Google Benchmark's Time, CPU and Iterations per payload, and the payload bytes per second."""
@@ -67,7 +89,7 @@ def throughput(
         "max-payload": max_payload,
         "spin-us": spin_us,
     }
-    docs = {m: result.document for m, result in _run_each("throughput", mechanism, options, "json").items()}
+    docs = {m: result.document for m, result in _run_each("throughput", mechanism, options, "json", environment).items()}
     if fmt == "json":
         out.file.write(json.dumps(docs, indent=2) + "\n")
         return
@@ -109,6 +131,7 @@ def latency(
     trace: Annotated[bool, typer.Option("--trace", help="trace_marker and stop tracing on the first miss (also -trace)")] = False,
     force: Annotated[bool, typer.Option("--force", help="allow more pairs than CPUs")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, android (the Android test's JSON) or json")] = "table",
+    environment: Environment = "local",
 ) -> None:
     """Client/server pairs, one SCHED_OTHER and one SCHED_FIFO call per iteration, against a deadline (binder latency test)."""
     _check_format(fmt, ("table", "android", "json"))
@@ -117,7 +140,7 @@ def latency(
         "payload": payload, "fifo-priority": fifo_priority, "inheritance": inheritance, "verbose": verbose,
         "trace": trace, "force": force,
     }  # fmt: skip
-    results = _run_each("latency", mechanism, options, "json" if fmt == "json" else "android")
+    results = _run_each("latency", mechanism, options, "json" if fmt == "json" else "android", environment)
     docs = {m: result.document for m, result in results.items()}
     if fmt != "table":
         out.file.write(json.dumps(next(iter(docs.values())) if len(docs) == 1 else docs, indent=2) + "\n")

@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
+import logging
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,11 +38,22 @@ from benchlab.measure.process import Finished, Launch, start_launcher, stop_tree
 from benchlab.measure.served import Serving, request_line
 
 GUEST_PROTOCOL = 1  # the boot line the guest sends
-BOOT_TIMEOUT_S = {"kvm": 30.0, "tcg": 300.0}  # to the boot line; TCG boots Debian's kernel in ~17 s here
+TCG_BOOT_TIMEOUT_S = 300.0  # to the boot line; TCG boots Debian's kernel in ~17 s here
+log = logging.getLogger(__name__)
 CONSOLE_TAIL_BYTES = 2000
 PANIC_WORDS = ("Kernel panic", "Oops", "BUG:", "sysrq: Trigger a crash")
-DEFAULT_MEMORY = 1 << 30
-DEFAULT_CPUS = 2
+
+
+BALLOON_DRIVER = "virtio_balloon"
+BALLOON_SETTLE_S = 120.0  # for the guest to give up memory down to its target (page by page under TCG)
+
+
+@dataclass(frozen=True)
+class Balloon:
+    """A virtio balloon: free page reporting, and the size the guest is asked to shrink to."""
+
+    reporting: bool
+    target: int | None
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,8 @@ class Guest:
     knobs: tuple[tuple[str, str], ...]
     cmdline: str | None
     fresh: bool
+    kvm_boot_timeout: float
+    balloon: Balloon | None
     facts: dict[str, Any]  # added to the guest's fingerprint: where its kernel came from, its switches
 
 
@@ -82,6 +99,49 @@ def _boot_script(guest: Guest, share: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _balloon_options(balloon: Balloon | None, folder: Path) -> list[str]:
+    """A PCI virtio balloon (so no microvm) and, for a target, qemu's QMP socket to ask for it."""
+    if balloon is None:
+        return []
+    device = f"-device virtio-balloon-pci,id=balloon0{',free-page-reporting=on' if balloon.reporting else ''}"
+    qmp = f" -qmp unix:{folder / 'qmp'},server=on,wait=off" if balloon.target is not None else ""
+    return ["--disable-microvm", f"--qemu-opts={device}{qmp}"]  # `=`: vng would take a leading '-' for its option
+
+
+def _shrink(socket_path: Path, target: int, label: str) -> None:
+    """Asks qemu to shrink the guest to `target` bytes and waits until the balloon has taken the rest.
+
+    QMP is JSON lines over a socket and three commands are needed; written here rather than with
+    the qemu.qmp library, whose API is asyncio (with a deprecated synchronous shim)."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(10.0)
+        sock.connect(str(socket_path))
+        stream = sock.makefile("rwb")
+
+        def ask(command: str, **arguments: Any) -> Any:
+            stream.write(json.dumps({"execute": command, **({"arguments": arguments} if arguments else {})}).encode() + b"\n")
+            stream.flush()
+            while line := stream.readline():
+                reply = json.loads(line)
+                if "error" in reply:
+                    raise EnvironmentProblem(f"{label}: qemu refused {command}: {reply['error'].get('desc')}")
+                if "return" in reply:
+                    return reply["return"]
+            raise EnvironmentProblem(f"{label}: qemu closed its QMP socket")  # events (no return) are passed over
+
+        stream.readline()  # the greeting
+        ask("qmp_capabilities")
+        ask("balloon", value=target)
+        deadline = time.monotonic() + BALLOON_SETTLE_S
+        while (actual := int(ask("query-balloon")["actual"])) > target + (1 << 20):
+            if time.monotonic() > deadline:
+                raise EnvironmentProblem(
+                    f"{label}: the guest kept {actual >> 20} MiB, above the balloon's target of {target >> 20} MiB, "
+                    f"after {BALLOON_SETTLE_S:.0f} s"
+                )
+            time.sleep(0.2)
+
+
 class GuestExecutor:
     """Runs launches in one guest of a vm variant, booted on first use (`prepare`)."""
 
@@ -105,7 +165,11 @@ class GuestExecutor:
         tries = [self.accel] if self.accel else (["kvm", "tcg"] if self.guest.accel == "auto" else [self.guest.accel])
         why = ""
         for accel in tries:
+            if why:
+                log.info("%s; booting under tcg instead", why)
             try:
+                if accel == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
+                    raise EnvironmentProblem(f"{self.guest.label}: KVM is not available here (no usable /dev/kvm)")
                 self._start(accel)
                 self.accel = accel
                 return
@@ -127,7 +191,8 @@ class GuestExecutor:
         argv = [
             vng_path(), "--run", str(self.guest.image), "--verbose", "-m", f"{max(1, self.guest.memory >> 20)}M",
             "-p", str(self.guest.cpus), "--rwdir", str(folder), *(["--disable-kvm"] if accel == "tcg" else []),
-            *(["--append", self.guest.cmdline] if self.guest.cmdline else []), "--exec", f"sh {folder}/boot.sh",
+            *(["--append", self.guest.cmdline] if self.guest.cmdline else []), *_balloon_options(self.guest.balloon, folder),
+            "--exec", f"sh {folder}/boot.sh",
         ]  # fmt: skip
         self._console = (folder / "console").open("w+b")
         requests_read, requests = os.pipe()
@@ -145,9 +210,11 @@ class GuestExecutor:
             for fd in (requests_read, answers_write, result_write):
                 os.close(fd)
         self._serving = Serving(self._vng, requests, answers, (folder / "out").open("rb"), (folder / "err").open("rb"))
-        line = self._serving.ask(b"", BOOT_TIMEOUT_S[accel])
+        deadline = self.guest.kvm_boot_timeout if accel == "kvm" else TCG_BOOT_TIMEOUT_S
+        line = self._serving.ask(b"", deadline)
         if line is None or line.get("protocol") != GUEST_PROTOCOL:
-            raise EnvironmentProblem(f"{self.guest.label}: the guest did not boot under {accel}: {self.console_tail()}")
+            how = "ended before it booted" if self._vng.poll() is not None else f"did not boot within {deadline:.0f} s"
+            raise EnvironmentProblem(f"{self.guest.label}: the guest {how} under {accel}: {self.console_tail()}")
         if "failed" in line:  # the variant asks for what its kernel lacks: bad input, as for a missing module
             raise SpecError(self._refusal(line))
         fp = parse_remote_fingerprint(base64.b64decode(line["fingerprint"]).decode(errors="replace"))
@@ -156,6 +223,9 @@ class GuestExecutor:
             **fp, **self.guest.facts, "kernel_cmdline": self.guest.cmdline, "accel": accel, "emulated": accel == "tcg",
             "remote": False,
         }  # fmt: skip
+        balloon = self.guest.balloon
+        if balloon is not None and balloon.target is not None:
+            _shrink(folder / "qmp", balloon.target, self.guest.label)
 
     def _refusal(self, line: dict[str, Any]) -> str:
         kind, index = line.get("failed"), int(line.get("index", 0))

@@ -196,6 +196,33 @@ def parse_size(value: object) -> object:
     return value
 
 
+DEFAULT_VM_MEMORY = 1 << 30
+DEFAULT_VM_CPUS = 2
+
+
+class BalloonSpec(Strict):
+    """vm: a virtio memory balloon, how a hypervisor takes memory back from a guest. Written as
+    text: `"none"`, `"reporting"`, a target size (`"768M"`), or this table."""
+
+    reporting: bool = False
+    """Free page reporting: the guest hands the pages it frees back to the host as it frees them
+    (the responsive policy)."""
+    target: Annotated[int, Field(ge=4 << 20, le=1 << 50)] | None = None
+    """After boot the host asks the guest to shrink to this size (the balloon inflates to take the
+    rest), and waits until it has; a size such as `"768M"`."""
+
+    _size = field_validator("target", mode="before")(parse_size)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: object) -> object:
+        if value == "reporting":
+            return {"reporting": True}
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return {"target": value}
+        return value
+
+
 # [user@]host: a word ssh cannot take for one of its options (a leading '-' would be `-oProxyCommand=...`)
 _SSH_HOST = r"([\w][\w.-]*@)?([\w][\w.-]*|\[[0-9A-Fa-f:]+\])"
 
@@ -236,6 +263,12 @@ class EnvironmentSpec(Strict):
     fresh: bool = False
     """vm: boot a new guest before every run (cold-state studies); otherwise one guest serves
     all of the variant's runs."""
+    kvm_boot_timeout: Annotated[Finite, Field(ge=1, le=600)] = 30.0
+    """vm: seconds a boot under KVM may take before it counts as hung (then, under `auto`, the
+    guest boots under TCG). A kernel boots under KVM in a few seconds where KVM works."""
+    balloon: BalloonSpec | None = None
+    """vm: a memory balloon (default none): `"reporting"` (free page reporting), a target size
+    such as `"768M"`, or `{ reporting = true, target = "768M" }`."""
     host: Line | None = None
     """ssh: `[user@]host`."""
     port: Annotated[int, Field(ge=1, le=65535)] | None = None
@@ -244,6 +277,11 @@ class EnvironmentSpec(Strict):
     """ssh: extra options, e.g. `["-i", "~/.ssh/lab", "-o", "StrictHostKeyChecking=no"]`."""
 
     _size = field_validator("memory", mode="before")(parse_size)
+
+    @field_validator("balloon", mode="before")
+    @classmethod
+    def _no_balloon(cls, value: object) -> object:
+        return None if value == "none" else value
 
     @model_validator(mode="before")
     @classmethod
@@ -260,14 +298,19 @@ class EnvironmentSpec(Strict):
     @model_validator(mode="after")
     def _fields_of_kind(self) -> EnvironmentSpec:
         container = (self.rootfs,)
-        vm = (self.kernel, self.cmdline, self.modules or None, self.knobs or None, self.fresh or None)
+        vm = (self.kernel, self.cmdline, self.modules or None, self.knobs or None, self.fresh or None, self.balloon,
+              None if self.kvm_boot_timeout == 30.0 else self.kvm_boot_timeout)  # fmt: skip
         ssh = (self.host, self.port, self.ssh_options or None)
         if self.kind not in ("container", "vm") and (self.cpus, self.memory) != (None, None):
             raise ValueError("cpus and memory apply to a container environment or a vm")
         if self.kind != "container" and any(v is not None for v in container):
             raise ValueError("rootfs applies to a container environment")
         if self.kind != "vm" and (any(v is not None for v in vm) or self.accel != "auto"):
-            raise ValueError("kernel, accel, modules, knobs, cmdline and fresh apply to a vm environment")
+            raise ValueError(
+                "kernel, accel, modules, knobs, cmdline, fresh, kvm_boot_timeout and balloon apply to a vm environment"
+            )
+        if self.balloon and self.balloon.target and self.balloon.target >= (self.memory or DEFAULT_VM_MEMORY):
+            raise ValueError("a balloon's target must be below the vm's memory")
         if self.kind == "vm" and self.cpus is not None and self.cpus != int(self.cpus):
             raise ValueError("a vm's cpus is a whole number of virtual CPUs")
         if self.kind != "ssh" and any(v is not None for v in ssh):

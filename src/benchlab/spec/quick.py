@@ -1,8 +1,8 @@
 """The spec-free quick form: `benchlab compare -w alloc.churn --variant 'je: allocator=jemalloc'`.
 
 A variant is `NAME` or `NAME: key=value key=value ...` (shell quoting allowed
-inside), with keys `allocator`, `cpus`, `wrapper`, `background`, `env.VAR`, `tunables.NAME` and
-`knobs./proc/sys/...`; a workload is `BUILTIN key=value ...`.
+inside), with keys `allocator`, `cpus`, `wrapper`, `background`, `environment`, `environment.FIELD`,
+`env.VAR`, `tunables.NAME` and `knobs./proc/sys/...`; a workload is `BUILTIN key=value ...`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,16 @@ import re
 import shlex
 from typing import Any
 
+from pydantic import ValidationError
+
 from benchlab.errors import SpecError
 from benchlab.spec.load import shown
-from benchlab.spec.models import ExperimentSpec
+from benchlab.spec.models import EnvironmentSpec, ExperimentSpec, VariantSpec
 from benchlab.spec.validate import spec_from_dict
 from benchlab.spec.variant_fields import set_field
 
 _TYPED_FIELDS = ("tunables.", "shim.")  # variant fields whose values are numbers or flags, not text
+_TYPED_KEYS = ("environment.cpus", "environment.fresh", "environment.port")
 
 
 def typed(text: str) -> int | float | bool | str:
@@ -53,8 +56,24 @@ def parse_variant(text: str) -> dict[str, Any]:
     name, _, rest = text.partition(":")
     variant: dict[str, Any] = {"name": name.strip()}
     for key, value in _pairs(rest, where):
-        set_field(variant, key, typed(value) if key.startswith(_TYPED_FIELDS) else value, where)
+        set_field(variant, key, typed(value) if key.startswith(_TYPED_FIELDS) or key in _TYPED_KEYS else value, where)
     return variant
+
+
+def parse_environment(text: str) -> EnvironmentSpec:
+    """`--environment 'vm memory=2G kernel=6.1.0-56'`: a kind, then its fields as key=value words
+    (as `environment.FIELD=` writes them in a variant), checked as a spec's would be."""
+    where = f"--environment {shown(text)}"
+    kind, _, rest = text.strip().partition(" ")
+    variant: dict[str, Any] = {"name": "environment", "environment": kind}
+    for key, value in _pairs(rest, where):
+        full = f"environment.{key}"
+        set_field(variant, full, typed(value) if full in _TYPED_KEYS else value, where)
+    try:
+        return VariantSpec.model_validate(variant).environment
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise SpecError(f"{error['msg'].removeprefix('Value error, ')}", where=where) from None
 
 
 def parse_builtin(text: str) -> dict[str, Any]:

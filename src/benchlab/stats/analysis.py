@@ -21,7 +21,7 @@ from benchlab.spec import ExperimentSpec
 from benchlab.spec.models import MetricSettings
 from benchlab.stats import report_model as model
 from benchlab.stats.calibration import calibration_report
-from benchlab.stats.environments import split_by_host, used_hosts
+from benchlab.stats.environments import on_machines, split_by_host, used_hosts
 from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.judge import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge, undecided
 from benchlab.stats.scores import SCORES, score_report, suite_series
@@ -231,6 +231,7 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
     every variant on every host against the baseline on `reference_host`."""
     spec = data.experiment.spec
     settings = settings_from_spec(spec)
+    data = on_machines(data)
     hosts = used_hosts(data)
     if len(hosts) > 1 or reference_host is not None:
         data, baseline = split_by_host(data, settings.baseline, reference_host)

@@ -1,10 +1,14 @@
 """One experiment's results from several machines side by side: runs merged with
 `benchlab import` from hosts benchlab cannot reach, or run on a remote host over ssh.
 
-Each variant on each host becomes a column of its own, labelled `variant@host`, and is
-judged against the reference host's baseline variant. Runs on different machines are
+Each variant on each machine becomes a column of its own, labelled `variant@host`, and is
+judged against the reference machine's baseline variant. Runs on different machines are
 never paired (their blocks did not share a moment): their change is the two-sample
 Hodges-Lehmann shift, tested with Mann-Whitney, as the design fixes for merged hosts.
+
+A virtual machine's guest is a host of its own in the store (its kernel is what it
+measures), but not another machine: its runs interleave with the native runs of the
+machine that booted it, block by block, so they are paired with them (`on_machines`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from benchlab.errors import SpecError
-from benchlab.store import ExperimentData
+from benchlab.store import ExperimentData, host_digest
 
 
 def host_labels(hosts: dict[int, dict[str, Any]]) -> dict[int, str]:
@@ -24,6 +28,29 @@ def host_labels(hosts: dict[int, dict[str, Any]]) -> dict[int, str]:
     names = {host_id: str(fp.get("hostname") or f"host{host_id}") for host_id, fp in hosts.items()}
     shared = {n for n, c in Counter(names.values()).items() if c > 1}
     return {host_id: f"{n}#{host_id}" if n in shared else n for host_id, n in names.items()}
+
+
+def machine_of(hosts: dict[int, dict[str, Any]]) -> dict[int, int]:
+    """Host id -> the id of the machine it ran on. A guest's fingerprint names the machine that
+    booted it (`guest_of`, that host's identity digest); guests of one machine whose host did not
+    run this experiment itself share the first of them."""
+    machines: dict[str, int] = {host_digest(fp): h for h, fp in sorted(hosts.items()) if not fp.get("guest_of")}
+    found: dict[int, int] = {}
+    for h, fp in sorted(hosts.items()):
+        key = str(fp.get("guest_of") or host_digest(fp))
+        found[h] = machines.setdefault(key, h)
+    return found
+
+
+def on_machines(data: ExperimentData) -> ExperimentData:
+    """The data with each run's host replaced by its machine (`machine_of`), so that a guest's
+    runs pair with the native runs of their blocks; stored run records keep their own host."""
+    machine = machine_of(data.hosts)
+    if all(h == m for h, m in machine.items()):
+        return data
+    table = data.runs
+    mapped = np.array([machine.get(h, h) for h in table.host_id.tolist()], dtype=np.int64)
+    return dataclasses.replace(data, runs=dataclasses.replace(table, host_id=mapped))
 
 
 def used_hosts(data: ExperimentData, variant: str | None = None) -> list[int]:
@@ -56,6 +83,7 @@ def split_by_host(data: ExperimentData, baseline: str, reference: str | None) ->
     renumber[[c for c, _ in kept]] = np.arange(len(kept))
     variants = [label for _, label in kept]
     runs = dataclasses.replace(table, variant=renumber[column], variants=variants)
-    records = [dataclasses.replace(r, variant=f"{r.variant}@{labels[r.host_id]}") for r in data.records]
+    machine = machine_of(data.hosts)
+    records = [dataclasses.replace(r, variant=f"{r.variant}@{labels[machine.get(r.host_id, r.host_id)]}") for r in data.records]
     experiment = dataclasses.replace(data.experiment, variant_ids={label: i for i, label in enumerate(variants)})
     return dataclasses.replace(data, experiment=experiment, runs=runs, records=records), f"{baseline}@{reference}"

@@ -18,7 +18,7 @@ from benchlab.store import schema as t
 # 'hosts' and lose their pairing; each run records that state in its details instead.
 IDENTITY = (
     "hostname", "machine_id", "arch", "cpu_model", "cpus_online", "memory_kib", "kernel", "kernel_cmdline",
-    "virtualization", "remote",
+    "virtualization", "remote", "guest_of",
 )  # fmt: skip
 
 

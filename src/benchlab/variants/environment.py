@@ -23,9 +23,9 @@ from pathlib import Path
 
 from benchlab.errors import EnvironmentProblem, SpecError
 from benchlab.measure.cgroup import run_cgroup_parent
-from benchlab.measure.guest import DEFAULT_CPUS, DEFAULT_MEMORY, Guest, vng_path
+from benchlab.measure.guest import BALLOON_DRIVER, Balloon, Guest, vng_path
 from benchlab.measure.process import ContainerLaunch
-from benchlab.spec.models import EnvironmentSpec
+from benchlab.spec.models import DEFAULT_VM_CPUS, DEFAULT_VM_MEMORY, EnvironmentSpec
 from benchlab.variants import kernels
 from benchlab.variants.knobs import knob_spelling_problem, state_dir
 
@@ -96,11 +96,16 @@ def prepare_guest(spec: EnvironmentSpec, where: str) -> Guest:
     for module in spec.modules:
         if not kernel.has_module(module):
             raise SpecError(f"the guest kernel {kernel.release} has no module {module}", where=f"{where}.modules")
+    balloon = spec.balloon
+    if balloon and not kernel.has_module(BALLOON_DRIVER):
+        raise SpecError(f"the guest kernel {kernel.release} has no virtio balloon driver", where=f"{where}.balloon")
+    if balloon and balloon.reporting and kernel.config and kernel.config.get("CONFIG_PAGE_REPORTING") != "y":
+        raise SpecError(f"the guest kernel {kernel.release} cannot report free pages", where=f"{where}.balloon")
     for path in spec.knobs:  # the guest's files: spelled as a knob; whether it exists, the guest says at boot
         problem = knob_spelling_problem(path)
         if problem is not None:
             raise SpecError(f"'{path}': {problem}", where=f"{where}.knobs")
-    memory = spec.memory or DEFAULT_MEMORY
+    memory = spec.memory or DEFAULT_VM_MEMORY
     available = _available_memory()
     if available is not None and memory > available:
         raise EnvironmentProblem(
@@ -108,8 +113,10 @@ def prepare_guest(spec: EnvironmentSpec, where: str) -> Guest:
         )
     return Guest(
         label=f"vm {kernel.release}", image=kernel.image, release=kernel.release, memory=memory,
-        cpus=int(spec.cpus or DEFAULT_CPUS), accel=spec.accel, modules=tuple(spec.modules),
-        knobs=tuple(spec.knobs.items()), cmdline=spec.cmdline, fresh=spec.fresh,
+        cpus=int(spec.cpus or DEFAULT_VM_CPUS), accel=spec.accel,
+        modules=(*([BALLOON_DRIVER] if balloon and BALLOON_DRIVER not in spec.modules else []), *spec.modules),
+        knobs=tuple(spec.knobs.items()), cmdline=spec.cmdline, fresh=spec.fresh, kvm_boot_timeout=spec.kvm_boot_timeout,
+        balloon=Balloon(balloon.reporting, balloon.target) if balloon else None,
         facts={"guest_kernel": kernel.source, "kernel_switches": kernel.switches()},
     )  # fmt: skip
 

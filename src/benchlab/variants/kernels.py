@@ -10,6 +10,7 @@ INSTALL_MOD_PATH=...` beside a built bzImage).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -23,6 +24,9 @@ from benchlab.errors import EnvironmentProblem, SpecError
 DEFAULT_PACKAGE = "linux-image-amd64"  # Debian's metapackage: depends on the current kernel package
 _PACKAGE = re.compile(r"linux-image-[0-9][A-Za-z0-9.+~-]*")
 _VERSION = re.compile(r"[0-9]+\.[0-9]+[A-Za-z0-9.+~-]*")
+log = logging.getLogger(__name__)
+# the build switches the studies turn on, by the names fingerprints and `benchlab vm list` show
+SWITCHES = {"lru_gen": "CONFIG_LRU_GEN", "binder": "CONFIG_ANDROID_BINDER_IPC", "zram": "CONFIG_ZRAM"}  # the command line shows its notes on stderr: a download takes a while
 
 
 def cache_dir() -> Path:
@@ -55,8 +59,7 @@ class GuestKernel:
 
     def switches(self) -> dict[str, str | None]:
         """The build switches the studies turn on: page reclaim (MGLRU), binder, zram."""
-        names = ("CONFIG_LRU_GEN", "CONFIG_ANDROID_BINDER_IPC", "CONFIG_ZRAM")
-        return {name.removeprefix("CONFIG_").lower(): self.config.get(name) for name in names}
+        return {name: self.config.get(option) for name, option in SWITCHES.items()}
 
 
 def _tree_kernel(tree: Path, source: str) -> GuestKernel:
@@ -138,6 +141,7 @@ def fetch(package: str, where: str) -> Path:
         return tree
     root = cache_dir()
     root.mkdir(parents=True, exist_ok=True)
+    log.info("fetching the kernel package %s with apt into %s (once: later runs use the cache)", package, root)
     with tempfile.TemporaryDirectory(dir=root, prefix=".download-") as scratch:
         work = Path(scratch)
         proc = subprocess.run(["apt-get", "download", package], cwd=work, capture_output=True, text=True)
@@ -168,15 +172,27 @@ def cached_kernels() -> list[GuestKernel]:
     root = cache_dir()
     if not root.is_dir():
         return []
-    return [_tree_kernel(tree, tree.name) for tree in sorted(root.iterdir()) if not tree.name.startswith(".") and tree.is_dir()]
+    trees = (tree for tree in sorted(root.iterdir()) if not tree.name.startswith(".") and (tree / "boot").is_dir())
+    return [_tree_kernel(tree, tree.name) for tree in trees]
+
+
+def tree_of(kernel: GuestKernel) -> Path:
+    """The extracted package a cached kernel lies in."""
+    return kernel.image.parent.parent
 
 
 def remove_cached(name: str | None) -> list[str]:
-    """Removes one cached kernel (by package, package_version or release) or, with None, all of them."""
+    """Removes one cached kernel (by package, package_version or release) or, with None, all of
+    them, and what interrupted downloads left. A name that matches nothing is bad input."""
     removed = []
     for kernel in cached_kernels():
-        tree = kernel.image.parent.parent
+        tree = tree_of(kernel)
         if name is None or name in (tree.name, tree.name.split("_")[0], kernel.release):
             shutil.rmtree(tree)
             removed.append(tree.name)
+    if name is None:
+        for leftover in cache_dir().glob(".download-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+    elif not removed:
+        raise SpecError(f"no cached kernel is named '{name}' (see `benchlab vm list`)")
     return removed
