@@ -57,11 +57,13 @@ def test_a_guest_loads_its_modules_writes_its_knobs_balloons_and_is_the_runs_hos
         pytest.skip(f"{guest_kernel.release} has no MGLRU")
     spec = _spec(
         tmp_path / "mglru.toml", guest_kernel,
-        {"mglru-on": "grep -qx 0x0007 /sys/kernel/mm/lru_gen/enabled", "zram": "test -b /dev/zram0",
+        {"mglru-on": "grep -qx 0x0007 /sys/kernel/mm/lru_gen/enabled",
+         "zram-swap": "grep -q '^/dev/zram0 ' /proc/swaps && grep -q '\\[lz4\\]' /sys/block/zram0/comp_algorithm",
          "release": f'test "$(uname -r)" = {guest_kernel.release}',
          "ballooned": "awk '/^MemTotal/ { exit !($2 < 800000) }' /proc/meminfo",  # 1 GiB shrunk to 768 MiB
          "reporting": "cut -c6 /sys/bus/virtio/drivers/virtio_balloon/virtio*/features | grep -qx 1"},  # feature bit 5
-        'modules = ["zram"], knobs = { "/sys/kernel/mm/lru_gen/enabled" = "y" }, accel = "auto", kvm_boot_timeout = 5, '
+        'modules = ["zram"], knobs = { "/sys/kernel/mm/lru_gen/enabled" = "y", "/sys/block/zram0/comp_algorithm" = "lz4", '
+        '"/sys/block/zram0/disksize" = "64M" }, swap = ["/dev/zram0"], accel = "auto", kvm_boot_timeout = 5, '
         'balloon = { reporting = true, target = "768M" }',
     )  # fmt: skip
     done = cli("run", str(spec), "--db", str(tmp_path / "r.db"), "--format", "json", timeout=600)
@@ -70,6 +72,7 @@ def test_a_guest_loads_its_modules_writes_its_knobs_balloons_and_is_the_runs_hos
     assert not report["failed_runs"] and len(report["runs"]) == 2 * 5
     guest = next(fp for fp in report["experiment"]["hosts"].values() if fp.get("guest_of"))
     assert guest["kernel"] == guest_kernel.release and guest["kernel_switches"]["lru_gen"] == "y"
+    assert guest["virtualization"] == f"qemu ({guest['accel']})"
     if guest["accel"] == "tcg":  # auto fell back: where KVM hangs (as here) after its 5 s, where it is absent at once
         assert "booting under tcg instead" in done.stderr and guest["emulated"] is True
         assert any("emulated (qemu TCG)" in w for w in report["warnings"])

@@ -6,7 +6,7 @@ Each guest runs one served launcher (`benchlab-launch --serve`, the one `measure
 here), whose requests and answers travel over the guest's virtio-serial script channel (vng's
 stdin and stdout): every run has the usual wait4 account, measured inside the guest. The
 launcher's output files lie in a folder shared read-write with the guest, where this side reads
-their tails. Before it starts, the guest loads the variant's modules, writes its knobs and sends
+their tails. Before it starts, the guest loads the variant's modules, writes its knobs, turns on its swap and sends
 its fingerprint, as one JSON line. One guest serves all of a variant's runs (or, `fresh`, each
 run boots its own); a guest that hangs or dies fails its run with the console's last lines,
 and the next run boots a new one. vng runs under a one-shot launcher: it dies with benchlab, and
@@ -68,6 +68,7 @@ class Guest:
     accel: str  # auto | kvm | tcg
     modules: tuple[str, ...]
     knobs: tuple[tuple[str, str], ...]
+    swap: tuple[str, ...]
     cmdline: str | None
     fresh: bool
     kvm_boot_timeout: float
@@ -92,6 +93,9 @@ def _boot_script(guest: Guest, share: Path) -> str:
         quoted = shlex.quote(path)
         lines.append(f"[ -e {quoted} ] || fail knob_missing {i}")
         lines.append(f"printf '%s' {shlex.quote(value)} 2>/dev/null > {quoted} || fail knob {i}")
+    for i, device in enumerate(guest.swap):
+        quoted = shlex.quote(device)
+        lines.append(f"mkswap {quoted} >/dev/null 2>&1 && swapon {quoted} 2>/dev/null || fail swap {i}")
     lines.append(f"fp=$(sh -c {shlex.quote(REMOTE_FINGERPRINT)} | base64 -w0)")
     lines.append(f'printf \'{{"protocol":{GUEST_PROTOCOL},"fingerprint":"%s"}}\\n\' "$fp"')
     out, err = shlex.quote(str(share / "out")), shlex.quote(str(share / "err"))
@@ -221,7 +225,7 @@ class GuestExecutor:
         # the guest's whole command line names this boot's shared folder: only the variant's part identifies it
         self.fingerprint = {
             **fp, **self.guest.facts, "kernel_cmdline": self.guest.cmdline, "accel": accel, "emulated": accel == "tcg",
-            "remote": False,
+            "remote": False, "virtualization": f"qemu ({accel})",  # what the guest's shared root says is the host's
         }  # fmt: skip
         balloon = self.guest.balloon
         if balloon is not None and balloon.target is not None:
@@ -232,6 +236,8 @@ class GuestExecutor:
         release = self.guest.release
         if kind == "module":
             return f"{self.guest.label}: the guest kernel {release} cannot load module {self.guest.modules[index]}"
+        if kind == "swap":
+            return f"{self.guest.label}: the guest kernel {release} cannot swap on {self.guest.swap[index]}"
         path, value = self.guest.knobs[index]
         if kind == "knob_missing":
             return f"{self.guest.label}: the guest kernel {release} has no {path}"

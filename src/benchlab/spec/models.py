@@ -258,6 +258,10 @@ class EnvironmentSpec(Strict):
     knobs: Annotated[dict[Line, Line], Field(max_length=MAX_ITEMS)] = {}
     """vm: sysfs and procfs values written inside the guest at boot, e.g.
     `{"/sys/kernel/mm/lru_gen/enabled" = "y"}`."""
+    swap: Annotated[list[Annotated[Word, Field(pattern=r"^/")]], Field(max_length=16)] = []
+    """vm: block devices made swap space in the guest (`mkswap`, `swapon`) after its knobs are
+    written: `["/dev/zram0"]` with knobs `/sys/block/zram0/comp_algorithm` and `disksize` first
+    is zram swap of a given algorithm and size."""
     cmdline: Line | None = None
     """vm: extra kernel command line."""
     fresh: bool = False
@@ -299,6 +303,7 @@ class EnvironmentSpec(Strict):
     def _fields_of_kind(self) -> EnvironmentSpec:
         container = (self.rootfs,)
         vm = (self.kernel, self.cmdline, self.modules or None, self.knobs or None, self.fresh or None, self.balloon,
+              self.swap or None,
               None if self.kvm_boot_timeout == 30.0 else self.kvm_boot_timeout)  # fmt: skip
         ssh = (self.host, self.port, self.ssh_options or None)
         if self.kind not in ("container", "vm") and (self.cpus, self.memory) != (None, None):
@@ -307,7 +312,7 @@ class EnvironmentSpec(Strict):
             raise ValueError("rootfs applies to a container environment")
         if self.kind != "vm" and (any(v is not None for v in vm) or self.accel != "auto"):
             raise ValueError(
-                "kernel, accel, modules, knobs, cmdline, fresh, kvm_boot_timeout and balloon apply to a vm environment"
+                "kernel, accel, modules, knobs, swap, cmdline, fresh, kvm_boot_timeout and balloon apply to a vm environment"
             )
         if self.balloon and self.balloon.target and self.balloon.target >= (self.memory or DEFAULT_VM_MEMORY):
             raise ValueError("a balloon's target must be below the vm's memory")

@@ -115,7 +115,8 @@ def prepare_guest(spec: EnvironmentSpec, where: str) -> Guest:
         label=f"vm {kernel.release}", image=kernel.image, release=kernel.release, memory=memory,
         cpus=int(spec.cpus or DEFAULT_VM_CPUS), accel=spec.accel,
         modules=(*([BALLOON_DRIVER] if balloon and BALLOON_DRIVER not in spec.modules else []), *spec.modules),
-        knobs=tuple(spec.knobs.items()), cmdline=spec.cmdline, fresh=spec.fresh, kvm_boot_timeout=spec.kvm_boot_timeout,
+        knobs=tuple(spec.knobs.items()), swap=tuple(spec.swap), cmdline=spec.cmdline, fresh=spec.fresh,
+        kvm_boot_timeout=spec.kvm_boot_timeout,
         balloon=Balloon(balloon.reporting, balloon.target) if balloon else None,
         facts={"guest_kernel": kernel.source, "kernel_switches": kernel.switches()},
     )  # fmt: skip

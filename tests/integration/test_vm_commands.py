@@ -1,4 +1,5 @@
-"""`benchlab vm list|fetch|clean` on benchlab's kernel cache (a private one: XDG_CACHE_HOME)."""
+"""The vm commands that boot nothing: `benchlab vm list|fetch|clean` on benchlab's kernel cache (a
+private one: XDG_CACHE_HOME), and `--environment` refusals."""
 
 from __future__ import annotations
 
@@ -54,3 +55,17 @@ def test_a_kernel_package_apt_does_not_know_is_one_line(tmp_path: Path, monkeypa
     assert proc.returncode == 2 and proc.stderr.count("\n") <= 2, proc.stderr  # the fetch note, then the refusal
     assert "cannot fetch the kernel package linux-image-0.0.0-99-nosuch-amd64" in proc.stderr
     assert "Traceback" not in proc.stderr and not any(os.scandir(tmp_path / "cache" / "benchlab" / "kernels"))
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ("ssh://root@lab-2", "ipc runs here (local) or in a guest (vm), not in ssh://root@lab-2"),
+        ("container", "not in container"),
+        ("vm memory=2Q", "'2Q' is not a size such as 512M or 2G"),
+        ("vm disk=1", "unknown environment field 'disk'"),
+    ],
+)
+def test_ipc_refuses_an_environment_it_cannot_run_in_before_booting_anything(environment: str, message: str) -> None:
+    proc = cli("ipc", "latency", "-m", "pipe", "-e", environment)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
