@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -12,10 +12,10 @@ from typer.core import TyperCommand
 
 from benchlab.cli.console import err, out
 from benchlab.errors import SpecError
-from benchlab.ipc import ProbeOutput, binder_status, guest, mechanisms, run_probe
-from benchlab.measure.host import noise_warnings
 from benchlab.report import safe
-from benchlab.spec.quick import parse_environment
+
+if TYPE_CHECKING:
+    from benchlab.ipc import ProbeOutput
 
 Mechanism = Annotated[
     list[str], typer.Option("--mechanism", "-m", help="pipe, unix, seqpacket, eventfd, futex, binder or all (repeatable)")
@@ -44,6 +44,11 @@ def _say(workload: str, result: ProbeOutput) -> None:
 def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str, environment: str) -> dict[str, ProbeOutput]:
     """`ipc.<mechanism>.<kind>` for each mechanism asked for (binder only where the kernel has
     it), here or in one guest booted for them all."""
+    # the probe's machinery (and the database layer under it) loads for the ipc commands only
+    from benchlab.ipc import binder_status, guest, mechanisms, run_probe
+    from benchlab.measure.host import noise_warnings
+    from benchlab.spec.quick import parse_environment
+
     spec = parse_environment(environment)
     if spec.kind not in ("local", "vm"):
         raise SpecError(f"ipc runs here (local) or in a guest (vm), not in {spec.label}", where="--environment")

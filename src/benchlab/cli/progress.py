@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from benchlab.cli.console import err
-from benchlab.plan import PlannedRun
 from benchlab.report import safe
+
+if TYPE_CHECKING:
+    from benchlab.plan import PlannedRun
 
 
 class BarProgress:

@@ -10,16 +10,15 @@ from rich.table import Table
 from rich.text import Text
 
 from benchlab.cli.console import out
-from benchlab.doctor import findings
 from benchlab.errors import EnvironmentProblem, SpecError
-from benchlab.variants.knobs import KnobJournal, MachineLock
-from benchlab.workloads.probe import catalogue
 
 
 def workloads(fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table") -> None:
     """List the built-in workloads with their options and metrics."""
     if fmt not in ("table", "json"):
         raise SpecError(f"--format {fmt}: use table or json")
+    from benchlab.workloads.probe import catalogue  # the core loads for the command that runs, not for every one
+
     items = catalogue()
     if fmt == "json":
         out.file.write(json.dumps(list(items.values()), indent=2) + "\n")
@@ -40,6 +39,8 @@ def doctor() -> None:
 
     Printed as indented lines, not a bordered table: at any terminal width every finding and fix
     wraps (a long path folds) and is never cut short."""
+    from benchlab.doctor import findings
+
     fp, found = findings()
     out.print("fingerprint", style="bold")
     facts = Table.grid(padding=(0, 1))
@@ -66,6 +67,8 @@ def restore() -> None:
     Every journalled path is checked as a spec's would be; what can be restored is, what never
     can (a vanished knob, a path outside /proc/sys and /sys) is dropped with a note, and knobs
     whose write failed stay journalled and make the command fail (exit 3)."""
+    from benchlab.variants.knobs import KnobJournal, MachineLock
+
     with MachineLock().hold("benchlab restore", exclusive=True, purpose="puts knobs back", writes=False):
         done = KnobJournal().restore()
     if not (done.restored or done.dropped or done.failed):

@@ -41,6 +41,7 @@ GUEST_PROTOCOL = 1  # the boot line the guest sends
 TCG_BOOT_TIMEOUT_S = 300.0  # to the boot line; TCG boots Debian's kernel in ~17 s here
 log = logging.getLogger(__name__)
 CONSOLE_TAIL_BYTES = 2000
+GUEST_DISK = "/var/benchlab/disk"  # /var is one of the guest's writable overlays: a mount point can be made there
 PANIC_WORDS = ("Kernel panic", "Oops", "BUG:", "sysrq: Trigger a crash")
 
 
@@ -69,6 +70,7 @@ class Guest:
     modules: tuple[str, ...]
     knobs: tuple[tuple[str, str], ...]
     swap: tuple[str, ...]
+    disk: int | None  # bytes of a data disk, mounted at GUEST_DISK
     cmdline: str | None
     fresh: bool
     kvm_boot_timeout: float
@@ -89,6 +91,8 @@ def _boot_script(guest: Guest, share: Path) -> str:
     lines = ['fail() { printf \'{"protocol":%d,"failed":"%s","index":%d}\\n\' ' + f"{GUEST_PROTOCOL}" + ' "$1" "$2"; exit 1; }']
     for i, module in enumerate(guest.modules):
         lines.append(f"modprobe {shlex.quote(module)} >/dev/null 2>&1 || fail module {i}")
+    if guest.disk is not None:  # the only virtio-blk disk (the root is shared, not a disk); udev has made its node
+        lines.append(f"mkdir -p {GUEST_DISK} && mount -t ext4 /dev/vda {GUEST_DISK} 2>/dev/null || fail disk 0")
     for i, (path, value) in enumerate(guest.knobs):
         quoted = shlex.quote(path)
         lines.append(f"[ -e {quoted} ] || fail knob_missing {i}")
@@ -101,6 +105,19 @@ def _boot_script(guest: Guest, share: Path) -> str:
     out, err = shlex.quote(str(share / "out")), shlex.quote(str(share / "err"))
     lines.append(f"exec {shlex.quote(launcher_path())} --serve --stdout-fd 5 --stderr-fd 6 5>{out} 6>{err}")
     return "\n".join(lines) + "\n"
+
+
+def _data_disk(folder: Path, size: int, label: str) -> Path:
+    """A sparse file of `size` bytes with a new ext4 filesystem, made here (mkfs.ext4 of the host)
+    before the guest boots, so that a failure is this side's to word."""
+    image = folder / "disk.img"
+    with image.open("wb") as file:
+        file.truncate(size)
+    proc = subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(image)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise EnvironmentProblem(f"{label}: cannot make the data disk's filesystem: {said}")
+    return image
 
 
 def _balloon_options(balloon: Balloon | None, folder: Path) -> list[str]:
@@ -192,10 +209,12 @@ class GuestExecutor:
         for name in ("out", "err"):
             (folder / name).touch()
         (folder / "boot.sh").write_text(_boot_script(self.guest, folder))
+        disk = _data_disk(folder, self.guest.disk, self.guest.label) if self.guest.disk is not None else None
         argv = [
             vng_path(), "--run", str(self.guest.image), "--verbose", "-m", f"{max(1, self.guest.memory >> 20)}M",
             "-p", str(self.guest.cpus), "--rwdir", str(folder), *(["--disable-kvm"] if accel == "tcg" else []),
             *(["--append", self.guest.cmdline] if self.guest.cmdline else []), *_balloon_options(self.guest.balloon, folder),
+            *(["--disk", str(disk)] if disk else []),
             "--exec", f"sh {folder}/boot.sh",
         ]  # fmt: skip
         self._console = (folder / "console").open("w+b")
@@ -236,6 +255,8 @@ class GuestExecutor:
         release = self.guest.release
         if kind == "module":
             return f"{self.guest.label}: the guest kernel {release} cannot load module {self.guest.modules[index]}"
+        if kind == "disk":
+            return f"{self.guest.label}: the guest kernel {release} cannot mount its data disk (ext4 on virtio-blk)"
         if kind == "swap":
             return f"{self.guest.label}: the guest kernel {release} cannot swap on {self.guest.swap[index]}"
         path, value = self.guest.knobs[index]

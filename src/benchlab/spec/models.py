@@ -262,6 +262,10 @@ class EnvironmentSpec(Strict):
     """vm: block devices made swap space in the guest (`mkswap`, `swapon`) after its knobs are
     written: `["/dev/zram0"]` with knobs `/sys/block/zram0/comp_algorithm` and `disksize` first
     is zram swap of a given algorithm and size."""
+    disk: Annotated[int, Field(ge=16 << 20, le=1 << 44)] | None = None
+    """vm: a virtio data disk of this size (`"256M"`) with a new ext4 filesystem, mounted in the
+    guest at `/var/benchlab/disk` before its knobs are written: files there have a block device
+    behind them, so the guest's page cache can evict them (unlike the shared root's)."""
     cmdline: Line | None = None
     """vm: extra kernel command line."""
     fresh: bool = False
@@ -280,7 +284,7 @@ class EnvironmentSpec(Strict):
     ssh_options: Args = []
     """ssh: extra options, e.g. `["-i", "~/.ssh/lab", "-o", "StrictHostKeyChecking=no"]`."""
 
-    _size = field_validator("memory", mode="before")(parse_size)
+    _size = field_validator("memory", "disk", mode="before")(parse_size)
 
     @field_validator("balloon", mode="before")
     @classmethod
@@ -303,7 +307,7 @@ class EnvironmentSpec(Strict):
     def _fields_of_kind(self) -> EnvironmentSpec:
         container = (self.rootfs,)
         vm = (self.kernel, self.cmdline, self.modules or None, self.knobs or None, self.fresh or None, self.balloon,
-              self.swap or None,
+              self.swap or None, self.disk,
               None if self.kvm_boot_timeout == 30.0 else self.kvm_boot_timeout)  # fmt: skip
         ssh = (self.host, self.port, self.ssh_options or None)
         if self.kind not in ("container", "vm") and (self.cpus, self.memory) != (None, None):
@@ -312,7 +316,8 @@ class EnvironmentSpec(Strict):
             raise ValueError("rootfs applies to a container environment")
         if self.kind != "vm" and (any(v is not None for v in vm) or self.accel != "auto"):
             raise ValueError(
-                "kernel, accel, modules, knobs, swap, cmdline, fresh, kvm_boot_timeout and balloon apply to a vm environment"
+                "kernel, accel, modules, knobs, swap, disk, cmdline, fresh, kvm_boot_timeout and balloon "
+                "apply to a vm environment"
             )
         if self.balloon and self.balloon.target and self.balloon.target >= (self.memory or DEFAULT_VM_MEMORY):
             raise ValueError("a balloon's target must be below the vm's memory")

@@ -88,7 +88,10 @@ class PreparedEnvironment:
 def prepare_guest(spec: EnvironmentSpec, where: str) -> Guest:
     """Everything a vm variant boots, checked before any run: the kernel (fetched with apt on
     first use), its modules, the knobs' paths, the memory this machine can give, the tools."""
-    for tool, package in (("qemu-system-x86_64", "qemu-system-x86"), ("depmod", "kmod"), ("udevadm", "udev")):
+    tools = [("qemu-system-x86_64", "qemu-system-x86"), ("depmod", "kmod"), ("udevadm", "udev")]
+    if spec.disk is not None:
+        tools.append(("mkfs.ext4", "e2fsprogs"))
+    for tool, package in tools:
         if shutil.which(tool) is None:
             raise EnvironmentProblem(f"{where}: a vm needs {tool}", hint=f"apt-get install {package}")
     vng_path()
@@ -115,7 +118,7 @@ def prepare_guest(spec: EnvironmentSpec, where: str) -> Guest:
         label=f"vm {kernel.release}", image=kernel.image, release=kernel.release, memory=memory,
         cpus=int(spec.cpus or DEFAULT_VM_CPUS), accel=spec.accel,
         modules=(*([BALLOON_DRIVER] if balloon and BALLOON_DRIVER not in spec.modules else []), *spec.modules),
-        knobs=tuple(spec.knobs.items()), swap=tuple(spec.swap), cmdline=spec.cmdline, fresh=spec.fresh,
+        knobs=tuple(spec.knobs.items()), swap=tuple(spec.swap), disk=spec.disk, cmdline=spec.cmdline, fresh=spec.fresh,
         kvm_boot_timeout=spec.kvm_boot_timeout,
         balloon=Balloon(balloon.reporting, balloon.target) if balloon else None,
         facts={"guest_kernel": kernel.source, "kernel_switches": kernel.switches()},
