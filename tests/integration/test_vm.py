@@ -133,8 +133,13 @@ def test_a_guest_that_panics_fails_its_run_and_the_next_run_boots_a_new_one(
     assert _guests_running() == []
 
 
-def test_kill_9_leaves_no_guest_and_resume_finishes_on_the_same_host(guest_kernel: kernels.GuestKernel, tmp_path: Path) -> None:
-    spec = _spec(tmp_path / "resume.toml", guest_kernel, {"nap": "sleep 0.2"}, "cpus = 1", blocks=3)
+def test_fresh_guests_and_kill_9_leave_no_guest_and_resume_finishes_on_the_same_host(
+    guest_kernel: kernels.GuestKernel, tmp_path: Path
+) -> None:
+    # fresh: every run boots its own guest, whose /tmp (a tmpfs overlay) has never seen the marker
+    marker = f"/tmp/benchlab-seen-{tmp_path.name}"
+    once = f"test ! -e {marker} && touch {marker} && sleep 0.2"
+    spec = _spec(tmp_path / "resume.toml", guest_kernel, {"nap": once}, "cpus = 1, fresh = true", blocks=3)
     db = str(tmp_path / "r.db")
     proc = subprocess.Popen([BENCHLAB, "run", str(spec), "--db", db], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, preexec_fn=signals_as_at_a_terminal)  # fmt: skip
@@ -150,7 +155,8 @@ def test_kill_9_leaves_no_guest_and_resume_finishes_on_the_same_host(guest_kerne
     resumed = cli("run", str(spec), "--db", db, "--resume", "--format", "json", timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     report = json.loads(resumed.stdout)
-    assert len(report["runs"]) == 3 and len({run["host"] for run in report["runs"]}) == 1  # one guest identity
+    assert len(report["runs"]) == 3 and not report["failed_runs"]
+    assert len({run["host"] for run in report["runs"]}) == 1  # one guest identity across boots
 
 
 def test_binder_latency_in_a_guest_with_the_ipc_command(guest_kernel: kernels.GuestKernel) -> None:

@@ -63,7 +63,7 @@ def test_a_kernel_package_apt_does_not_know_is_one_line(tmp_path: Path, monkeypa
         ("ssh://root@lab-2", "ipc runs here (local) or in a guest (vm), not in ssh://root@lab-2"),
         ("container", "not in container"),
         ("vm memory=2Q", "'2Q' is not a size such as 512M or 2G"),
-        ("vm disk=1", "unknown environment field 'disk'"),
+        ("vm bogus=1", "unknown environment field 'bogus'"),
     ],
 )
 def test_ipc_refuses_an_environment_it_cannot_run_in_before_booting_anything(environment: str, message: str) -> None:

@@ -31,9 +31,13 @@ def test_no_balloon_is_none() -> None:
         ({"kind": "vm", "balloon": "lots"}, "is not a size such as 512M or 2G"),
         ({"kind": "container", "balloon": "reporting"}, "apply to a vm environment"),
         ({"kind": "vm", "balloon": {"reporting": "yes"}}, "valid boolean"),
+        ({"kind": "vm", "swap": ["zram0"]}, "should match pattern"),  # a device's path
+        ({"kind": "vm", "disk": "1M"}, "greater than or equal to 16777216"),
+        ({"kind": "vm", "kvm_boot_timeout": 0}, "greater than or equal to 1"),
+        ({"kind": "local", "disk": "1G"}, "apply to a vm environment"),
     ],
 )
-def test_a_balloon_that_cannot_be_is_refused(fields: dict[str, object], message: str) -> None:
+def test_vm_fields_that_cannot_be_are_refused(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         EnvironmentSpec.model_validate(fields)
 
