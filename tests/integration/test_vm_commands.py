@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli
+from tests.conftest import cli, need
 
 RELEASE = "9.9.9-1-amd64"
 
@@ -69,3 +69,18 @@ def test_a_kernel_package_apt_does_not_know_is_one_line(tmp_path: Path, monkeypa
 def test_ipc_refuses_an_environment_it_cannot_run_in_before_booting_anything(environment: str, message: str) -> None:
     proc = cli("ipc", "latency", "-m", "pipe", "-e", environment)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+def test_a_guest_larger_than_this_machine_can_give_is_refused_before_it_boots(cache: Path, tmp_path: Path) -> None:
+    """The kernel given as a path (an unpacked package's layout) is enough to reach the check: nothing boots."""
+    for tool in ("qemu-system-x86_64", "depmod", "udevadm"):
+        need(tool)
+    spec = tmp_path / "big.toml"
+    image = cache / "boot" / f"vmlinuz-{RELEASE}"
+    spec.write_text(
+        'name = "big"\n[[workloads]]\nname = "t"\ncommand = ["true"]\n[[variants]]\nname = "g"\n'
+        f'environment = {{ kind = "vm", kernel = "{image}", memory = "64T" }}\n'
+    )
+    proc = cli("run", str(spec))
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "the guest's 67108864 MiB exceed the" in proc.stderr and "MiB this machine has available" in proc.stderr
