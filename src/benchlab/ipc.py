@@ -21,7 +21,6 @@ from benchlab.locate import probe_path
 from benchlab.measure.guest import GuestExecutor
 from benchlab.measure.process import Launch
 from benchlab.spec.models import EnvironmentSpec
-from benchlab.variants import kernels
 from benchlab.variants.environment import prepare_guest
 from benchlab.workloads.probe import ProbeSaid, catalogue, check_options, option_value, probe_said
 
@@ -74,14 +73,11 @@ PROBE_OUTPUT_LIMIT = 64 << 20  # a document of 64 MiB is far beyond any the prob
 def guest(environment: EnvironmentSpec, where: str) -> tuple[GuestExecutor, str | None]:
     """A guest to run the probe in (not yet booted), with binder's module loaded where its kernel
     ships it, and why binder is skipped there if it cannot run."""
-    kernel = kernels.resolve(environment.kernel, f"{where}.kernel")
-    binder = kernel.config.get("CONFIG_ANDROID_BINDER_IPC")
+    prepared = prepare_guest(environment, where, optional_modules=(BINDER_MODULE,))
     missing = None
-    if binder == "m" and kernel.has_module(BINDER_MODULE) and BINDER_MODULE not in environment.modules:
-        environment = environment.model_copy(update={"modules": [*environment.modules, BINDER_MODULE]})
-    elif binder not in ("y", "m"):
-        missing = f"binder skipped: the guest kernel {kernel.release} was built without binder (CONFIG_ANDROID_BINDER_IPC)"
-    return GuestExecutor(prepare_guest(environment, where)), missing
+    if prepared.facts["kernel_switches"]["binder"] not in ("y", "m"):
+        missing = f"binder skipped: the guest kernel {prepared.release} was built without binder (CONFIG_ANDROID_BINDER_IPC)"
+    return GuestExecutor(prepared), missing
 
 
 def run_probe(workload: str, options: Mapping[str, object], fmt: str, executor: GuestExecutor | None = None) -> ProbeOutput:

@@ -46,7 +46,7 @@ def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str,
     it), here or in one guest booted for them all."""
     # the probe's machinery (and the database layer under it) loads for the ipc commands only
     from benchlab.ipc import binder_status, guest, mechanisms, run_probe
-    from benchlab.measure.host import noise_warnings
+    from benchlab.measure.host import EMULATED
     from benchlab.spec.quick import parse_environment
 
     spec = parse_environment(environment)
@@ -58,9 +58,8 @@ def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str,
         for m in mechanisms(asked, binder_missing):
             results[m] = run_probe(f"ipc.{m}.{kind}", options, fmt, executor)
             _say(f"ipc.{m}.{kind}", results[m])
-        if executor is not None:  # of the guest's warnings, the one that changes how to read its times
-            for text, _ in noise_warnings({"emulated": executor.fingerprint.get("emulated")}, live=False):
-                err.print(safe.text(f"guest {executor.guest.release}: {text}", limit=safe.LINE_MAX), soft_wrap=True)
+        if executor is not None and executor.fingerprint.get("emulated"):  # how to read the guest's times
+            err.print(safe.text(f"guest {executor.guest.release}: {EMULATED}", limit=safe.LINE_MAX), soft_wrap=True)
     finally:
         if executor is not None:
             executor.close()

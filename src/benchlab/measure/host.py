@@ -128,6 +128,9 @@ def parse_remote_fingerprint(text: str) -> dict[str, Any]:
     return fp
 
 
+EMULATED = "emulated (qemu TCG): counters meaningful, times not comparable with native"
+
+
 def noise_warnings(fp: dict[str, Any], *, live: bool = True) -> list[tuple[str, str]]:
     """(warning, fix) pairs for things that make timings on this machine noisier;
     `live` adds readings of this moment (load), which a stored fingerprint lacks."""
@@ -135,7 +138,7 @@ def noise_warnings(fp: dict[str, Any], *, live: bool = True) -> list[tuple[str, 
     load = os.getloadavg()[0]
     fp = {key: fp.get(key) for key in ("cpus_online", "governor", "boost", "virtualization", "smt", "thp", "emulated")}
     if fp["emulated"]:
-        warnings.append(("emulated (qemu TCG): counters meaningful, times not comparable with native", "use KVM where it works"))
+        warnings.append((EMULATED, "use KVM where it works"))
     if live and load > 0.3 * (fp["cpus_online"] or 1):
         warnings.append((f"load average is {load:.2f} on {fp['cpus_online']} CPUs", "stop other work before measuring"))
     if fp["governor"] not in (None, "performance"):

@@ -198,6 +198,7 @@ def parse_size(value: object) -> object:
 
 DEFAULT_VM_MEMORY = 1 << 30
 DEFAULT_VM_CPUS = 2
+DEFAULT_KVM_BOOT_TIMEOUT = 30.0
 
 
 class BalloonSpec(Strict):
@@ -271,7 +272,7 @@ class EnvironmentSpec(Strict):
     fresh: bool = False
     """vm: boot a new guest before every run (cold-state studies); otherwise one guest serves
     all of the variant's runs."""
-    kvm_boot_timeout: Annotated[Finite, Field(ge=1, le=600)] = 30.0
+    kvm_boot_timeout: Annotated[Finite, Field(ge=1, le=600)] = DEFAULT_KVM_BOOT_TIMEOUT
     """vm: seconds a boot under KVM may take before it counts as hung (then, under `auto`, the
     guest boots under TCG). A kernel boots under KVM in a few seconds where KVM works."""
     balloon: BalloonSpec | None = None
@@ -308,7 +309,7 @@ class EnvironmentSpec(Strict):
         container = (self.rootfs,)
         vm = (self.kernel, self.cmdline, self.modules or None, self.knobs or None, self.fresh or None, self.balloon,
               self.swap or None, self.disk,
-              None if self.kvm_boot_timeout == 30.0 else self.kvm_boot_timeout)  # fmt: skip
+              None if self.kvm_boot_timeout == DEFAULT_KVM_BOOT_TIMEOUT else self.kvm_boot_timeout)  # fmt: skip
         ssh = (self.host, self.port, self.ssh_options or None)
         if self.kind not in ("container", "vm") and (self.cpus, self.memory) != (None, None):
             raise ValueError("cpus and memory apply to a container environment or a vm")

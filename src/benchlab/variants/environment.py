@@ -85,9 +85,10 @@ class PreparedEnvironment:
         return ContainerLaunch(rootfs=self.rootfs, binds=tuple(sorted(binds)), memory_limit=self.spec.memory, cpus=self.spec.cpus)
 
 
-def prepare_guest(spec: EnvironmentSpec, where: str) -> Guest:
+def prepare_guest(spec: EnvironmentSpec, where: str, optional_modules: tuple[str, ...] = ()) -> Guest:
     """Everything a vm variant boots, checked before any run: the kernel (fetched with apt on
-    first use), its modules, the knobs' paths, the memory this machine can give, the tools."""
+    first use), its modules, the knobs' paths, the memory this machine can give, the tools.
+    `optional_modules` are loaded too where the kernel ships them (binder for `benchlab ipc`)."""
     tools = [("qemu-system-x86_64", "qemu-system-x86"), ("depmod", "kmod"), ("udevadm", "udev")]
     if spec.disk is not None:
         tools.append(("mkfs.ext4", "e2fsprogs"))
@@ -117,7 +118,10 @@ def prepare_guest(spec: EnvironmentSpec, where: str) -> Guest:
     return Guest(
         label=f"vm {kernel.release}", image=kernel.image, release=kernel.release, memory=memory,
         cpus=int(spec.cpus or DEFAULT_VM_CPUS), accel=spec.accel,
-        modules=(*([BALLOON_DRIVER] if balloon and BALLOON_DRIVER not in spec.modules else []), *spec.modules),
+        modules=(
+            *([BALLOON_DRIVER] if balloon and BALLOON_DRIVER not in spec.modules else []), *spec.modules,
+            *(m for m in optional_modules if m not in spec.modules and kernel.has_module(m)),
+        ),
         knobs=tuple(spec.knobs.items()), swap=tuple(spec.swap), disk=spec.disk, cmdline=spec.cmdline, fresh=spec.fresh,
         kvm_boot_timeout=spec.kvm_boot_timeout,
         balloon=Balloon(balloon.reporting, balloon.target) if balloon else None,
