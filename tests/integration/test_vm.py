@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from benchlab.errors import BenchlabError
 from benchlab.locate import probe_path
+from benchlab.measure.guest import SHARE_PREFIX
 from benchlab.variants import kernels
 from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 
@@ -157,6 +159,7 @@ def test_fresh_guests_and_kill_9_leave_no_guest_and_resume_finishes_on_the_same_
     report = json.loads(resumed.stdout)
     assert len(report["runs"]) == 3 and not report["failed_runs"]
     assert len({run["host"] for run in report["runs"]}) == 1  # one guest identity across boots
+    assert not list(Path(tempfile.gettempdir()).glob(f"{SHARE_PREFIX}{proc.pid}-*"))  # the killed one's folders went
 
 
 def test_binder_latency_in_a_guest_with_the_ipc_command(guest_kernel: kernels.GuestKernel) -> None:

@@ -38,6 +38,7 @@ from benchlab.measure.process import Finished, Launch, start_launcher, stop_tree
 from benchlab.measure.served import Serving, request_line
 
 GUEST_PROTOCOL = 1  # the boot line the guest sends
+SHARE_PREFIX = "benchlab-guest-"  # then the pid of the benchlab that booted it
 TCG_BOOT_TIMEOUT_S = 300.0  # to the boot line; TCG boots Debian's kernel in ~17 s here
 log = logging.getLogger(__name__)
 CONSOLE_TAIL_BYTES = 2000
@@ -105,6 +106,22 @@ def _boot_script(guest: Guest, share: Path) -> str:
     out, err = shlex.quote(str(share / "out")), shlex.quote(str(share / "err"))
     lines.append(f"exec {shlex.quote(launcher_path())} --serve --stdout-fd 5 --stderr-fd 6 5>{out} 6>{err}")
     return "\n".join(lines) + "\n"
+
+
+def clear_stale_shares() -> None:
+    """Removes the shared folders (console, data disk) of guests whose benchlab was killed: a
+    `kill -9` runs no clean-up. Each folder is named after its benchlab's pid; another live
+    benchlab's are left alone."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{SHARE_PREFIX}*-*"):
+        pid = folder.name.removeprefix(SHARE_PREFIX).split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:  # alive, another user's
+            pass
 
 
 def _data_disk(folder: Path, size: int, label: str) -> Path:
@@ -203,7 +220,8 @@ class GuestExecutor:
         raise EnvironmentProblem(why)
 
     def _start(self, accel: str) -> None:
-        share = tempfile.TemporaryDirectory(prefix="benchlab-guest-")
+        clear_stale_shares()
+        share = tempfile.TemporaryDirectory(prefix=f"{SHARE_PREFIX}{os.getpid()}-")
         self._share = share
         folder = Path(share.name)
         for name in ("out", "err"):
