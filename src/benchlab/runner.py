@@ -242,12 +242,12 @@ class Runner:
         the caller gives: the runner never judges) says whether to stop.
 
         The machine is held for the whole experiment (`MachineLock`: alone when its variants change
-        knobs), and what runners killed before left behind (processes, cgroups) is cleared first.
+        knobs, swap or memory), and what runners killed before left behind (processes, cgroups) is cleared first.
         An experiment created here that stores no run (refused on the way) is dropped again, so
         its name is not burnt."""
-        changes_knobs = any(v.knobs for v in prepared.variants.values())
+        changes_machine = any(v.changes_machine for v in prepared.variants.values())
         with (
-            self.lock.hold(prepared.spec.name, exclusive=changes_knobs),
+            self.lock.hold(prepared.spec.name, exclusive=changes_machine),
             self.served or contextlib.nullcontext(),
             contextlib.ExitStack() as guests,
         ):
@@ -317,14 +317,12 @@ class Runner:
         self.recorded += 1
 
     def _restored(self, done: Restoration) -> None:
-        """After every run: a knob that vanished meanwhile is noted; one that cannot be written back
+        """After every run: a knob that vanished meanwhile is noted; a change that cannot be undone
         stops the experiment, for every later run would be measured on a machine left changed."""
         for note in done.dropped:
-            self._note_once(f"knob {note}")
+            self._note_once(f"journal: {note}")
         if done.failed:
-            raise EnvironmentProblem(
-                f"{'; '.join(done.failed)}: the knob stays changed and journalled", hint="run `benchlab restore`"
-            )
+            raise EnvironmentProblem(f"{'; '.join(done.failed)}: left changed and journalled", hint="run `benchlab restore`")
 
     def _note_once(self, text: str | None) -> None:
         if text and text not in self.noted:
@@ -359,7 +357,7 @@ class Runner:
         try:
             self._untimed_steps(planned, workload.spec, variant, timeout)
             try:
-                self.journal.apply(variant.knobs)
+                variant.change_machine(self.journal)
                 elsewhere = variant.spec.environment.kind in ("ssh", "vm")  # this machine's state is not theirs
                 machine = {} if elsewhere else {"machine": machine_state()}
                 with background_load(variant.background):

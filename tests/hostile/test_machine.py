@@ -190,7 +190,7 @@ def test_a_journal_of_vanished_knobs_only_is_cleared_with_a_note_and_blocks_noth
 def test_a_line_that_is_no_entry_is_reported_and_dropped(knob: str) -> None:
     journal = write_journal({"path": KNOB, "original": knob}, raw="garbage ][ not json\n")
     blocked = cli("compare", "--cmd", "true", "-V", "a", "-n", "2")
-    assert blocked.returncode == 3 and "2 knob value(s)" in blocked.stderr, blocked.stderr  # every line counts
+    assert blocked.returncode == 3 and "2 journalled change(s)" in blocked.stderr, blocked.stderr  # every line counts
     proc = cli("restore", check=True)
     assert "garbage ][ not json" in proc.stdout and "malformed" in proc.stdout, proc.stdout
     assert not journal.exists()

@@ -64,7 +64,8 @@ def test_a_host_row_hashed_with_its_volatile_state_is_found_and_rehashed(tmp_pat
 
 def test_the_local_fingerprint_holds_the_machine_state() -> None:
     state = machine_state()
-    assert set(state) == {"smt", "governor", "boost", "swap_kib", "thp"}
+    swap = {"swap_kib", "zram_disksize", "zram_algorithm"}
+    assert set(state) == {"smt", "governor", "boost", *swap, "hugetlb_pages", "lru_gen", "thp"}
     assert set(state) <= set(fingerprint())
 
 

@@ -62,24 +62,25 @@ def doctor() -> None:
 
 
 def restore() -> None:
-    """Put back knob values left changed by an experiment that was killed.
+    """Put back knob values, swap and memory left changed by an experiment that was killed.
 
-    Every journalled path is checked as a spec's would be; what can be restored is, what never
-    can (a vanished knob, a path outside /proc/sys and /sys) is dropped with a note, and knobs
-    whose write failed stay journalled and make the command fail (exit 3)."""
+    Every journalled entry is checked as a spec's would be; what can be restored is, what never
+    can (a vanished knob, a path outside /proc/sys and /sys, a device that is no swap area) is
+    dropped with a note, and changes whose undoing failed stay journalled and make the command
+    fail (exit 3)."""
     from benchlab.variants.knobs import KnobJournal, MachineLock
 
     with MachineLock().hold("benchlab restore", exclusive=True, purpose="puts knobs back", writes=False):
         done = KnobJournal().restore()
     if not (done.restored or done.dropped or done.failed):
-        out.print("nothing to restore: no knob was left changed")
-    for path, value in done.restored:
-        out.print(f"restored {path} = {value}", highlight=False, markup=False)
+        out.print("nothing to restore: nothing was left changed")
+    for restored in done.restored:
+        out.print(f"restored {restored}", highlight=False, markup=False)
     for note in done.dropped:
         out.print(f"skipped {note}", highlight=False, markup=False)
     if done.failed:
         raise EnvironmentProblem(
-            f"{len(done.failed)} knob(s) could not be restored and stay journalled: {'; '.join(done.failed)}",
+            f"{len(done.failed)} change(s) could not be undone and stay journalled: {'; '.join(done.failed)}",
             hint="fix the cause and run `benchlab restore` again",
         )
 

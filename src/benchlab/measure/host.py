@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,32 @@ def _cpuinfo() -> dict[str, str]:
     return info
 
 
-def _meminfo_kib(key: str) -> int | None:
+def meminfo(key: str) -> int | None:
+    """A /proc/meminfo figure as the kernel writes it: KiB for sizes, a count for `HugePages_*`."""
     for line in (_read("/proc/meminfo") or "").splitlines():
         if line.startswith(key + ":"):
             return int(line.split()[1])
     return None
+
+
+def swap_areas() -> dict[str, int]:
+    """The swap areas on now, path -> priority; /proc/swaps writes a blank in a path as `\\040`."""
+    areas = {}
+    for line in (_read("/proc/swaps") or "").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) == 5:
+            areas[re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[0])] = int(fields[4])
+    return areas
+
+
+def _zram_swap() -> dict[str, Any]:
+    """The zram device swap is on, where one is: its size and compression algorithm."""
+    device = next((os.path.basename(p) for p in swap_areas() if re.fullmatch(r"/dev/zram[0-9]+", p)), None)
+    disksize = _read(f"/sys/block/{device}/disksize") if device else None
+    return {
+        "zram_disksize": int(disksize) if disksize and disksize.isdigit() else None,
+        "zram_algorithm": _selected(_read(f"/sys/block/{device}/comp_algorithm")) if device else None,
+    }
 
 
 def _selected(text: str | None) -> str | None:
@@ -68,14 +90,18 @@ def _boost() -> str | None:
 
 
 def machine_state() -> dict[str, Any]:
-    """What a variant, its knobs or its setup step may change on this host (a zram study turns
-    swap on): read for every run and stored in its details, never part of the host's identity."""
+    """What a variant, its knobs, its `memory` or its setup step may change on this host (a zram
+    study turns swap on, takes memory away with huge pages, turns MGLRU off): read for every run
+    and stored in its details, never part of the host's identity."""
     siblings = _read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") or "0"
     return {
         "smt": _read("/sys/devices/system/cpu/smt/active") == "1" or ("," in siblings or "-" in siblings),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "boost": _boost(),
-        "swap_kib": _meminfo_kib("SwapTotal"),
+        "swap_kib": meminfo("SwapTotal"),
+        **_zram_swap(),
+        "hugetlb_pages": meminfo("HugePages_Total"),
+        "lru_gen": _read("/sys/kernel/mm/lru_gen/enabled"),
         "thp": _selected(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
     }
 
@@ -90,7 +116,7 @@ def fingerprint() -> dict[str, Any]:
         "cpus_online": os.cpu_count() or 1,
         "kernel": platform.release(),
         "kernel_cmdline": _read("/proc/cmdline"),
-        "memory_kib": _meminfo_kib("MemTotal"),
+        "memory_kib": meminfo("MemTotal"),
         "virtualization": virtualization(cpu),
         **machine_state(),
         "allocators": sorted(name for name in LIBRARIES if find_library(name)),

@@ -335,6 +335,78 @@ class EnvironmentSpec(Strict):
         return f"ssh://{self.host}" if self.kind == "ssh" else self.kind
 
 
+_ZRAM_SHARE = re.compile(r"^([0-9]{1,3}(?:\.[0-9]{1,2})?)%$")
+MAX_ZRAM_SHARE = 400.0  # percent of RAM: compressed pages make a zram disk larger than RAM worth having, within reason
+
+
+def _zram_size(value: object) -> object:
+    """A size (`"2G"`, bytes), a share of RAM (`"25%"`) or `"off"`: only a size becomes a number."""
+    if not isinstance(value, str) or value == "off":
+        return value
+    share = _ZRAM_SHARE.fullmatch(value)
+    if share is None:
+        try:
+            return parse_size(value)
+        except ValueError:
+            raise ValueError(f"{value[:40]!r} is not a size such as 2G, a share of RAM such as 25%, or off") from None
+    if not 0 < float(share[1]) <= MAX_ZRAM_SHARE:
+        raise ValueError(f"{value!r}: a share of RAM above 0% and at most {MAX_ZRAM_SHARE:.0f}%")
+    return value
+
+
+class MemorySpec(Strict):
+    """Memory pressure and swap as machine state, set before each run and put back after it
+    (journalled, as knobs are): swap, reclaim's knobs, and memory taken away. On this machine it
+    needs root; in a vm it becomes the guest's own settings."""
+
+    free: Annotated[int, Field(ge=16 << 20, le=1 << 50)] | None = None
+    """Memory left available (`"2G"`): at each run's start a hugetlb reservation takes the rest of
+    MemAvailable away, so the whole kernel is under pressure (kswapd, global reclaim). Not in a vm:
+    size the guest's memory instead."""
+    zram: (
+        Annotated[int, Field(ge=4 << 20, le=1 << 50)] | Annotated[str, Field(pattern=_ZRAM_SHARE.pattern)] | Literal["off"] | None
+    ) = None
+    """zram swap as the only swap during the run: a size (`"2G"`), a share of the RAM left after
+    `free` (`"25%"`; in a vm, of the guest's memory), or `"off"` for no swap at all. Swap that was
+    on is turned off for the run and back on after it."""
+    zram_algorithm: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,31}$")] | None = None
+    """The zram device's compression algorithm (`lz4`), one the kernel lists in `comp_algorithm`;
+    default: the kernel's."""
+    swappiness: Annotated[int, Field(ge=0, le=200)] | None = None
+    """`/proc/sys/vm/swappiness`: how readily anonymous memory is swapped rather than page cache dropped."""
+    min_free_kbytes: Annotated[int, Field(ge=0, le=2**31 - 1)] | None = None
+    """`/proc/sys/vm/min_free_kbytes`: the free memory the kernel keeps in reserve."""
+    watermark_scale_factor: Annotated[int, Field(ge=1, le=3000)] | None = None
+    """`/proc/sys/vm/watermark_scale_factor`: how early kswapd wakes and how much it frees, in 1/10000 of memory."""
+    lru_gen: Annotated[str, Field(pattern=r"^(y|n|0x[0-9a-fA-F]{1,4})$")] | None = None
+    """MGLRU, `/sys/kernel/mm/lru_gen/enabled`: `"y"` or `true` (on), `"n"` or `false` (off, the
+    classic LRU), or a mask such as `"0x0007"`. Needs a kernel with CONFIG_LRU_GEN."""
+    lru_gen_min_ttl_ms: Annotated[int, Field(ge=0, le=2**32 - 1)] | None = None
+    """`/sys/kernel/mm/lru_gen/min_ttl_ms`: MGLRU keeps the working set of the last N ms (thrashing prevention)."""
+
+    _size = field_validator("free", mode="before")(parse_size)
+    _zram = field_validator("zram", mode="before")(_zram_size)
+
+    @field_validator("lru_gen", mode="before")
+    @classmethod
+    def _switch(cls, value: object) -> object:
+        return {True: "y", False: "n"}.get(value, value) if isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _algorithm_of_a_device(self) -> MemorySpec:
+        if self.zram_algorithm is not None and self.zram in (None, "off"):
+            raise ValueError('zram_algorithm needs a zram size (zram = "2G" or "25%")')
+        return self
+
+    def zram_bytes(self, ram: int) -> int | None:
+        """The zram disk's size in bytes (whole pages), a share taken of `ram`; None: no zram device."""
+        if self.zram is None or self.zram == "off":
+            return None
+        if isinstance(self.zram, int):
+            return self.zram
+        return int(ram * float(self.zram.rstrip("%")) / 100) // 4096 * 4096
+
+
 # an allocator option's name: a word, so it cannot carry MALLOC_CONF's `:` and `,`, GLIBC_TUNABLES's `=`
 # and `:`, or anything else into the variable that carries it
 TunableName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$", max_length=NAME_MAX)]
@@ -367,6 +439,9 @@ class VariantSpec(Strict):
     """benchlab's allocator shim, preloaded ahead of the allocator."""
     environment: EnvironmentSpec = EnvironmentSpec()
     """Where the runs happen: `"local"`, `"container"`, `"ssh://user@host"`, or a table."""
+    memory: MemorySpec | None = None
+    """Memory pressure and swap during each run (`{ zram = "25%", free = "2G", lru_gen = "y" }`),
+    set before it and put back after it; in a vm, inside the guest."""
     sweep: Annotated[dict[Line, Scalar], Field(max_length=2)] = {}
     """The sweep point this variant stands for (field -> value), written by a `[sweep]` section."""
 

@@ -2,7 +2,7 @@
 
 A variant is `NAME` or `NAME: key=value key=value ...` (shell quoting allowed
 inside), with keys `allocator`, `cpus`, `wrapper`, `background`, `environment`, `environment.FIELD`,
-`env.VAR`, `tunables.NAME` and `knobs./proc/sys/...`; a workload is `BUILTIN key=value ...`.
+`env.VAR`, `tunables.NAME`, `knobs./proc/sys/...` and `memory.FIELD`; a workload is `BUILTIN key=value ...`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,11 @@ from benchlab.spec.validate import spec_from_dict
 from benchlab.spec.variant_fields import set_field
 
 _TYPED_FIELDS = ("tunables.", "shim.")  # variant fields whose values are numbers or flags, not text
-_TYPED_KEYS = ("environment.cpus", "environment.fresh", "environment.port")
+# memory's sizes, shares and algorithm stay text (`memory.zram_algorithm=842` is a name)
+_TYPED_KEYS = (
+    "environment.cpus", "environment.fresh", "environment.port", "memory.swappiness", "memory.min_free_kbytes",
+    "memory.watermark_scale_factor", "memory.lru_gen", "memory.lru_gen_min_ttl_ms",
+)  # fmt: skip
 
 
 def typed(text: str) -> int | float | bool | str:

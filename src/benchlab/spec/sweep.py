@@ -74,7 +74,7 @@ class ParameterSpec(Strict):
 
     field: Line
     """The variant field: `allocator`, `cpus`, `wrapper`, `environment`, `env.VAR`, `tunables.NAME`,
-    `knobs.PATH` or `shim.sampling`."""
+    `knobs.PATH`, `shim.sampling` or `memory.FIELD` (`memory.zram`)."""
     values: Annotated[list[Scalar], Field(min_length=1, max_length=MAX_VARIANTS)] | None = None
     """The values, one variant each."""
     range: RangeSpec | None = None

@@ -1,7 +1,7 @@
 """Variant fields addressed by name, as the quick form and sweeps write them:
 `allocator`, `cpus`, `wrapper`, `background`, `environment`, and `env.VAR`, `tunables.NAME`, `knobs.PATH`,
-`shim.SETTING`, `environment.FIELD` (`environment.memory`, `environment.modules` as a comma list,
-`environment.knobs.PATH`)."""
+`shim.SETTING`, `memory.FIELD` (`memory.zram=25%`), `environment.FIELD` (`environment.memory`,
+`environment.modules` as a comma list, `environment.knobs.PATH`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from benchlab.spec.load import shown
 from benchlab.spec.models import EnvironmentSpec
 
 PLAIN = ("allocator", "cpus", "wrapper", "background", "environment")
-MAPPED = ("env", "tunables", "knobs", "shim")
+MAPPED = ("env", "tunables", "knobs", "shim", "memory")
 KEYS_HELP = (
     "allocator, cpus, wrapper, background, environment, environment.FIELD, env.VAR, tunables.NAME, knobs.PATH, "
-    "shim.sampling, shim.scope"
+    "shim.sampling, shim.scope, memory.FIELD"
 )
 ENVIRONMENT_FIELDS = tuple(name for name in EnvironmentSpec.model_fields if name != "kind")
 

@@ -14,7 +14,8 @@ from benchlab.variants.allocator import mapped_allocator, preload_for
 from benchlab.variants.background import background_argv
 from benchlab.variants.cpus import affinity_for
 from benchlab.variants.environment import PreparedEnvironment
-from benchlab.variants.knobs import validate_knob_path
+from benchlab.variants.knobs import KnobJournal, validate_knob_path
+from benchlab.variants.memory import PreparedMemory, machine_memory
 from benchlab.variants.shim import shim_environment, shim_preload, shim_report_environment
 from benchlab.variants.tunables import options_from_env, tunable_environment
 from benchlab.variants.wrapper import wrapper_argv
@@ -34,6 +35,7 @@ class PreparedVariant:
     environment: PreparedEnvironment | None = None  # None: local
     overrides: dict[str, str] = field(default_factory=dict)  # the variant's own environment, all a remote host gets
     options: dict[str, str] = field(default_factory=dict)  # environment that carries allocator and shim settings
+    memory: PreparedMemory | None = None  # the `memory` field on this machine (in a guest it is the guest's)
 
     @classmethod
     def prepare(cls, spec: VariantSpec, where: str) -> PreparedVariant:
@@ -53,18 +55,40 @@ class PreparedVariant:
         clash = sorted(set(written) & set(env))
         if clash:
             raise SpecError(f"env sets {', '.join(clash)}, which tunables or the shim write", where=f"{where}.env")
+        knobs = {validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()}
+        memory, environment = machine_memory(spec, where)
+        twice = sorted(set(knobs) & set(memory.knobs if memory else {}))
+        if twice:
+            raise SpecError(f"knobs sets {', '.join(twice)}, which memory sets too", where=f"{where}.knobs")
         return cls(
             spec=spec,
             preload=tuple(preload),
-            environment=PreparedEnvironment.prepare(spec.environment, next(iter(shim), None), allocator, f"{where}.environment"),
+            environment=PreparedEnvironment.prepare(environment, next(iter(shim), None), allocator, f"{where}.environment"),
             options=written,
             overrides=child_environment({}, {**env, **written}, preload),
             env=child_environment(os.environ, {**env, **written}, preload),
             wrapper=wrapper_argv(spec.wrapper, f"{where}.wrapper"),
             background=background_argv(spec.background, f"{where}.background"),
             cpus=cpus,
-            knobs={validate_knob_path(p, f"{where}.knobs"): v for p, v in spec.knobs.items()},
+            knobs=knobs,
+            memory=memory,
         )
+
+    @property
+    def changes_machine(self) -> bool:
+        """Whether its runs change this machine's state (knobs, swap, memory): then the experiment
+        holds the machine alone."""
+        return bool(self.knobs) or self.memory is not None
+
+    def change_machine(self, journal: KnobJournal) -> None:
+        """What the variant changes on this machine before a run, each change journalled: swap
+        first, then the knobs, then the ballast (last, so that memory.free is measured with zram
+        in place). The journal's `restore` undoes them, last first."""
+        if self.memory is not None:
+            self.memory.set_swap(journal)
+        journal.apply({**self.knobs, **(self.memory.knobs if self.memory else {})})
+        if self.memory is not None:
+            self.memory.take_ballast(journal)
 
     def inspect(self, mapped: Sequence[str] | None) -> tuple[dict[str, Any], str | None]:
         """What a run really ran under (its allocator, the options in force) and, where that is

@@ -2,7 +2,9 @@
 
 Each original value is journalled to disk (and fsynced) before the write, so
 that after a crash or `kill -9` `benchlab restore` can put the machine back,
-and a new experiment refuses to start on a machine left modified.
+and a new experiment refuses to start on a machine left modified. The same
+journal records the swap changes of the `memory` field as typed entries
+(`variants/swap.py` says what each is and how it is undone).
 
 Machine state belongs to one experiment at a time (`MachineLock`): an
 experiment that changes knobs holds the state directory exclusively for its
@@ -21,7 +23,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +31,7 @@ from typing import IO, Any
 from benchlab import interrupts
 from benchlab.errors import EnvironmentProblem, SpecError, StaleJournal
 from benchlab.spec.models import KNOB_ROOTS, knob_spelling_problem
+from benchlab.variants import swap
 
 NOTE_WAIT_S = 1.0  # a holder writes its note within milliseconds of taking the lock
 MAX_JOURNAL_BYTES = 64 << 20  # thousands of knobs; a larger journal is not one benchlab wrote
@@ -117,13 +120,39 @@ def _entry_problem(entry: Any) -> str | None:
     return problem
 
 
+def _shown(entry: Any) -> str:
+    """An entry as a note names it: its knob or device, or the line itself."""
+    key = "device" if isinstance(entry, dict) and "kind" in entry else "path"
+    named = entry.get(key) if isinstance(entry, dict) else None
+    return repr(named)[:200] if isinstance(named, str) else f"the line {str(entry)[:60]!r}"
+
+
+def _undo_knob(entry: Any) -> str:
+    problem = _entry_problem(entry)
+    if problem is not None:
+        raise ValueError(problem)
+    try:
+        if _current(entry["path"]) != entry["original"]:  # one whose write never happened needs none
+            _write(entry["path"], entry["original"])
+    except SpecError as exc:  # the kernel refuses the value (or any write): it was never this knob's
+        raise ValueError(exc.message) from None
+    return f"{entry['path']} = {entry['original']}"
+
+
+def _undo_typed(entry: dict[str, Any]) -> str:
+    change = swap.change_of(entry)
+    change.undo()
+    return str(change)
+
+
 @dataclass
 class Restoration:
-    """What `KnobJournal.restore` did: knobs written back; entries dropped because they can never
-    be restored (a vanished knob, a path no spec could name, a malformed line); and knobs whose
-    write failed, which stay in the journal so that nothing is forgotten."""
+    """What `KnobJournal.restore` did: what it put back (`PATH = VALUE` for a knob); entries
+    dropped because they can never be restored (a vanished knob, a path no spec could name, a
+    malformed line); and changes whose undoing failed, which stay in the journal so that nothing
+    is forgotten."""
 
-    restored: list[tuple[str, str]] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
 
@@ -171,7 +200,7 @@ class KnobJournal:
         stale = self.entries()
         if stale:
             raise StaleJournal(
-                f"{len(stale)} knob value(s) from an interrupted experiment were never restored ({self.path})",
+                f"{len(stale)} journalled change(s) (knobs, swap) of an interrupted experiment were never undone ({self.path})",
                 hint="run `benchlab restore` first",
             )
 
@@ -186,13 +215,22 @@ class KnobJournal:
                     original = read_knob(path)
                 except OSError as exc:
                     raise EnvironmentProblem(f"cannot read {path}: {exc.strerror or exc}") from None
-                try:
-                    journal.write(json.dumps({"path": path, "original": original}) + "\n")
-                    journal.flush()
-                    os.fsync(journal.fileno())
-                except OSError as exc:
-                    raise self._unwritable(exc) from None
+                self._append(journal, {"path": path, "original": original})
                 _write(path, value)
+
+    def change(self, entry: dict[str, Any], make: Callable[[], None]) -> None:
+        """Journals a typed entry (`swap.Change.entry`), fsynced, then makes the change it undoes."""
+        with interrupts.deferred(), self._open() as journal:
+            self._append(journal, entry)
+            make()
+
+    def _append(self, journal: IO[str], entry: dict[str, Any]) -> None:
+        try:
+            journal.write(json.dumps(entry) + "\n")
+            journal.flush()
+            os.fsync(journal.fileno())
+        except OSError as exc:
+            raise self._unwritable(exc) from None
 
     def _open(self) -> IO[str]:
         try:
@@ -207,9 +245,9 @@ class KnobJournal:
         )
 
     def restore(self) -> Restoration:
-        """Writes every original value back, last change first. Each path is checked as a spec's
-        would be; what can never be restored is dropped with a note, and only knobs whose write
-        failed stay journalled, so one vanished knob blocks neither the others nor later experiments."""
+        """Undoes every change, last first. Each entry is checked as a spec's would be; what can
+        never be restored is dropped with a note, and only changes whose undoing failed stay
+        journalled, so one vanished knob blocks neither the others nor later experiments."""
         with interrupts.deferred():  # a Ctrl-C waits until every knob is back
             return self._restore()
 
@@ -220,23 +258,17 @@ class KnobJournal:
         if not entries:  # nothing to do, and nothing written: a read-only state directory is fine
             return done
         for entry in reversed(entries):
-            problem = _entry_problem(entry)
-            if problem is not None:
-                path = entry.get("path") if isinstance(entry, dict) else None
-                shown = repr(path)[:200] if isinstance(path, str) else f"the line {str(entry)[:60]!r}"
-                done.dropped.append(f"{shown}: {problem}; not restored")
-                continue
+            typed = isinstance(entry, dict) and "kind" in entry
             try:
-                if _current(entry["path"]) != entry["original"]:  # one whose write never happened needs none
-                    _write(entry["path"], entry["original"])
-            except SpecError as exc:  # the kernel refuses the value (or any write): it was never this knob's
-                done.dropped.append(f"{exc.message}; not restored")
+                restored = _undo_typed(entry) if typed else _undo_knob(entry)
+            except ValueError as exc:  # never an entry benchlab wrote, or one that can never be undone
+                done.dropped.append(f"{_shown(entry)}: {exc}; not restored")
                 continue
             except EnvironmentProblem as exc:
                 done.failed.append(exc.message)
                 kept.append(entry)
                 continue
-            done.restored.append((entry["path"], entry["original"]))
+            done.restored.append(restored)
         self._keep(list(reversed(kept)))
         return done
 
