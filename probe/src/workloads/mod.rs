@@ -1,6 +1,7 @@
 //! The catalogue of built-in workloads.
 
 mod alloc_churn;
+mod app_cycle;
 mod children;
 pub mod cpu;
 mod ipc;
@@ -15,6 +16,7 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &ipc::PipePingPong,
         &sys_spawn::Spawn,
         &sys_build::Build,
+        &app_cycle::AppCycle,
     ];
     all.extend(ipc::all());
     all.extend(cpu::all());
