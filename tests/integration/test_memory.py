@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from benchlab.measure.host import swap_areas
-from tests.conftest import BENCHLAB, cli, need
+from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 from tests.hostile.conftest import refused
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="swap and huge pages are root's to change")
@@ -233,6 +233,27 @@ def test_kill_9_mid_run_then_restore_puts_everything_back(tmp_path: Path, reques
     assert f"restored zram device {zram[0].removeprefix('/dev/')} reset{removed}" in restored.stdout, restored.stdout
     assert snapshot() == before  # no zram swap, its device reset or gone, no huge pages, swappiness back
     cli("compare", "--cmd", "true", "-V", "a", "-n", "2", check=True)  # the machine is free again
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_mid_run_ends_with_everything_put_back(
+    tmp_path: Path, machine: dict[str, Any], stop: signal.Signals
+) -> None:
+    memory = f'{{ zram = "128M", swappiness = 100, free = "{free_leaving_a_ballast_of(512)}M" }}'
+    path = spec(tmp_path / "t.toml", memory, command="sleep 30", name="stopped")
+    proc = subprocess.Popen(
+        [BENCHLAB, "run", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=signals_as_at_a_terminal,
+    )  # fmt: skip
+    try:
+        settle(lambda: meminfo("HugePages_Total") > int(machine["nr_hugepages"]), 60)
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert snapshot() == machine
+    assert not (Path(os.environ["BENCHLAB_STATE_DIR"]) / "knobs.journal").exists()
 
 
 def test_the_quick_form_runs_under_a_share_of_ram_as_zram(machine: dict[str, Any]) -> None:
