@@ -90,6 +90,8 @@ def _type(node: Schema, anchors: dict[str, str]) -> str:
         return f"table, see [{anchors[ref]}](#{_anchor(anchors[ref])})"
     if "enum" in node:
         return "one of " + ", ".join(f"`{json.dumps(v)}`" for v in node["enum"])
+    if "const" in node:  # a literal of one value (`"off"`)
+        return f"`{json.dumps(node['const'])}`"
     if "anyOf" in node:
         return " or ".join(_type(o, anchors) for o in node["anyOf"])
     kind = node.get("type")
