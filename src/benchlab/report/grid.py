@@ -14,6 +14,7 @@ class Grid:
     rows: list[list[str]] = field(default_factory=list)
     emphasis: list[bool] = field(default_factory=list)  # summary rows (sections, overall)
     verdict_columns: list[int] = field(default_factory=list)
+    names: int = 2  # leading columns that name a row (workload, metric): never cut, the numbers wrap instead
     notes: list[str] = field(default_factory=list)
 
     def add(self, cols: list[str], *, emphasis: bool = False) -> None:

@@ -27,8 +27,7 @@ def _grid_table(grid: Grid) -> Table:
     header = [safe.text(name) for name in grid.header]
     rows = [[safe.text(c) for c in cols] for cols in grid.rows]
     for i, name in enumerate(header):
-        # the names (workload, metric) are never cut: the numbers wrap instead
-        is_name = i < 2
+        is_name = i < grid.names
         widest = max([len(name), *(len(row[i]) for row in rows)]) if is_name else None
         left = is_name or i in grid.verdict_columns
         table.add_column(Text(name), justify="left" if left else "right", min_width=widest, no_wrap=is_name)

@@ -1,0 +1,146 @@
+"""The app-cycle tables (the built-in `memory.app_cycle`) in the shape of the page-reclaim
+study's: launch time, start types, kills, working-set refaults, kswapd CPU, reclaim efficiency,
+direct reclaim, swap and pressure, each a titled group of rows named as the study names them.
+Every number is the report's own: the baseline's median, then per variant its median, its
+change against the baseline with the 95% interval, and its verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchlab.report import cells
+from benchlab.report.grid import Grid
+from benchlab.stats.report_model import MetricRow, Report
+
+BUILTIN = "memory.app_cycle"
+SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+BARE = ("count", "ratio")  # units a row's label already says: "hot launches", "hot:cold"
+MISSING = (
+    "a blank cell: no run of that variant reported the metric (its kernel lacks the counter or the "
+    "tracepoint), which is not a zero"
+)
+REST = "every other metric of the cycle (CPU time, faults, allocstall, trace_lost, zram_used_max): --view metrics"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One row of a section: its label and metric, shown in `unit` where that is another time
+    unit than the metric's (the mean launch time, stored in ns, reads in ms beside the others)."""
+
+    label: str
+    metric: str
+    unit: str | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled group of rows; after its lines, one line per metric named `prefix` + reason
+    (lmkd's kills by reason), only for the reasons with a non-zero median somewhere: lmkd has
+    eight, and most cycles see one or two."""
+
+    title: str
+    lines: tuple[Line, ...]
+    prefix: str = ""
+    prefix_label: str = ""
+
+
+SECTIONS = (
+    Section("Launch time", (Line("overall", "real_time", "ms"), Line("hot", "launch_hot"), Line("warm", "launch_warm"),
+                            Line("cold", "launch_cold"))),
+    Section("Start types", (Line("hot launches", "launches_hot"), Line("warm launches", "launches_warm"),
+                            Line("cold launches", "launches_cold"), Line("hot:cold", "hot_cold"),
+                            Line("hot:warm", "hot_warm"), Line("warm:cold", "warm_cold"))),
+    Section("Kills", (Line("activity manager", "kills_am"), Line("low-memory killer", "kills_lmk"),
+                      Line("kernel OOM", "kills_oom"), Line("total", "kills")), "kills_lmk_", "lmkd: "),
+    Section("Working-set refaults", (Line("anon", "refault_anon"), Line("file", "refault_file"))),
+    Section("kswapd CPU", (Line("CPU time", "kswapd_cpu"),)),
+    Section("Reclaim efficiency", (Line("kswapd", "efficiency_kswapd"), Line("direct", "efficiency_direct"),
+                                   Line("anon", "efficiency_anon"), Line("file", "efficiency_file"))),
+    Section("Direct reclaim", (Line("count", "direct_reclaims"), Line("total stall time", "direct_stall"),
+                               Line("< 5 ms", "direct_lt5ms"), Line("5-50 ms", "direct_5_50ms"),
+                               Line("50-500 ms", "direct_50_500ms"), Line("> 500 ms", "direct_gt500ms"))),
+    Section("Swap and pressure", (Line("pages swapped in", "pswpin"), Line("pages swapped out", "pswpout"),
+                                  Line("PSI some", "psi_some"), Line("PSI full", "psi_full"),
+                                  Line("zram compression ratio", "zram_ratio"))),
+)  # fmt: skip
+
+ByMetric = dict[str, dict[str, MetricRow]]  # metric -> variant -> row, of one workload
+
+
+def workloads(report: Report) -> list[str]:
+    """The experiment's app-cycle workloads that have rows, in report order: rows carry a
+    workload's name only, so which built-in it runs is read from the stored spec."""
+    cycles = {w.get("name") for w in report.experiment.spec.get("workloads", []) if w.get("builtin") == BUILTIN}
+    return list(dict.fromkeys(r.workload for r in report.rows if r.workload in cycles))
+
+
+def _value(value: float | None, unit: str, line: Line) -> str:
+    """A median as the line shows it; blank where it is missing, so that it never reads as 0."""
+    if value is None:
+        return ""
+    if line.unit in SECONDS and unit in SECONDS:
+        value, unit = value * SECONDS[unit] / SECONDS[line.unit], line.unit
+    return cells.quantity(value, "" if unit in BARE else unit)
+
+
+def _lines(section: Section, by_metric: ByMetric) -> list[Line]:
+    """The section's lines, then its non-zero reasons in report order."""
+    reasons = [
+        Line(section.prefix_label + metric.removeprefix(section.prefix).replace("_", " "), metric)
+        for metric, by_variant in by_metric.items()
+        if section.prefix and metric.startswith(section.prefix) and _non_zero(by_variant)
+    ]
+    return [*section.lines, *reasons]
+
+
+def _non_zero(by_variant: dict[str, MetricRow]) -> bool:
+    return any(r.baseline_median or r.median for r in by_variant.values())
+
+
+def _cols(line: Line, by_variant: dict[str, MetricRow], others: list[str]) -> list[str]:
+    """The line's cells: the baseline's median, then each variant's median, change and verdict,
+    all three blank where the variant has no value."""
+    first = next(iter(by_variant.values()))
+    cols = [line.label, _value(first.baseline_median, first.unit, line)]
+    for v in others:
+        row = by_variant.get(v)
+        if row is None or row.median is None:
+            cols += ["", "", ""]
+        else:
+            cols += [_value(row.median, row.unit, line), cells.row_change(row), cells.verdict(row)]
+    return cols
+
+
+def _medians(cols: list[str]) -> list[str]:
+    """A line's median cells: the baseline's, then each variant's."""
+    return [cols[1], *cols[2::3]]
+
+
+def grid(report: Report, workload: str) -> Grid:
+    """One app-cycle workload's table; sections and lines without a value in any variant left out."""
+    baseline = report.baseline
+    others = cells.compared_variants(report)
+    by_metric: ByMetric = {metric: rows for (w, metric), rows in cells.grouped_rows(report) if w == workload}
+    header = ["", f"{baseline} (median)"]
+    for v in others:
+        header += [f"{v} (median)", f"{v} change [95% CI]", f"{v} verdict"]
+    title = f"{workload}: app cycle, {', '.join(others) or 'no variant'} vs {baseline}"
+    out = Grid(title=title, header=header, verdict_columns=[4 + 3 * i for i in range(len(others))], names=1)
+    shown: list[MetricRow] = []
+    blank = False
+    for section in SECTIONS:
+        lines = [(line, _cols(line, by_metric[line.metric], others)) for line in _lines(section, by_metric)
+                 if line.metric in by_metric]  # fmt: skip
+        lines = [(line, cols) for line, cols in lines if any(_medians(cols))]
+        if lines:
+            out.add([section.title, *[""] * (len(header) - 1)], emphasis=True)
+        for line, cols in lines:
+            out.add(cols)
+            blank = blank or not all(_medians(cols))
+            shown += [r for r in by_metric[line.metric].values() if r.variant in others]
+    out.notes += [MISSING if blank else "", cells.shift_note(shown), *cells.calibration_notes(report, {workload}), REST]
+    return out
+
+
+def grids(report: Report) -> list[Grid]:
+    return [grid(report, workload) for workload in workloads(report)]
