@@ -97,50 +97,61 @@ def _non_zero(by_variant: dict[str, MetricRow]) -> bool:
     return any(r.baseline_median or r.median for r in by_variant.values())
 
 
-def _cols(line: Line, by_variant: dict[str, MetricRow], others: list[str]) -> list[str]:
-    """The line's cells: the baseline's median, then each variant's median, change and verdict,
+def _has_value(by_variant: dict[str, MetricRow]) -> bool:
+    return any(r.baseline_median is not None or r.median is not None for r in by_variant.values())
+
+
+def _sections(by_metric: ByMetric) -> list[tuple[str, list[Line]]]:
+    """The sections and their lines with a value in some variant, the baseline included: every
+    variant's table has the same rows, so that they read side by side."""
+    out = []
+    for section in SECTIONS:
+        lines = [line for line in _lines(section, by_metric) if _has_value(by_metric.get(line.metric, {}))]
+        if lines:
+            out.append((section.title, lines))
+    return out
+
+
+def _cols(line: Line, by_variant: dict[str, MetricRow], variant: str | None) -> list[str]:
+    """The line's cells: the baseline's median, then the variant's median, change and verdict,
     all three blank where the variant has no value."""
     first = next(iter(by_variant.values()))
     cols = [line.label, _value(first.baseline_median, first.unit, line)]
-    for v in others:
-        row = by_variant.get(v)
-        if row is None or row.median is None:
-            cols += ["", "", ""]
-        else:
-            cols += [_value(row.median, row.unit, line), cells.row_change(row), cells.verdict(row)]
-    return cols
+    if variant is None:
+        return cols
+    row = by_variant.get(variant)
+    if row is None or row.median is None:
+        return [*cols, "", "", ""]
+    return [*cols, _value(row.median, row.unit, line), cells.row_change(row), cells.verdict(row)]
 
 
-def _medians(cols: list[str]) -> list[str]:
-    """A line's median cells: the baseline's, then each variant's."""
-    return [cols[1], *cols[2::3]]
-
-
-def grid(report: Report, workload: str) -> Grid:
-    """One app-cycle workload's table; sections and lines without a value in any variant left out."""
+def grid(report: Report, workload: str, variant: str | None) -> Grid:
+    """One app-cycle workload's table for one variant against the baseline (None: the baseline's
+    own, where it ran alone). A table per variant keeps the study's shape within 100 columns: with
+    every variant in one, each would get a sliver of the width and wrap its numbers over lines."""
     baseline = report.baseline
-    others = cells.compared_variants(report)
     by_metric: ByMetric = {metric: rows for (w, metric), rows in cells.grouped_rows(report) if w == workload}
-    header = ["", f"{baseline} (median)"]
-    for v in others:
-        header += [f"{v} (median)", f"{v} change [95% CI]", f"{v} verdict"]
-    title = f"{workload}: app cycle, {', '.join(others) or 'no variant'} vs {baseline}"
-    out = Grid(title=title, header=header, verdict_columns=[4 + 3 * i for i in range(len(others))], names=1)
+    compared = f"{variant} vs {baseline}" if variant else baseline
+    header = ["", baseline, *([variant, "change [95% CI]", "verdict"] if variant else [])]
+    out = Grid(title=f"{workload}: app cycle, {compared} (medians)", header=header, verdict_columns=[4], names=1)
     shown: list[MetricRow] = []
-    blank = False
-    for section in SECTIONS:
-        lines = [(line, _cols(line, by_metric[line.metric], others)) for line in _lines(section, by_metric)
-                 if line.metric in by_metric]  # fmt: skip
-        lines = [(line, cols) for line, cols in lines if any(_medians(cols))]
-        if lines:
-            out.add([section.title, *[""] * (len(header) - 1)], emphasis=True)
-        for line, cols in lines:
-            out.add(cols)
-            blank = blank or not all(_medians(cols))
-            shown += [r for r in by_metric[line.metric].values() if r.variant in others]
-    out.notes += [MISSING if blank else "", cells.shift_note(shown), *cells.calibration_notes(report, {workload}), REST]
+    for title, lines in _sections(by_metric):
+        out.add([title, *[""] * (len(header) - 1)], emphasis=True)
+        for line in lines:
+            out.add(_cols(line, by_metric[line.metric], variant))
+            shown += [by_metric[line.metric][variant]] if variant in by_metric[line.metric] else []
+    blank = any(not c for cols, emphasis in zip(out.rows, out.emphasis, strict=True) if not emphasis for c in cols[1:3])
+    out.notes += [MISSING if blank else "", cells.shift_note(shown)]
     return out
 
 
 def grids(report: Report) -> list[Grid]:
-    return [grid(report, workload) for workload in workloads(report)]
+    """Per app-cycle workload, a table per variant; under its last, the workload's calibration and
+    where its other metrics are."""
+    out = []
+    variants: list[str | None] = [*cells.compared_variants(report)] or [None]
+    for workload in workloads(report):
+        tables = [grid(report, workload, v) for v in variants]
+        tables[-1].notes += [*cells.calibration_notes(report, {workload}), REST]
+        out += tables
+    return out
