@@ -33,7 +33,6 @@ pub const CORRUPT: u64 = 4;
 
 /// Android's onTrimMemory level at which an app releases its activity state.
 pub const TRIM_MEMORY_COMPLETE: u64 = 80;
-pub const TRIM_MEMORY_BACKGROUND: u64 = 40;
 
 /// Shares of each region touched (percent of its pages), fixed so that every variant asks the
 /// same of the kernel: a launch reads part of the code and framework and of the process state

@@ -61,8 +61,7 @@ pub struct Lmkd {
     last_kill_ns: u64,
     pgscan_direct: u64,
     pgscan_kswapd: u64,
-    /// when the last partial and complete stall events came (0: never)
-    pub last_some_ns: u64,
+    /// when the last complete-stall event came (0: never)
     pub last_full_ns: u64,
 }
 
@@ -120,7 +119,6 @@ impl Lmkd {
             last_kill_ns: 0,
             pgscan_direct: vm.get("pgscan_direct").copied().unwrap_or(0),
             pgscan_kswapd: vm.get("pgscan_kswapd").copied().unwrap_or(0),
-            last_some_ns: 0,
             last_full_ns: 0,
         })
     }
@@ -140,8 +138,6 @@ impl Lmkd {
     pub fn decide(&mut self, full: bool, now_ns: u64) -> Option<Decision> {
         if full {
             self.last_full_ns = now_ns;
-        } else {
-            self.last_some_ns = now_ns;
         }
         let vm = vmstat();
         let mem = meminfo();

@@ -46,7 +46,7 @@ static OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "apps", default: "30", help: "apps in the cycle", kind: Kind::Int { min: 2, max: 512 } },
     OptionSpec { name: "iterations", default: "10", help: "rounds; each launches every app once, in a seeded order", kind: Kind::Int { min: 1, max: 100_000 } },
     OptionSpec { name: "seed", default: "1", help: "seed of the launch order and of the apps' profiles and contents", kind: SEED },
-    OptionSpec { name: "anon", default: "48m", help: "mean anonymous memory of an app (each app's is 0.5-1.5 times it)", kind: Kind::Size { min: MIB, max: 64 * GIB } },
+    OptionSpec { name: "anon", default: "24m", help: "mean anonymous memory of an app (each app's is 0.5-1.5 times it)", kind: Kind::Size { min: MIB, max: 64 * GIB } },
     OptionSpec { name: "activity", default: "40", help: "percent of an app's anonymous memory that is activity/UI state (released by a trim, rebuilt by a warm start)", kind: Kind::Int { min: 5, max: 95 } },
     OptionSpec { name: "code", default: "8m", help: "mean size of an app's own code file, mapped privately (0.5-1.5 times it)", kind: Kind::Size { min: 64 << 10, max: 4 * GIB } },
     OptionSpec { name: "framework", default: "32m", help: "size of the framework file every app maps", kind: Kind::Size { min: 64 << 10, max: 16 * GIB } },
@@ -347,7 +347,7 @@ const PREVIOUS_APP_ADJ: i32 = 700;
 const CACHED_APP_MIN_ADJ: i32 = 900;
 const CACHED_APP_MAX_ADJ: i32 = 999;
 /// The activity manager trims when few cached apps are left (Android's TRIM_LOW_THRESHOLD and
-/// TRIM_CRITICAL_THRESHOLD) or, here, when lmkd saw a stall event within the last window.
+/// TRIM_CRITICAL_THRESHOLD) or, here, when lmkd saw a complete-stall event within the last window.
 const TRIM_LOW_CACHED: usize = 5;
 const TRIM_CRITICAL_CACHED: usize = 3;
 const PRESSURE_RECENT_NS: u64 = 2_000_000_000;
@@ -603,15 +603,15 @@ impl Controller {
     }
 
     /// The activity manager after a launch: over the cached-app limit the oldest cached apps
-    /// are killed; under pressure the cached apps are trimmed, the oldest (all of them when
-    /// pressure is critical) to TRIM_MEMORY_COMPLETE, which releases their activity state.
+    /// are killed; under pressure the oldest cached apps get TRIM_MEMORY_COMPLETE, which makes
+    /// them release their activity state: a third of them when memory is low (few cached apps
+    /// left, as Android counts it, or a complete-stall event within the last window), two
+    /// thirds when it is critical (fewer still). Partial stalls trim nothing: under lasting
+    /// pressure they come every window, and every app, the oldest when its turn comes again in
+    /// the cycle, would start warm.
     fn manage(&mut self, foreground: usize) {
         let order = self.by_recency();
-        let cached: Vec<usize> = order
-            .into_iter()
-            .filter(|&a| a != foreground)
-            .skip(1)
-            .collect();
+        let cached: Vec<usize> = order.into_iter().filter(|&a| a != foreground).skip(1).collect();
         let mut kept = cached.len();
         for &app in cached.iter().rev() {
             if kept <= self.settings.cached_limit {
@@ -622,28 +622,19 @@ impl Controller {
         }
         let now = monotonic_ns();
         let recent = |t: u64| t != 0 && now - t < PRESSURE_RECENT_NS;
-        let (some, full) = self.lmkd.as_ref().map_or((false, false), |l| {
-            (recent(l.last_some_ns), recent(l.last_full_ns))
-        });
+        let stalled = self.lmkd.as_ref().is_some_and(|l| recent(l.last_full_ns));
         let cached: Vec<usize> = cached.into_iter().filter(|&a| self.alive(a)).collect();
-        let complete = if full || cached.len() <= TRIM_CRITICAL_CACHED {
-            cached.len()
-        } else if some || cached.len() <= TRIM_LOW_CACHED {
-            cached.len() / 2
+        let trimmed = if cached.len() <= TRIM_CRITICAL_CACHED {
+            cached.len() * 2 / 3
+        } else if stalled || cached.len() <= TRIM_LOW_CACHED {
+            cached.len() / 3
         } else {
             0
         };
-        for (i, &app) in cached.iter().enumerate() {
-            let level = if i >= cached.len() - complete {
-                app::TRIM_MEMORY_COMPLETE
-            } else {
-                app::TRIM_MEMORY_BACKGROUND
-            };
-            if level == app::TRIM_MEMORY_COMPLETE && self.slots[app].activity {
-                if let Some(m) = self.ask(app, app::TRIM, level) {
-                    if m.detail == 1 {
-                        self.slots[app].activity = false;
-                    }
+        for &app in &cached[cached.len() - trimmed..] {
+            if self.slots[app].activity {
+                if let Some(m) = self.ask(app, app::TRIM, app::TRIM_MEMORY_COMPLETE) {
+                    self.slots[app].activity = m.detail == 0;
                 }
             }
         }
