@@ -36,6 +36,10 @@ pub struct Inheritance {
 pub struct Said {
     pub notes: Vec<Note>,
     pub inheritance: Option<Inheritance>,
+    /// memory.app_cycle: every launch, as columns (one list per field)
+    pub launches: Option<Value>,
+    /// memory.app_cycle: what reclaim ran under (MGLRU, swappiness, zram)
+    pub reclaim: Option<Value>,
 }
 
 impl Said {
@@ -55,7 +59,14 @@ impl Said {
                 "waiter_priority": i.waiter_priority, "text": i.text,
             })
         });
-        json!({"protocol": PROTOCOL, "notes": notes, "inheritance": inheritance})
+        let mut doc = json!({"protocol": PROTOCOL, "notes": notes, "inheritance": inheritance});
+        if let Some(launches) = &self.launches {
+            doc["launches"] = launches.clone();
+        }
+        if let Some(reclaim) = &self.reclaim {
+            doc["reclaim"] = reclaim.clone();
+        }
+        doc
     }
 
     /// The same, for a person reading the console table.

@@ -242,9 +242,9 @@ class Runner:
         the caller gives: the runner never judges) says whether to stop.
 
         The machine is held for the whole experiment (`MachineLock`: alone when its variants change
-        knobs, swap or memory), and what runners killed before left behind (processes, cgroups) is cleared first.
-        An experiment created here that stores no run (refused on the way) is dropped again, so
-        its name is not burnt."""
+        knobs, swap or memory), and what runners killed before left behind (processes, cgroups) is
+        cleared first. An experiment created here that stores no run (refused on the way) is
+        dropped again, so its name is not burnt."""
         changes_machine = any(v.changes_machine for v in prepared.variants.values())
         with (
             self.lock.hold(prepared.spec.name, exclusive=changes_machine),
@@ -376,7 +376,7 @@ class Runner:
             if complaint:
                 raise WorkloadFailed(complaint, process_exit_code=finished.exit_code)
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
-            if isinstance(workload, RecordsDetails):  # a Google Benchmark binary's failed benchmarks
+            if isinstance(workload, RecordsDetails):  # failed benchmarks, an app cycle's launches
                 details = {**details, **workload.details(finished)}
             metrics += findings
         except WorkloadFailed as failure:

@@ -14,9 +14,9 @@ import re
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import probe_path
@@ -47,6 +47,47 @@ class Inheritance(BaseModel):
     text: str
 
 
+Count = Annotated[int, Field(ge=0)]
+
+
+class Launches(BaseModel):
+    """Every launch of a `memory.app_cycle` run, as columns of equal length: kept in the run's
+    details, so a launch's own refaults, swap-ins and reclaim stall can be read back."""
+
+    iteration: list[Count]
+    app: list[Count]
+    start: list[Literal["hot", "warm", "cold"]]
+    latency_ns: list[Count | None]  # None: the app did not come up
+    majflt: list[Count | None]
+    stall_ns: list[Count | None]  # None: not traced
+    refault_anon: list[Count | None]  # None: a counter this kernel lacks
+    refault_file: list[Count | None]
+    pswpin: list[Count | None]
+    allocstall: list[Count | None]
+
+    @model_validator(mode="after")
+    def _equal_columns(self) -> Launches:
+        if len({len(column) for column in self.model_dump().values()}) > 1:
+            raise ValueError("the launch columns differ in length")
+        return self
+
+
+class ZramSwap(BaseModel):
+    device: str
+    disksize: Count | None
+    algorithm: str | None
+
+
+class Reclaim(BaseModel):
+    """What reclaim ran under, read by the probe where the cycle ran (inside a guest too); None:
+    the kernel has no such setting (`lru_gen` on a kernel without MGLRU)."""
+
+    lru_gen: str | None
+    swappiness: Count | None
+    swap_kib: Count | None
+    zram: list[ZramSwap]
+
+
 class ProbeSaid(BaseModel):
     """benchlab's own fields of a probe document: `context.benchlab` in Google Benchmark
     JSON, `benchlab` in the Android latency JSON and in the answer of `--check`."""
@@ -55,6 +96,8 @@ class ProbeSaid(BaseModel):
     notes: list[ProbeNote] = []
     inheritance: Inheritance | None = None  # None: the check was off, or not a latency run
     error: str | None = None  # `--check`: why the options cannot run here
+    launches: Launches | None = None  # memory.app_cycle runs
+    reclaim: Reclaim | None = None  # memory.app_cycle runs
 
 
 def probe_said(fields: object, where: str) -> ProbeSaid:
@@ -182,6 +225,12 @@ class ProbeWorkload:
     def metrics(self, finished: Finished) -> list[Metric]:
         doc, _ = self._document(finished)
         return benchmark_metrics(doc, metric_directions(self.spec))  # type: ignore[arg-type]
+
+    def details(self, finished: Finished) -> dict[str, Any]:
+        """What a run keeps besides its metrics: an app cycle's launches and what reclaim ran under."""
+        said = self._document(finished)[1]
+        kept = {"launches": said.launches, "reclaim": said.reclaim}
+        return {key: value.model_dump() for key, value in kept.items() if value is not None}
 
     def notes(self, finished: Finished) -> list[str]:
         """What the run could not do and said so, each naming the workload."""

@@ -128,6 +128,32 @@ pub fn zram_swaps() -> Vec<(String, Vec<u64>)> {
         .collect()
 }
 
+/// What reclaim ran under, read where the cycle runs (inside a guest too): MGLRU's switch,
+/// swappiness, and each zram swap device's size and algorithm. None: the kernel has no such file.
+pub fn reclaim_state() -> serde_json::Value {
+    let read = |p: &str| fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+    let selected = |text: String| match (text.find('['), text.find(']')) {
+        (Some(a), Some(b)) if a < b => text[a + 1..b].to_string(),
+        _ => text,
+    };
+    let zram: Vec<serde_json::Value> = zram_swaps()
+        .iter()
+        .map(|(dev, _)| {
+            serde_json::json!({
+                "device": dev,
+                "disksize": read(&format!("/sys/block/{dev}/disksize")).and_then(|s| s.parse::<u64>().ok()),
+                "algorithm": read(&format!("/sys/block/{dev}/comp_algorithm")).map(selected),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "lru_gen": read("/sys/kernel/mm/lru_gen/enabled"),
+        "swappiness": read("/proc/sys/vm/swappiness").and_then(|s| s.parse::<u64>().ok()),
+        "swap_kib": meminfo().get("SwapTotal").copied(),
+        "zram": zram,
+    })
+}
+
 /// The clock trace timestamps and launch requests share.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {

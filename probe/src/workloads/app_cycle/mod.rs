@@ -309,9 +309,31 @@ struct Kills {
     crashes: u64,
 }
 
+/// One launch, as the run's details keep it.
 struct Launch {
+    iteration: u64,
+    app: usize,
     start: Start,
+    requested_ns: u64,
+    /// None: the app did not come up
     latency_ns: Option<u64>,
+    /// major faults the app took during the launch
+    majflt: Option<u64>,
+    /// the PER_LAUNCH counters' change over the launch's window (the whole machine's: while
+    /// one app launches, the others are idle)
+    counters: [Option<u64>; 4],
+}
+
+const PER_LAUNCH: [&str; 4] = ["refault_anon", "refault_file", "pswpin", "allocstall"];
+
+fn launch_counters() -> [Option<u64>; 4] {
+    let vm = vmstat();
+    [
+        vm.get("workingset_refault_anon").copied(),
+        vm.get("workingset_refault_file").copied(),
+        vm.get("pswpin").copied(),
+        allocstall(&vm),
+    ]
 }
 
 #[derive(Default)]
@@ -573,7 +595,7 @@ impl Controller {
     }
 
     /// One launch of `app`, as launch number `n`: its start type and latency (None: it failed).
-    fn launch(&mut self, app: usize, n: u64) -> Result<Launch, String> {
+    fn launch(&mut self, app: usize, iteration: u64, n: u64) -> Result<Launch, String> {
         let start = if !self.alive(app) {
             Start::Cold
         } else if self.slots[app].activity {
@@ -582,6 +604,7 @@ impl Controller {
             Start::Warm
         };
         self.slots[app].used = n; // the foreground app: lmkd never takes it
+        let before = launch_counters();
         let requested = monotonic_ns();
         let answer = if start == Start::Cold {
             self.fork_app(app)?;
@@ -590,16 +613,28 @@ impl Controller {
         } else {
             self.ask(app, app::LAUNCH, 0)
         };
-        let latency_ns = answer
-            .filter(|m| m.kind == app::READY)
-            .map(|m| m.at_ns.saturating_sub(requested));
+        let after = launch_counters();
+        let ready = answer.filter(|m| m.kind == app::READY);
+        let latency_ns = ready.map(|m| m.at_ns.saturating_sub(requested));
         if latency_ns.is_some() {
             self.slots[app].activity = true;
             self.write_adjs();
             self.ask(app, app::FOREGROUND, self.settings.dwell_ms);
         }
         self.manage(app);
-        Ok(Launch { start, latency_ns })
+        let mut counters = [None; 4];
+        for (i, c) in counters.iter_mut().enumerate() {
+            *c = after[i].zip(before[i]).map(|(a, b)| a.saturating_sub(b));
+        }
+        Ok(Launch {
+            iteration,
+            app,
+            start,
+            requested_ns: requested,
+            latency_ns,
+            majflt: ready.map(|m| m.majflt),
+            counters,
+        })
     }
 
     /// The activity manager after a launch: over the cached-app limit the oldest cached apps
@@ -611,7 +646,11 @@ impl Controller {
     /// the cycle, would start warm.
     fn manage(&mut self, foreground: usize) {
         let order = self.by_recency();
-        let cached: Vec<usize> = order.into_iter().filter(|&a| a != foreground).skip(1).collect();
+        let cached: Vec<usize> = order
+            .into_iter()
+            .filter(|&a| a != foreground)
+            .skip(1)
+            .collect();
         let mut kept = cached.len();
         for &app in cached.iter().rev() {
             if kept <= self.settings.cached_limit {
@@ -1032,6 +1071,51 @@ fn zram_metrics(m: &mut Metrics) {
     m.add("zram_used_max", field(4));
 }
 
+/// Time spent in direct reclaim (by any task) inside the window [from, to).
+fn stall_within(stalls: &[reclaim_trace::Stall], longest: u64, from: u64, to: u64) -> u64 {
+    let end = stalls.partition_point(|s| s.begin < to);
+    stalls[..end]
+        .iter()
+        .rev()
+        .take_while(|s| s.begin + longest >= from)
+        .map(|s| s.end.min(to).saturating_sub(s.begin.max(from)))
+        .sum()
+}
+
+/// Every launch as columns (one list per field), for the run's details; `stalls` None: not traced.
+fn launch_details(
+    launches: &[Launch],
+    stalls: Option<&[reclaim_trace::Stall]>,
+) -> serde_json::Value {
+    let longest = stalls.map_or(0, |s| s.iter().map(|s| s.end - s.begin).max().unwrap_or(0));
+    let name = |s: Start| {
+        STARTS
+            .iter()
+            .find(|(k, _)| *k == s)
+            .map(|(_, n)| *n)
+            .unwrap_or("cold")
+    };
+    let mut doc = serde_json::json!({
+        "iteration": launches.iter().map(|l| l.iteration).collect::<Vec<_>>(),
+        "app": launches.iter().map(|l| l.app).collect::<Vec<_>>(),
+        "start": launches.iter().map(|l| name(l.start)).collect::<Vec<_>>(),
+        "latency_ns": launches.iter().map(|l| l.latency_ns).collect::<Vec<_>>(),
+        "majflt": launches.iter().map(|l| l.majflt).collect::<Vec<_>>(),
+        "stall_ns": launches.iter().map(|l| {
+            let (s, t) = (stalls?, l.latency_ns?);
+            Some(stall_within(s, longest, l.requested_ns, l.requested_ns + t))
+        }).collect::<Vec<_>>(),
+    });
+    for (i, key) in PER_LAUNCH.iter().enumerate() {
+        doc[*key] = launches
+            .iter()
+            .map(|l| l.counters[i])
+            .collect::<Vec<_>>()
+            .into();
+    }
+    doc
+}
+
 impl Workload for AppCycle {
     fn about(&self) -> About {
         About {
@@ -1106,13 +1190,14 @@ impl Workload for AppCycle {
             corrupt: None,
             adj_note: None,
         };
+        said.reclaim = Some(kernel::reclaim_state());
         let watch = Stopwatch::start(false);
         let start = Snapshot::take();
         let mut launches = Vec::with_capacity(order.len());
         let mut digest = Digest::new();
         for (n, &(iteration, app)) in order.iter().enumerate() {
             digest.word(iteration << 32 | app as u64);
-            let launch = controller.launch(app, n as u64 + 1);
+            let launch = controller.launch(app, iteration, n as u64 + 1);
             match launch {
                 Ok(l) => launches.push(l),
                 Err(e) => {
@@ -1152,6 +1237,10 @@ impl Workload for AppCycle {
         for (topic, text) in m.said.drain(..) {
             said.note(topic, text);
         }
+        said.launches = Some(launch_details(
+            &launches,
+            traced.as_ref().map(|t| t.stalls.as_slice()),
+        ));
         if launches.iter().all(|l| l.latency_ns.is_none()) {
             return Err("no launch came up".into());
         }
@@ -1191,24 +1280,47 @@ mod tests {
     }
 
     #[test]
+    fn a_launch_counts_the_reclaim_inside_its_window() {
+        use reclaim_trace::Stall;
+        let stalls = [
+            Stall { begin: 0, end: 50 },
+            Stall {
+                begin: 90,
+                end: 110,
+            },
+            Stall {
+                begin: 120,
+                end: 130,
+            },
+            Stall {
+                begin: 300,
+                end: 400,
+            },
+        ];
+        assert_eq!(stall_within(&stalls, 100, 100, 200), 10 + 10);
+        assert_eq!(stall_within(&stalls, 100, 0, 1000), 50 + 20 + 10 + 100);
+        assert_eq!(stall_within(&stalls, 100, 60, 80), 0);
+    }
+
+    #[test]
     fn every_metric_it_writes_is_declared() {
         let mut m = Metrics {
             counters: Vec::new(),
             said: Vec::new(),
         };
+        let launch = |start, latency_ns| Launch {
+            iteration: 0,
+            app: 0,
+            start,
+            requested_ns: 0,
+            latency_ns,
+            majflt: None,
+            counters: [None; 4],
+        };
         let launches = [
-            Launch {
-                start: Start::Cold,
-                latency_ns: Some(2_000_000),
-            },
-            Launch {
-                start: Start::Hot,
-                latency_ns: Some(1_000_000),
-            },
-            Launch {
-                start: Start::Hot,
-                latency_ns: None,
-            },
+            launch(Start::Cold, Some(2_000_000)),
+            launch(Start::Hot, Some(1_000_000)),
+            launch(Start::Hot, None),
         ];
         let mean = launch_metrics(&mut m, &launches);
         assert_eq!(mean, 1_500_000.0);
