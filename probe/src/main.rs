@@ -69,6 +69,8 @@ fn list(catalogue: &[&'static dyn Workload], format: &str) {
                 "modes": w.modes(),
                 "iterations": w.default_iterations(),
                 "suite_version": w.section().map(|_| workloads::cpu::SUITE_VERSION),
+                // numbers as numbers, as a spec writes them; sizes (`4m`) and words as text
+                "quick": w.quick_options().iter().map(|(k, v)| (k.to_string(), v.parse::<u64>().map_or(json!(v), |n| json!(n)))).collect::<serde_json::Map<_, _>>(),
                 "options": about.options.iter().map(|o| {
                     let mut option = json!({"name": o.name, "default": o.default, "help": o.help});
                     option.as_object_mut().unwrap().extend(o.kind.describe().as_object().unwrap().clone());

@@ -80,6 +80,11 @@ pub trait Workload: Sync {
     fn default_iterations(&self) -> Option<u64> {
         None
     }
+    /// Option values that make a short try of it (`benchlab run SPEC --quick`): the app cycle's
+    /// 10 iterations where the study runs 150.
+    fn quick_options(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
     /// How the work may be spread over threads (the CPU suite: copies, and shared where a task splits).
     fn modes(&self) -> &'static [&'static str] {
         &[]

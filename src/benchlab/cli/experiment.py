@@ -19,7 +19,7 @@ from benchlab.errors import RunsFailed, SpecError
 from benchlab.report import check_format, safe
 from benchlab.spec import ExperimentSpec, read_spec, spec_from_dict
 from benchlab.spec.load import spec_error
-from benchlab.spec.models import UntilDecided
+from benchlab.spec.models import UntilDecided, WorkloadSpec
 from benchlab.spec.quick import quick_spec
 from benchlab.suite.cpu import expand_spec
 
@@ -40,7 +40,7 @@ Quick = Annotated[
     bool,
     typer.Option(
         "--quick",
-        help=f"a short try: {QUICK_BLOCKS} blocks (or --blocks), no warm-up, not sequential, stored as NAME-quick",
+        help=f"a short try: {QUICK_BLOCKS} blocks (or --blocks), no warm-up, not sequential, short built-ins, as NAME-quick",
     ),
 ]
 
@@ -96,11 +96,23 @@ def shortened(spec: ExperimentSpec, blocks: int | None, quick: bool) -> Experime
         return spec
     update: dict[str, object] = {"blocks": QUICK_BLOCKS if blocks is None else blocks, "until_decided": None}
     if quick:
-        update |= {"warmup": 0, "name": f"{spec.name}-quick"}
+        update |= {"warmup": 0, "name": f"{spec.name}-quick", "workloads": [_quick_workload(w) for w in spec.workloads]}
     try:
         return ExperimentSpec.model_validate({**spec.model_dump(), **update})
     except ValidationError as exc:
         raise spec_error(exc, "--blocks" if blocks is not None else "--quick") from None
+
+
+def _quick_workload(workload: WorkloadSpec) -> dict[str, object]:
+    """A built-in workload with the option values its probe declares for a short try (the app
+    cycle's 10 iterations where the study runs 150)."""
+    fields = workload.model_dump()
+    if workload.builtin is not None:
+        from benchlab.workloads.probe import catalogue  # runs the probe: only for a quick try
+
+        quick = catalogue().get(workload.builtin, {}).get("quick") or {}
+        fields["options"] = {**workload.options, **quick}
+    return fields
 
 
 def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool) -> None:

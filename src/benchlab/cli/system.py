@@ -27,7 +27,9 @@ def workloads(fmt: Annotated[str, typer.Option("--format", "-f", help="table or 
     for col in ("workload", "description", "options (default)", "metrics"):
         table.add_column(col)
     for w in items.values():
-        options = "\n".join(f"{o['name']}={o['default']}" for o in w["options"])
+        quick = w.get("quick") or {}
+        shortened = {name: f" (--quick: {value})" for name, value in quick.items()}
+        options = "\n".join(f"{o['name']}={o['default']}{shortened.get(o['name'], '')}" for o in w["options"])
         metrics = "\n".join(f"{m['name']} ({m['unit']}, {m['direction']})" for m in w["metrics"])
         table.add_row(w["name"], w["description"], options, metrics)
     out.print(table)

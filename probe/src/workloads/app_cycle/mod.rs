@@ -1131,6 +1131,10 @@ impl Workload for AppCycle {
         workdir_base(opts).map(drop)
     }
 
+    fn quick_options(&self) -> &'static [(&'static str, &'static str)] {
+        &[("iterations", "10")]
+    }
+
     fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, String> {
         let base = workdir_base(opts)?;
         let (_files, profiles) = make_apps(opts, &base)?;
