@@ -128,9 +128,10 @@ def _shown(entry: Any) -> str:
 
 
 def _undo_knob(entry: Any) -> str:
+    """Writes a knob's original value back and says so; ValueError: why it never can be."""
     problem = _entry_problem(entry)
     if problem is not None:
-        raise ValueError(problem)
+        raise ValueError(f"{_shown(entry)}: {problem}")
     try:
         if _current(entry["path"]) != entry["original"]:  # one whose write never happened needs none
             _write(entry["path"], entry["original"])
@@ -140,7 +141,11 @@ def _undo_knob(entry: Any) -> str:
 
 
 def _undo_typed(entry: dict[str, Any]) -> str:
-    change = swap.change_of(entry)
+    """Undoes a swap change and says what it put back; ValueError: an entry benchlab never wrote."""
+    try:
+        change = swap.change_of(entry)
+    except ValueError as exc:
+        raise ValueError(f"{_shown(entry)}: {exc}") from None
     change.undo()
     return str(change)
 
@@ -262,7 +267,7 @@ class KnobJournal:
             try:
                 restored = _undo_typed(entry) if typed else _undo_knob(entry)
             except ValueError as exc:  # never an entry benchlab wrote, or one that can never be undone
-                done.dropped.append(f"{_shown(entry)}: {exc}; not restored")
+                done.dropped.append(f"{exc}; not restored")
                 continue
             except EnvironmentProblem as exc:
                 done.failed.append(exc.message)

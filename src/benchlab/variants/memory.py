@@ -69,7 +69,7 @@ class PreparedMemory:
             raise SpecError(NO_MGLRU, where=f"{where}.{'lru_gen' if spec.lru_gen is not None else 'lru_gen_min_ttl_ms'}")
         knobs = {validate_knob_path(path, f"{where}.{name}"): value for name, (path, value) in _knobs(spec).items()}
         if spec.zram is not None:
-            _check_swap(spec, f"{where}.zram")
+            _check_swap(spec, where)
         if spec.free is not None:
             _check_ballast(spec.free, f"{where}.free")
         return cls(spec, where, knobs)
@@ -84,7 +84,9 @@ class PreparedMemory:
         size = self.spec.zram_bytes(self._effective_ram())
         if size is None:
             return
-        with interrupts.deferred():  # a device hot-added here is journalled before anything is set on it
+        # hot_add names its device only as it makes it: such a device is journalled just after, still
+        # empty (no size, no memory), and before anything is set on it, with no signal in between
+        with interrupts.deferred():
             free = free_zram()
             device = free or hot_add_zram()
             zram = Zram(device, added=free is None, algorithm=zram_algorithms(device)[1])
@@ -120,21 +122,21 @@ class PreparedMemory:
 
 def _check_swap(spec: MemorySpec, where: str) -> None:
     if os.geteuid() != 0:
-        raise EnvironmentProblem(f"{where}: swap is root's to change", hint="run benchlab as root")
+        raise EnvironmentProblem(f"{where}.zram: swap is root's to change", hint="run benchlab as root")
     missing = [tool for tool in SWAP_TOOLS if shutil.which(tool) is None]
     if missing:
-        raise EnvironmentProblem(f"{where} needs {', '.join(missing)}", hint="apt-get install util-linux mount")
+        raise EnvironmentProblem(f"{where}.zram needs {', '.join(missing)}", hint="apt-get install util-linux mount")
     if spec.zram == "off":
         return
     devices = zram_devices()
     if not devices and not ZRAM_CONTROL.is_dir():
-        raise EnvironmentProblem(f"{where}: this kernel has no zram", hint="modprobe zram")
+        raise EnvironmentProblem(f"{where}.zram: this kernel has no zram", hint="modprobe zram")
     if spec.zram_algorithm is not None and devices:
         offered, _ = zram_algorithms(devices[0])
         if spec.zram_algorithm not in offered:
             raise SpecError(
                 f"this kernel's zram has no algorithm {spec.zram_algorithm!r} (it has {', '.join(offered)})",
-                where=f"{where}_algorithm",
+                where=f"{where}.zram_algorithm",
             )
 
 
