@@ -18,6 +18,7 @@ from benchlab.report import app_cycle_grid, render, table
 from benchlab.report.app_cycle_grid import MISSING, grid
 from benchlab.report.views import report_grids, resolved
 from benchlab.stats.report_model import Experiment, MetricRow, Report
+from benchlab.workloads.probe import catalogue
 from tests.conftest import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,3 +157,10 @@ def test_a_real_cycle_reads_in_the_view_through_the_cli(monkeypatch: pytest.Monk
     assert "### memory.app_cycle: app cycle, b vs a (medians)" in text
     assert text.index("**Launch time**") < text.index("**Start types**") < text.index("**Kills**")
     assert "| overall |" in text and "| cold launches |" in text
+
+
+def test_every_metric_the_probe_declares_has_its_line_or_is_named_as_elsewhere() -> None:
+    declared = {m["name"] for m in catalogue()["memory.app_cycle"]["metrics"]}
+    shown = {line.metric for section in app_cycle_grid.SECTIONS for line in section.lines}
+    assert declared - shown == set(app_cycle_grid.ELSEWHERE)
+    assert shown <= declared

@@ -19,7 +19,8 @@ MISSING = (
     "a blank cell: no run of that variant reported the metric (its kernel lacks the counter or the "
     "tracepoint), which is not a zero"
 )
-REST = "every other metric of the cycle (CPU time, faults, allocstall, trace_lost, zram_used_max): --view metrics"
+ELSEWHERE = ("allocstall", "trace_lost", "zram_used_max")  # the cycle's metrics shown by --view metrics only
+REST = f"every other metric of the cycle (CPU time, faults, {', '.join(ELSEWHERE)}): --view metrics"
 
 
 @dataclass(frozen=True)
@@ -49,16 +50,19 @@ SECTIONS = (
                             Line("cold", "launch_cold"))),
     Section("Start types", (Line("hot launches", "launches_hot"), Line("warm launches", "launches_warm"),
                             Line("cold launches", "launches_cold"), Line("hot:cold", "hot_cold"),
-                            Line("hot:warm", "hot_warm"), Line("warm:cold", "warm_cold"))),
+                            Line("hot:warm", "hot_warm"), Line("warm:cold", "warm_cold"),
+                            Line("failed launches", "launch_failures"))),
     Section("Kills", (Line("activity manager", "kills_am"), Line("low-memory killer", "kills_lmk"),
-                      Line("kernel OOM", "kills_oom"), Line("total", "kills")), "kills_lmk_", "lmkd: "),
+                      Line("kernel OOM", "kills_oom"), Line("total", "kills"),
+                      Line("oom_kill, every process", "oom_kill")), "kills_lmk_", "lmkd: "),
     Section("Working-set refaults", (Line("anon", "refault_anon"), Line("file", "refault_file"))),
     Section("kswapd CPU", (Line("CPU time", "kswapd_cpu"),)),
     Section("Reclaim efficiency", (Line("kswapd", "efficiency_kswapd"), Line("direct", "efficiency_direct"),
                                    Line("anon", "efficiency_anon"), Line("file", "efficiency_file"))),
     Section("Direct reclaim", (Line("count", "direct_reclaims"), Line("total stall time", "direct_stall"),
                                Line("< 5 ms", "direct_lt5ms"), Line("5-50 ms", "direct_5_50ms"),
-                               Line("50-500 ms", "direct_50_500ms"), Line("> 500 ms", "direct_gt500ms"))),
+                               Line("50-500 ms", "direct_50_500ms"), Line("> 500 ms", "direct_gt500ms"),
+                               Line("share of pages scanned", "direct_share"))),
     Section("Swap and pressure", (Line("pages swapped in", "pswpin"), Line("pages swapped out", "pswpout"),
                                   Line("PSI some", "psi_some"), Line("PSI full", "psi_full"),
                                   Line("zram compression ratio", "zram_ratio"))),
