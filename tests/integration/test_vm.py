@@ -15,23 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.errors import BenchlabError
 from benchlab.locate import probe_path
 from benchlab.measure.guest import SHARE_PREFIX
 from benchlab.variants import kernels
-from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
+from tests.conftest import BENCHLAB, cli, signals_as_at_a_terminal
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="session")
-def guest_kernel() -> kernels.GuestKernel:
-    for tool in ("qemu-system-x86_64", "apt-get", "depmod", "udevadm"):
-        need(tool)
-    try:
-        return kernels.resolve(None, "test")  # the kernel Debian's linux-image-amd64 points at, fetched once
-    except BenchlabError as exc:
-        pytest.skip(f"no Debian kernel package here: {exc}")
 
 
 def _spec(
