@@ -1,6 +1,7 @@
 //! A low-memory killer modelled on Android's lmkd (its PSI mode): PSI
 //! triggers on `/proc/pressure/memory` with lmkd's defaults (partial stall
-//! 70 ms, complete stall 700 ms per 1 s window), and on each event lmkd's
+//! 70 ms, complete stall 700 ms per 1 s window), and on each event (and every
+//! 100 ms for a window after it, as lmkd polls while pressure lasts) lmkd's
 //! decision: the zone watermarks, swap left, file-cache thrashing (file
 //! refaults since the window's start relative to the file LRU, with a limit
 //! that decays 10% per kill) and whether direct reclaim ran, giving a kill
@@ -43,6 +44,17 @@ pub struct Settings {
     pub thrashing_decay_pct: u64,
 }
 
+#[derive(Clone, Copy, PartialEq)]
+pub enum Event {
+    Partial,
+    Full,
+    /// no new event: lmkd looking again while the last one's window lasts
+    Poll,
+}
+
+/// How often lmkd looks again after an event (its PSI_POLL_PERIOD_LONG_MS).
+const POLL_NS: u64 = 100_000_000;
+
 pub struct Decision {
     pub reason: &'static str,
     pub min_adj: i32,
@@ -63,6 +75,10 @@ pub struct Lmkd {
     pgscan_kswapd: u64,
     /// when the last complete-stall event came (0: never)
     pub last_full_ns: u64,
+    last_event_ns: u64,
+    last_look_ns: u64,
+    /// the PSI window the kernel took
+    window_ns: u64,
 }
 
 fn trigger(kind: &str, stall_ms: u64, window_ms: u64) -> std::io::Result<File> {
@@ -107,6 +123,7 @@ impl Lmkd {
             )
         });
         let vm = vmstat();
+        let window_ns = settings.window_ms * factor * 1_000_000;
         Ok(Lmkd {
             some,
             full,
@@ -120,6 +137,9 @@ impl Lmkd {
             pgscan_direct: vm.get("pgscan_direct").copied().unwrap_or(0),
             pgscan_kswapd: vm.get("pgscan_kswapd").copied().unwrap_or(0),
             last_full_ns: 0,
+            last_event_ns: 0,
+            last_look_ns: 0,
+            window_ns,
         })
     }
 
@@ -133,9 +153,22 @@ impl Lmkd {
         self.limit_pct = self.limit_pct * (100 - self.settings.thrashing_decay_pct) / 100;
     }
 
-    /// lmkd's decision on a stall event (`full`: the complete-stall trigger fired): a kill
-    /// reason and the lowest adj a victim may have, or None.
-    pub fn decide(&mut self, full: bool, now_ns: u64) -> Option<Decision> {
+    /// Whether lmkd looks again without an event: for a window after each event, every
+    /// POLL_NS, as lmkd polls while pressure lasts (an event comes at most once per window).
+    pub fn polling(&self, now_ns: u64) -> bool {
+        self.last_event_ns != 0
+            && now_ns - self.last_event_ns < self.window_ns
+            && now_ns - self.last_look_ns >= POLL_NS
+    }
+
+    /// lmkd's decision on a stall event (`full`: the complete-stall trigger fired; neither: a
+    /// poll after an event): a kill reason and the lowest adj a victim may have, or None.
+    pub fn decide(&mut self, event: Event, now_ns: u64) -> Option<Decision> {
+        self.last_look_ns = now_ns;
+        if event != Event::Poll {
+            self.last_event_ns = now_ns;
+        }
+        let full = event == Event::Full;
         if full {
             self.last_full_ns = now_ns;
         }
@@ -148,16 +181,19 @@ impl Lmkd {
             .copied()
             .unwrap_or(0);
         let file_lru = (kib("Active(file)") + kib("Inactive(file)")) / 4;
-        let thrashing =
-            if self.window_start_ns == 0 || now_ns - self.window_start_ns > THRASHING_WINDOW_NS {
-                self.window_start_ns = now_ns;
-                self.window_refaults = refaults;
-                self.window_file_lru = file_lru;
-                self.limit_pct = self.settings.thrashing_limit_pct;
-                0
-            } else {
-                (refaults - self.window_refaults) * 100 / (self.window_file_lru + 1)
-            };
+        // file refaults since the window began, against the file LRU as it was then; a window
+        // older than lmkd's interval is measured once more, then starts again from now
+        let thrashing = if self.window_start_ns == 0 {
+            0
+        } else {
+            refaults.saturating_sub(self.window_refaults) * 100 / (self.window_file_lru + 1)
+        };
+        if self.window_start_ns == 0 || now_ns - self.window_start_ns > THRASHING_WINDOW_NS {
+            self.window_start_ns = now_ns;
+            self.window_refaults = refaults;
+            self.window_file_lru = file_lru;
+            self.limit_pct = self.settings.thrashing_limit_pct;
+        }
         let scanned = |key: &str, last: &mut u64| {
             let now = vm.get(key).copied().unwrap_or(0);
             let moved = now > *last;

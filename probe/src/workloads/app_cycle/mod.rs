@@ -451,9 +451,9 @@ impl Controller {
 
     /// lmkd's turn after a stall event: its decision, then the victim with the highest adj
     /// (the least recently used among equals); the foreground app is never its victim.
-    fn pressure(&mut self, full: bool) {
+    fn pressure(&mut self, event: lmkd::Event) {
         let now = monotonic_ns();
-        let Some(decision) = self.lmkd.as_mut().and_then(|l| l.decide(full, now)) else {
+        let Some(decision) = self.lmkd.as_mut().and_then(|l| l.decide(event, now)) else {
             return;
         };
         let victim = (0..self.slots.len())
@@ -545,10 +545,20 @@ impl Controller {
             if ready < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                 return None;
             }
-            for (i, full) in [(1, false), (2, true)] {
+            let mut events = 0;
+            for (i, event) in [(1, lmkd::Event::Partial), (2, lmkd::Event::Full)] {
                 if fds.get(i).is_some_and(|f| f.revents & libc::POLLPRI != 0) {
-                    self.pressure(full);
+                    self.pressure(event);
+                    events += 1;
                 }
+            }
+            if events == 0
+                && self
+                    .lmkd
+                    .as_ref()
+                    .is_some_and(|l| l.polling(monotonic_ns()))
+            {
+                self.pressure(lmkd::Event::Poll);
             }
             if fds[0].revents != 0 {
                 let received = self.slots[app].sock.as_mut().map(Message::receive);
