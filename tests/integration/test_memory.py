@@ -282,3 +282,43 @@ def test_what_this_machine_cannot_do_is_refused_in_one_line_before_anything_runs
     code = 3 if "free" in memory else 2  # the spec, or the machine as it is now
     refused("run", str(spec(tmp_path / "r.toml", memory, command="true")), code=code, mentions=message)
     assert snapshot() == machine
+
+
+def vmstat() -> dict[str, int]:
+    return {k: int(v) for k, v in (line.split() for line in Path("/proc/vmstat").read_text().splitlines())}
+
+
+def test_the_app_cycle_under_pressure_kills_and_refaults_as_swap_and_zram_say(tmp_path: Path, machine: dict[str, Any]) -> None:
+    """Global pressure from the ballast, one cycle per run: without swap the killer kills most,
+    no anonymous page refaults and the file cache thrashes; a larger zram keeps more to come back. The cycle's counters are deltas inside each run,
+    so over the experiment they add up to no more than /proc/vmstat read by hand around it."""
+    path = tmp_path / "cycle.toml"
+    cycle = '{ apps = 10, anon = "128m", code = "2m", framework = "8m", iterations = 2, dwell = 0 }'
+    variants = {"zram25": '{ free = "768M", zram = "25%", zram_algorithm = "lz4" }',
+                "zram50": '{ free = "768M", zram = "50%", zram_algorithm = "lz4" }',
+                "noswap": '{ free = "768M", zram = "off" }'}  # fmt: skip
+    path.write_text(
+        f'name = "cycle"\nblocks = 2\n[[workloads]]\nname = "cycle"\nbuiltin = "memory.app_cycle"\noptions = {cycle}\n'
+        + "".join(f'[[variants]]\nname = "{name}"\nmemory = {memory}\n' for name, memory in variants.items())
+    )
+    before = vmstat()
+    proc = cli("run", str(path), "--format", "json", timeout=600, check=True)
+    after = vmstat()
+    runs = json.loads(proc.stdout)["runs"]
+    total: dict[str, dict[str, float]] = {name: {} for name in variants}
+    for run in runs:
+        for metric, value in run["metrics"].items():
+            total[run["variant"]][metric] = total[run["variant"]].get(metric, 0) + value
+    assert total["noswap"]["kills"] > max(total["zram25"]["kills"], total["zram50"]["kills"]), total
+    assert total["noswap"]["refault_anon"] == total["noswap"]["pswpout"] == 0
+    assert total["zram50"]["refault_anon"] > total["zram25"]["refault_anon"] > 0, "more zram, more kept to come back"
+    assert total["noswap"]["refault_file"] > total["zram50"]["refault_file"], "without swap the file cache pays"
+    for metric, counter in {"pswpout": "pswpout", "pswpin": "pswpin", "refault_anon": "workingset_refault_anon",
+                            "refault_file": "workingset_refault_file", "oom_kill": "oom_kill"}.items():  # fmt: skip
+        measured = sum(t.get(metric, 0) for t in total.values())
+        assert measured <= after[counter] - before[counter], (metric, measured, after[counter] - before[counter])
+    stalls = sum(v for k, v in after.items() if k.startswith("allocstall")) - sum(
+        v for k, v in before.items() if k.startswith("allocstall")
+    )
+    assert sum(t.get("allocstall", 0) for t in total.values()) <= stalls
+    assert sum(t["kills_oom"] for t in total.values()) <= after["oom_kill"] - before["oom_kill"]

@@ -1151,6 +1151,19 @@ impl Workload for AppCycle {
         let apps = profiles.len();
         let seed = opts.int("seed")?;
         let order = sequence(seed, apps, opts.int("iterations")?);
+        // as lmkd does: the controller's own pages never wait on reclaim, so under thrashing
+        // it still sees the stall events in time and its kills land
+        // SAFETY: a flag-only system call on this process (apps forked later do not inherit it).
+        if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT) } != 0
+        {
+            said.note(
+                "mlock_failed",
+                format!(
+                    "mlockall: {}: the controller may stall under thrashing",
+                    std::io::Error::last_os_error()
+                ),
+            );
+        }
         let lmkd = if opts.flag("lmkd")? {
             let settings = lmkd::Settings {
                 some_ms: opts.int("psi-some")?,
