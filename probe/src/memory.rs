@@ -109,6 +109,7 @@ impl RunCgroup {
     pub fn remove(&mut self) {
         for _ in 0..100 {
             let Some(dir) = self.dir.as_ref() else { return };
+            remove_nested(dir);
             if fs::remove_dir(dir).is_ok() {
                 self.dir = None;
                 return;
@@ -119,6 +120,27 @@ impl RunCgroup {
         if let Some(dir) = self.dir.take() {
             self.note = Some(format!("could not remove {}", dir.display()));
         }
+    }
+}
+
+/// The cgroups a workload made inside its run's (the app cycle's, one per app), deepest first,
+/// their processes killed: the run's cgroup cannot go while they exist.
+fn remove_nested(dir: &std::path::Path) {
+    for child in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = child.path();
+        if !path.is_dir() {
+            continue;
+        }
+        remove_nested(&path);
+        let procs = fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs
+            .split_whitespace()
+            .filter_map(|p| p.parse::<libc::pid_t>().ok())
+        {
+            // SAFETY: signalling a process id read from a cgroup inside our own run's.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let _ = fs::remove_dir(&path);
     }
 }
 

@@ -40,6 +40,8 @@ pub struct Said {
     pub launches: Option<Value>,
     /// memory.app_cycle: what reclaim ran under (MGLRU, swappiness, zram)
     pub reclaim: Option<Value>,
+    /// memory.app_cycle: each app's own memory cgroup's figures, as columns
+    pub apps: Option<Value>,
 }
 
 impl Said {
@@ -65,6 +67,9 @@ impl Said {
         }
         if let Some(reclaim) = &self.reclaim {
             doc["reclaim"] = reclaim.clone();
+        }
+        if let Some(apps) = &self.apps {
+            doc["apps"] = apps.clone();
         }
         doc
     }

@@ -4,6 +4,7 @@ launch rather than a lost cycle. Pressure, swap and MGLRU in a guest: tests/inte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from benchlab.locate import probe_path
-from tests.conftest import cli
+from benchlab.measure.cgroup import run_cgroup_parent
+from tests.conftest import BENCHLAB, cli
 
 TINY = {"apps": 4, "anon": "4m", "code": "256k", "framework": "1m", "dwell": 10}
 
@@ -86,6 +88,9 @@ def test_an_experiment_keeps_every_launch_and_runs_the_same_sequence_in_every_va
         assert all(t > 0 for t in launches["latency_ns"])
         assert {len(column) for column in launches.values()} == {12}
         assert d["reclaim"]["swappiness"] is not None and "lru_gen" in d["reclaim"]
+        apps = d["apps"]  # each app's own memory cgroup, inside the run's
+        assert {len(column) for column in apps.values()} == {4}
+        assert all(peak >= 2 << 20 for peak in apps["peak_bytes"]), "an app's anon (4 MiB x 0.5-1.5) is charged to it"
 
 
 def test_the_launch_metrics_are_what_the_launches_say() -> None:
@@ -145,3 +150,43 @@ def test_a_directory_in_memory_is_refused_before_anything_runs(tmp_path: Path) -
     )
     assert proc.returncode == 1
     assert "is on tmpfs" in json.loads(proc.stdout)["benchlab"]["error"]
+
+
+def test_a_killed_experiment_leaves_no_app_or_cgroup_behind(tmp_path: Path) -> None:
+    """The apps die with their controller, and the per-app cgroups inside a dead run's cgroup go
+    with it when the next experiment clears what the killed one left."""
+    options = ", ".join(f"{k} = {json.dumps(v)}" for k, v in {**TINY, "iterations": 5000}.items())
+    spec = tmp_path / "long.toml"
+    spec.write_text(
+        f'name = "long"\nblocks = 2\ntimeout = 600\n[[workloads]]\nname = "cycle"\nbuiltin = "memory.app_cycle"\n'
+        f'options = {{ {options} }}\n[[variants]]\nname = "a"\n[[variants]]\nname = "b"\n'
+    )
+    proc = subprocess.Popen(
+        [BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    deadline = time.monotonic() + 60
+    while not app_cgroups() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert app_cgroups(), "the cycle made a cgroup per app"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while apps_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not apps_alive(), "every app dies with its controller"
+    cli("compare", "--cmd", "true", "-V", "a", "-n", "2", check=True)  # the next experiment clears what was left
+    assert not app_cgroups()
+
+
+def app_cgroups() -> list[Path]:
+    parent = run_cgroup_parent()[0]
+    return [p for p in Path(parent).glob("run-*/app-*") if p.is_dir()] if parent else []
+
+
+def apps_alive() -> list[int]:
+    alive = []
+    for task in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):  # a process that ends while it is looked at
+            if task.name.isdigit() and (task / "comm").read_text().startswith("app-"):
+                alive.append(int(task.name))
+    return alive

@@ -69,7 +69,12 @@ def _run_cgroups() -> Iterator[Path]:
 
 def _remove(folder: Path) -> bool:
     """Kills everything in `folder` (cgroup.kill under v2, each process under v1) until the
-    kernel lets the cgroup go; False if it still holds processes after REMOVE_WAIT_S."""
+    kernel lets the cgroup go; False if it still holds processes after REMOVE_WAIT_S. The
+    cgroups a workload made inside it (the app cycle's, one per app) go first, deepest first."""
+    with contextlib.suppress(OSError):
+        for child in [p for p in folder.iterdir() if p.is_dir()]:
+            if not _remove(child):
+                return False
     deadline = time.monotonic() + REMOVE_WAIT_S
     while True:
         try:

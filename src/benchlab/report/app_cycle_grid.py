@@ -16,8 +16,8 @@ BUILTIN = "memory.app_cycle"
 SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 BARE = ("count", "ratio")  # units a row's label already says: "hot launches", "hot:cold"
 MISSING = (
-    "a blank cell: no run of that variant reported the metric (its kernel lacks the counter or the "
-    "tracepoint), which is not a zero"
+    "a blank cell: no run of that variant reported the metric (nothing of that class was scanned, so no "
+    "efficiency; or its kernel lacks the counter or the tracepoint), which is not a zero"
 )
 ELSEWHERE = ("allocstall", "trace_lost", "zram_used_max")  # the cycle's metrics shown by --view metrics only
 REST = f"every other metric of the cycle (CPU time, faults, {', '.join(ELSEWHERE)}): --view metrics"

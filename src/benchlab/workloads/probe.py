@@ -50,9 +50,19 @@ class Inheritance(BaseModel):
 Count = Annotated[int, Field(ge=0)]
 
 
-class Launches(BaseModel):
-    """Every launch of a `memory.app_cycle` run, as columns of equal length: kept in the run's
-    details, so a launch's own refaults, swap-ins and reclaim stall can be read back."""
+class Columns(BaseModel):
+    """A table sent as columns (one list per field), which must all have one length."""
+
+    @model_validator(mode="after")
+    def _equal_columns(self) -> Columns:
+        if len({len(column) for column in self.model_dump().values()}) > 1:
+            raise ValueError(f"the {type(self).__name__.lower()} columns differ in length")
+        return self
+
+
+class Launches(Columns):
+    """Every launch of a `memory.app_cycle` run: kept in the run's details, so a launch's own
+    refaults, swap-ins and reclaim stall can be read back."""
 
     iteration: list[Count]
     app: list[Count]
@@ -65,11 +75,14 @@ class Launches(BaseModel):
     pswpin: list[Count | None]
     allocstall: list[Count | None]
 
-    @model_validator(mode="after")
-    def _equal_columns(self) -> Launches:
-        if len({len(column) for column in self.model_dump().values()}) > 1:
-            raise ValueError("the launch columns differ in length")
-        return self
+
+class Apps(Columns):
+    """Each app's own memory cgroup over the cycle, indexed by app (None: a file the kernel lacks)."""
+
+    peak_bytes: list[Count | None]
+    refault_anon: list[Count | None]
+    refault_file: list[Count | None]
+    majflt: list[Count | None]
 
 
 class ZramSwap(BaseModel):
@@ -98,6 +111,7 @@ class ProbeSaid(BaseModel):
     error: str | None = None  # `--check`: why the options cannot run here
     launches: Launches | None = None  # memory.app_cycle runs
     reclaim: Reclaim | None = None  # memory.app_cycle runs
+    apps: Apps | None = None  # memory.app_cycle runs with per-app cgroups
 
 
 def probe_said(fields: object, where: str) -> ProbeSaid:
@@ -227,9 +241,10 @@ class ProbeWorkload:
         return benchmark_metrics(doc, metric_directions(self.spec))  # type: ignore[arg-type]
 
     def details(self, finished: Finished) -> dict[str, Any]:
-        """What a run keeps besides its metrics: an app cycle's launches and what reclaim ran under."""
+        """What a run keeps besides its metrics: an app cycle's launches, each app's accounting,
+        and what reclaim ran under."""
         said = self._document(finished)[1]
-        kept = {"launches": said.launches, "reclaim": said.reclaim}
+        kept = {"launches": said.launches, "apps": said.apps, "reclaim": said.reclaim}
         return {key: value.model_dump() for key, value in kept.items() if value is not None}
 
     def notes(self, finished: Finished) -> list[str]:

@@ -16,6 +16,7 @@
 //! ballast, zram, swappiness: benchlab's `memory` variant field) or the
 //! guest's size, so that identical cycles run under each setting.
 
+mod accounting;
 mod app;
 mod kernel;
 mod lmkd;
@@ -361,6 +362,8 @@ struct Controller {
     kills: Kills,
     corrupt: Option<String>,
     adj_note: Option<String>,
+    /// one memory cgroup per app, for accounting; None where there are none
+    cgroups: Option<accounting::AppCgroups>,
 }
 
 /// Android's oom_score_adj of the foreground app, the previous app and the cached range.
@@ -389,7 +392,8 @@ impl Controller {
             return Err(format!("fork: {}", std::io::Error::last_os_error()));
         }
         if pid == 0 {
-            let code = match become_app(parent, theirs.into_raw_fd(), &self.profiles[app]) {
+            let cgroup = self.cgroups.as_ref().map(|c| c.procs(app));
+            let code = match become_app(parent, theirs.into_raw_fd(), &self.profiles[app], cgroup) {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("benchlab-probe memory.app_cycle: {e}");
@@ -706,7 +710,17 @@ impl Controller {
 
 /// The forked child's set-up: it dies with the controller, never writes the probe's stdout,
 /// keeps no descriptor but its socket, and lives as the app.
-fn become_app(parent: i32, sock: i32, profile: &Profile) -> Result<(), String> {
+fn become_app(
+    parent: i32,
+    sock: i32,
+    profile: &Profile,
+    cgroup: Option<PathBuf>,
+) -> Result<(), String> {
+    if let Some(procs) = cgroup {
+        // before the app maps anything, so every page it touches is charged to its own cgroup
+        fs::write(&procs, std::process::id().to_string())
+            .map_err(|e| format!("{}: {e}", procs.display()))?;
+    }
     // SAFETY: plain system calls on this (child) process's own state.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -1092,6 +1106,23 @@ fn stall_within(stalls: &[reclaim_trace::Stall], longest: u64, from: u64, to: u6
         .sum()
 }
 
+/// Every app's own accounting as columns, indexed by app.
+fn app_details(read: &[(Option<u64>, [Option<u64>; 3])]) -> serde_json::Value {
+    let mut doc =
+        serde_json::json!({"peak_bytes": read.iter().map(|(peak, _)| *peak).collect::<Vec<_>>()});
+    for (i, key) in ["refault_anon", "refault_file", "majflt"]
+        .iter()
+        .enumerate()
+    {
+        doc[*key] = read
+            .iter()
+            .map(|(_, counted)| counted[i])
+            .collect::<Vec<_>>()
+            .into();
+    }
+    doc
+}
+
 /// Every launch as columns (one list per field), for the run's details; `stalls` None: not traced.
 fn launch_details(
     launches: &[Launch],
@@ -1216,6 +1247,16 @@ impl Workload for AppCycle {
             kills: Kills::default(),
             corrupt: None,
             adj_note: None,
+            cgroups: match accounting::AppCgroups::make(apps) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    said.note(
+                        "per_app_accounting",
+                        format!("{e}: no per-app memory accounting"),
+                    );
+                    None
+                }
+            },
         };
         said.reclaim = Some(kernel::reclaim_state());
         let watch = Stopwatch::start(false);
@@ -1244,6 +1285,7 @@ impl Workload for AppCycle {
         };
         zram_metrics(&mut m);
         controller.close();
+        said.apps = controller.cgroups.as_ref().map(|c| app_details(&c.read()));
         let (_, cpu_ns) = watch.elapsed();
         let traced = match trace.map(reclaim_trace::ReclaimTrace::finish).transpose() {
             Ok(t) => t,
