@@ -1,6 +1,7 @@
 """The app cycle in guests of Debian's kernel, whose MGLRU this machine's kernel lacks: the
 `memory` field turned into each guest's own settings (MGLRU off and on, zram of a share of the
-guest's memory), read back by the cycle from inside the guest."""
+guest's memory, swappiness), read back by the cycle from inside the guest, this machine's own
+swap and knobs untouched."""
 
 from __future__ import annotations
 
@@ -26,10 +27,13 @@ def test_mglru_off_and_on_in_guests_of_one_experiment(tmp_path: Path, guest_kern
     spec.write_text(
         f'name = "reclaim"\nblocks = 2\ntimeout = 600\n[[workloads]]\nname = "cycle"\nbuiltin = "memory.app_cycle"\n'
         f"options = {CYCLE}\n"
-        f'[[variants]]\nname = "classic"\nmemory = {{ zram = "25%", zram_algorithm = "lz4", lru_gen = "n" }}\n{guest}\n'
+        f'[[variants]]\nname = "classic"\nmemory = {{ zram = "25%", zram_algorithm = "lz4", lru_gen = false, swappiness = 100 }}\n'
+        f"{guest}\n"
         f'[[variants]]\nname = "mglru"\nmemory = {{ zram = "25%", zram_algorithm = "lz4", lru_gen = "y" }}\n{guest}\n'
     )
+    swappiness, swaps = Path("/proc/sys/vm/swappiness").read_text(), Path("/proc/swaps").read_text()
     proc = cli("run", str(spec), "--format", "json", timeout=900, check=True)
+    assert (Path("/proc/sys/vm/swappiness").read_text(), Path("/proc/swaps").read_text()) == (swappiness, swaps)
     rows = {(r["metric"], r["variant"]): r for r in json.loads(proc.stdout)["rows"]}
     assert ("launch_cold", "mglru") in rows and ("refault_anon", "mglru") in rows
     db = sqlite3.connect(os.environ["BENCHLAB_DB"])
@@ -43,5 +47,6 @@ def test_mglru_off_and_on_in_guests_of_one_experiment(tmp_path: Path, guest_kern
         assert reclaim["lru_gen"] == ("0x0007" if variant == "mglru" else "0x0000"), reclaim
         assert reclaim["zram"] == [{"device": "zram0", "disksize": 96 << 20, "algorithm": "lz4"}], reclaim
         assert reclaim["swap_kib"] > 0
+        assert reclaim["swappiness"] == (100 if variant == "classic" else 60)
     sequences = {tuple(json.loads(d)["launches"]["app"]) for _, d in ran}
     assert len(sequences) == 1, "both kernels see the same launch sequence"

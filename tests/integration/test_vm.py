@@ -100,27 +100,6 @@ def test_a_guest_loads_its_modules_writes_its_knobs_balloons_and_is_the_runs_hos
     assert _guests_running() == []
 
 
-def test_a_variants_memory_becomes_the_guests_zram_swap_and_mglru(guest_kernel: kernels.GuestKernel, tmp_path: Path) -> None:
-    """`memory` in a vm: zram of a share of the guest's memory, its algorithm, MGLRU and swappiness,
-    set in the guest at boot; this machine's swap and knobs untouched."""
-    if guest_kernel.switches()["lru_gen"] is None:
-        pytest.skip(f"{guest_kernel.release} has no MGLRU")
-    swappiness = Path("/proc/sys/vm/swappiness").read_text()
-    spec = _spec(
-        tmp_path / "memory.toml", guest_kernel,
-        {"zram-25": f"awk '$1 == \"/dev/zram0\" && $3 == {(256 << 10) - 4} {{ on = 1 }} END {{ exit !on }}' /proc/swaps "
-                    "&& grep -q '\\[lz4\\]' /sys/block/zram0/comp_algorithm",  # 25% of 1 GiB, less its header page
-         "classic-lru": "grep -qx 0x0000 /sys/kernel/mm/lru_gen/enabled && grep -qx 100 /proc/sys/vm/swappiness"},
-        'memory = "1G"',
-    )  # fmt: skip
-    with spec.open("a") as variant:  # the guest's variant is the file's last table
-        variant.write('memory = { zram = "25%", zram_algorithm = "lz4", lru_gen = false, swappiness = 100 }\n')
-    done = cli("run", str(spec), "--db", str(tmp_path / "r.db"), "--format", "json", timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert not json.loads(done.stdout)["failed_runs"]
-    assert Path("/proc/sys/vm/swappiness").read_text() == swappiness and "/dev/zram" not in Path("/proc/swaps").read_text()
-
-
 def test_what_the_guest_kernel_lacks_is_one_line_naming_it(guest_kernel: kernels.GuestKernel, tmp_path: Path) -> None:
     missing = cli("run", str(_spec(tmp_path / "m.toml", guest_kernel, {"t": "true"}, 'modules = ["no_such_module"]')),
                   "--db", str(tmp_path / "r.db"))  # fmt: skip
