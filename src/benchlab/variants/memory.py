@@ -104,7 +104,7 @@ class PreparedMemory:
         """Huge pages reserved until about `free` bytes of MemAvailable remain. A reservation of
         nearly all memory finds too few free 2 MiB blocks once a machine has run for a while
         (measured here: 11,223 of 11,402 pages; after a full test suite 11,009 of 11,156 even
-        with compaction), so memory is compacted before the first try, and before the second
+        with compaction), so memory is compacted before the first try, and before the others
         the kernel's clean caches are dropped too (the unmovable slab of dentries and inodes is
         what compaction cannot move). Still short, the experiment stops."""
         free = self.spec.free
@@ -118,7 +118,7 @@ class PreparedMemory:
                 f"not more than the {free >> 20} MiB to leave: no ballast to take"
             )
         asked = int(read_knob(NR_HUGEPAGES)) + pages
-        for attempt in range(2):
+        for attempt in range(3):  # compaction moves what it can at each try: a third finds more
             _compact(drop_caches=attempt > 0)
             journal.apply({NR_HUGEPAGES: str(asked)})
             reserved = meminfo("HugePages_Total") or 0
