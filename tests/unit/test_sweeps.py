@@ -133,3 +133,9 @@ def test_a_sweep_experiment_reports_each_point_and_the_fitted_line(tmp_path: Pat
     table = render(report, "table")
     assert "fit: log change" in table and "(reference)" in table and "N-100" not in table
     assert render(report, "md").count("| wall |") == 6
+
+
+def test_a_share_of_ram_names_its_variant_in_words() -> None:
+    from benchlab.spec.sweep import _label
+
+    assert [_label(v) for v in ("25%", "50%", "2G", 0.5)] == ["25pct", "50pct", "2g", "0.5"]

@@ -112,7 +112,8 @@ class SweepSpec(Strict):
 
 
 def _label(value: Scalar) -> str:
-    text = f"{value:g}" if isinstance(value, float) else str(value).lower()
+    """A value as a variant name takes it: `25%` (a zram share) reads `25pct`, not `25_`."""
+    text = f"{value:g}" if isinstance(value, float) else str(value).lower().replace("%", "pct")
     return re.sub(r"[^A-Za-z0-9._+-]", "_", text)
 
 
