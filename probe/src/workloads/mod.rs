@@ -10,6 +10,29 @@ mod sys_spawn;
 
 use crate::workload::Workload;
 
+/// A fresh private anonymous read-write mapping of `bytes`, kept for the process's life; the
+/// one way the workloads that model memory (spawn's address space, the app cycle's apps) get it.
+pub fn map_anonymous(bytes: usize) -> Result<*mut u8, String> {
+    // SAFETY: a new mapping that nothing else refers to.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(format!(
+            "mapping {bytes} bytes: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(p as *mut u8)
+}
+
 pub fn all() -> Vec<&'static dyn Workload> {
     let mut all: Vec<&'static dyn Workload> = vec![
         &alloc_churn::AllocChurn,

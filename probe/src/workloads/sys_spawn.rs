@@ -198,26 +198,10 @@ fn grow(bytes: usize) -> Result<(), String> {
     if bytes == 0 {
         return Ok(());
     }
-    // SAFETY: a fresh private anonymous mapping, written only within its length, kept for the process's life.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return Err(format!(
-                "mapping {bytes} bytes: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        let base = p as *mut u8;
-        for page in (0..bytes).step_by(4096) {
-            base.add(page).write_volatile(page as u8 | 1);
-        }
+    let base = super::map_anonymous(bytes)?;
+    for page in (0..bytes).step_by(4096) {
+        // SAFETY: a byte inside the mapping just made, written only within its length.
+        unsafe { base.add(page).write_volatile(page as u8 | 1) };
     }
     Ok(())
 }

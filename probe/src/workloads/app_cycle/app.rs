@@ -140,25 +140,9 @@ struct Region {
 impl Region {
     fn map(pages: usize) -> Result<Region, String> {
         let bytes = pages.max(1) * PAGE;
-        // SAFETY: a fresh private anonymous mapping; only this process touches it.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(format!(
-                "mapping {bytes} bytes: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
+        let p = crate::workloads::map_anonymous(bytes)?;
         // SAFETY: advice on our own mapping; failure only means huge pages stay possible.
-        unsafe { libc::madvise(p, bytes, libc::MADV_NOHUGEPAGE) };
+        unsafe { libc::madvise(p as *mut libc::c_void, bytes, libc::MADV_NOHUGEPAGE) };
         Ok(Region {
             base: p as *mut u64,
             pages,

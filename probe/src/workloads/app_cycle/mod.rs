@@ -446,11 +446,7 @@ impl Controller {
         self.sent.insert(pid, killer);
         // SAFETY: our own child, not yet reaped (its slot still names it).
         unsafe { libc::kill(pid, libc::SIGKILL) };
-        let mut status = 0;
-        // SAFETY: waiting for that child; SIGKILL makes it end.
-        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
-            self.ended(pid, status);
-        }
+        self.gone(app);
     }
 
     /// lmkd's turn after a stall event: its decision, then the victim with the highest adj
@@ -593,7 +589,7 @@ impl Controller {
         }
     }
 
-    /// An app whose socket broke: it is ending; wait for it and count why.
+    /// An app that is ending (its socket broke, or it was killed): wait for it and count why.
     fn gone(&mut self, app: usize) {
         let pid = self.slots[app].pid;
         if pid == 0 {
