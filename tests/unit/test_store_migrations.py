@@ -129,8 +129,10 @@ def test_reports_of_a_migrated_database_give_the_landed_numbers(landed: Path, na
         got_numbers, landed_numbers = numbers(new), numbers(row)
         assert got_numbers.keys() == landed_numbers.keys()
         for key, value in landed_numbers.items():
-            if isinstance(value, float):  # the same arithmetic on the same values; only printing may round
-                assert got_numbers[key] == pytest.approx(value, rel=1e-12), (row["metric"], key)
+            if isinstance(value, float):
+                # the same arithmetic on the same values: only printing, and the last bits of scipy's
+                # distribution functions between its releases (t quantiles moved 1e-10 from 1.17 to 1.16), may differ
+                assert got_numbers[key] == pytest.approx(value, rel=1e-9), (row["metric"], key)
             else:
                 assert got_numbers[key] == value, (row["metric"], key)
 
