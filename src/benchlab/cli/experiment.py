@@ -16,7 +16,7 @@ from benchlab.cli.options import Db, Format, MaxBlocks, MinBlocks
 from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import RunsFailed, SpecError
-from benchlab.report import check_format, safe
+from benchlab.report import EVERY_RUN, check_format, safe
 from benchlab.spec import ExperimentSpec, read_spec, spec_from_dict
 from benchlab.spec.load import spec_error
 from benchlab.spec.models import UntilDecided, WorkloadSpec
@@ -134,7 +134,7 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, all
 
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
-    analysis = analyze(store.load(exp, every_record=fmt == "json"))
+    analysis = analyze(store.load(exp, every_record=fmt in EVERY_RUN))
     print_report(analysis.report(), fmt)
     err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures([analysis], f"'{exp.name}'", allow=allow_failures)

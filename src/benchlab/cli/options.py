@@ -10,7 +10,7 @@ Db = Annotated[
     str | None,
     typer.Option("--db", help="results database: a SQLite path or a postgresql:// URL [env: BENCHLAB_DB]"),
 ]
-Format = Annotated[str, typer.Option("--format", "-f", help="table, md, json or csv")]
+Format = Annotated[str, typer.Option("--format", "-f", help="table, md, json, csv or html (a page with plots)")]
 UntilDecided = Annotated[
     bool,
     typer.Option(

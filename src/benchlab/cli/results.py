@@ -17,7 +17,7 @@ from rich.table import Table
 from benchlab.cli.console import err, out
 from benchlab.cli.options import Db, Format
 from benchlab.errors import EnvironmentProblem, SpecError
-from benchlab.report import VIEWS, View, check_format, render, safe
+from benchlab.report import EVERY_RUN, VIEWS, View, check_format, render, safe
 from benchlab.report import table as table_report
 
 if TYPE_CHECKING:
@@ -25,8 +25,12 @@ if TYPE_CHECKING:
     from benchlab.store import Store
 
 
-def print_report(report: Report, fmt: str, view: View = "auto") -> None:
-    if fmt == "table" and out.is_terminal:
+def print_report(report: Report, fmt: str, view: View = "auto", output: Path | None = None) -> None:
+    """The report on stdout (a terminal gets rich's colours), or written whole to `output`."""
+    if output is not None:
+        write_whole(output, render(report, fmt, view).encode())
+        err.print(safe.text(f"wrote the {fmt} report to {output}", limit=safe.LINE_MAX), highlight=False)
+    elif fmt == "table" and out.is_terminal:
         out.print(table_report.renderable(report, view))
     else:
         text = render(report, fmt, view)
@@ -61,17 +65,20 @@ def report(
         str,
         typer.Option("--view", help=f"{', '.join(VIEWS)}: which tables to draw (auto: what the experiment is)"),
     ] = "auto",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="write the report to this file (whole or not at all) instead of stdout")
+    ] = None,
 ) -> None:
-    """Print an experiment's verdict table (table, md, json or csv); runs from several hosts
-    (merged with `benchlab import`) get a column per variant and host."""
+    """Print an experiment's verdict table (table, md, json, csv, or an HTML page with plots); runs
+    from several hosts (merged with `benchlab import`) get a column per variant and host."""
     from benchlab.stats.analysis import analyze  # scipy loads only for commands that judge
 
     if times and view not in ("auto", "times"):
         raise SpecError(f"--times is --view times, not --view {view}: give one of them", where="--times")
     checked = check_format(fmt, "times" if times else view)
     store = open_store(db, create=False)
-    analysis = analyze(store.load(store.require_experiment(name), every_record=fmt == "json"), reference_host=reference)
-    print_report(analysis.report(), fmt, checked)
+    analysis = analyze(store.load(store.require_experiment(name), every_record=fmt in EVERY_RUN), reference_host=reference)
+    print_report(analysis.report(), fmt, checked, output)
 
 
 def list_(db: Db = None) -> None:

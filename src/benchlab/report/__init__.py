@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchlab.errors import SpecError
-from benchlab.report import csv_format, json_format, markdown, table
+from benchlab.report import csv_format, html, json_format, markdown, table
 from benchlab.report.views import VIEWS, View, check_view
 from benchlab.stats.report_model import Report
 
@@ -15,9 +15,12 @@ FORMATS: dict[str, Callable[[Report, View], str]] = {
     "md": markdown.render,
     "json": json_format.render,
     "csv": csv_format.render,
+    "html": html.render,
 }
 
-__all__ = ["FORMATS", "VIEWS", "View", "check_format", "check_view", "render"]
+EVERY_RUN = ("json", "html")  # formats that need every run's values, not only the judged series
+
+__all__ = ["EVERY_RUN", "FORMATS", "VIEWS", "View", "check_format", "check_view", "render"]
 
 
 def check_format(fmt: str, view: str = "auto") -> View:

@@ -1,0 +1,59 @@
+"""How long the HTML report of 100,000 stored runs takes, and how big it is (targets: under 5 s,
+under 5 MB; issue 18).
+
+Builds the synthetic experiment of bench/report_speed.py (5 command workloads x 4 variants x
+5,000 blocks, the eight wait4 metrics per run) straight into a SQLite file, then times what
+`benchlab report NAME --format html` does: loading every run, judging, drawing the page (the
+first drawing pays matplotlib's import, as the command does). Prints each step, the page's size,
+its plots and how many runs it embeds.
+
+    uv run python bench/html_report.py [--blocks 5000] [--out page.html]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from report_speed import build  # noqa: E402  (the same synthetic store as the table's speed check)
+
+from benchlab.report import render  # noqa: E402
+from benchlab.stats.analysis import analyze  # noqa: E402
+from benchlab.store import Store  # noqa: E402
+
+TARGET_S = 5.0
+TARGET_BYTES = 5_000_000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--blocks", type=int, default=5000)
+    parser.add_argument("--out", type=Path, help="also write the page here, to look at")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(str(Path(tmp) / "big.db"))
+        build(store, args.blocks)
+        start = time.perf_counter()
+        data = store.load(store.require_experiment("big"), every_record=True)
+        loaded = time.perf_counter()
+        report = analyze(data).report()
+        judged = time.perf_counter()
+        page = render(report, "html")
+        done = time.perf_counter()
+    if args.out:
+        args.out.write_text(page)
+    size = len(page.encode())
+    total = done - start
+    print(f"load {loaded - start:.2f} s, analyse {judged - loaded:.2f} s, render {done - judged:.2f} s")
+    note = page.split('id="data-note">', 1)[1].split(";", 1)[0]
+    print(f"page {size / 1e6:.2f} MB, {page.count('<svg')} plots; {note}")
+    print(f"total {total:.2f} s for {len(report.runs):,} runs; ratio to the {TARGET_S} s target: {total / TARGET_S:.2f}; "
+          f"size ratio to {TARGET_BYTES / 1e6:g} MB: {size / TARGET_BYTES:.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Which plots a report gets, and their data: the report's rows and runs turned into the
+arguments of `plots`, one function per kind of plot, each returning HTML (a figure with its
+caption) or nothing where the report has nothing to draw.
+
+Plotted per workload are its outcome metrics (the primary family; for a CPU-suite workload the
+rate its score is made of): CPU time, memory, faults and switches explain an outcome or
+describe the run, and are in the tables and the embedded data (a workload has a dozen of them).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+
+import numpy as np
+
+from benchlab.report import cells
+from benchlab.report.html import plots
+from benchlab.report.html.data import WorkloadRuns
+from benchlab.report.html.tables import esc
+from benchlab.stats.estimators import median_ci
+from benchlab.stats.report_model import MetricRow, Report
+
+SCORED_FROM = "items_per_second"  # the rate a suite workload's score is computed from (stats/scores.py)
+QUANTILE = re.compile(r"^(?P<prefix>.*?)(?P<q>p\d+(?:_\d+)?|best|worst)$")
+MINUTE, HOUR = 60.0, 3600.0
+
+
+def figure(svg: str, caption: str, *, half: bool = False) -> str:
+    """A plot with its caption; `half`: a small plot, two side by side at the page's width."""
+    kind = ' class="half"' if half else ""
+    return f"<figure{kind}>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
+
+
+def _title(workload: str, metric: str) -> str:
+    """A metric's title: with its workload, unless its name starts with it (`ipc.pipe.latency/other:p50`)."""
+    return metric if metric.startswith(workload) else f"{workload}: {metric}"
+
+
+def plotted(row: MetricRow) -> bool:
+    return row.family == "primary" or (row.family == "scored" and row.metric == SCORED_FROM)
+
+
+def _order(runs: WorkloadRuns) -> tuple[np.ndarray, str]:
+    """Where each run falls in the order: time since the experiment's first run, in a unit that
+    suits the span, or the block where a run has no start time (imported from an old bundle)."""
+    if not len(runs.started) or np.isnan(runs.started).any():
+        return runs.block.astype(float), "block"
+    span = float(runs.started.max())
+    scale, unit = (HOUR, "h") if span > 2 * HOUR else (MINUTE, "min") if span > 2 * MINUTE else (1.0, "s")
+    return runs.started / scale, f"time since the first run ({unit})"
+
+
+Interval = tuple[float | None, float | None]
+
+
+def _median(rows: dict[str, MetricRow], variant: str, values: np.ndarray) -> tuple[float | None, Interval]:
+    """The variant's median and 95% interval from its row; the baseline's, which the rows do not
+    carry, by the estimator the analysis uses (`stats.estimators.median_ci`)."""
+    row = rows.get(variant)
+    if row is not None:
+        return row.median, row.median_ci
+    if not len(values):
+        return None, (None, None)
+    med, lo, hi = median_ci(values)
+    return med, (None if math.isnan(lo) else lo, None if math.isnan(hi) else hi)
+
+
+def metrics(report: Report, canvas: plots.Canvas, runs: WorkloadRuns) -> list[str]:
+    """Per outcome metric of the workload, its distribution per variant and its run order."""
+    order, unit = _order(runs)
+    out = []
+    for (workload, metric), rows in cells.grouped_rows(report):
+        first = next(iter(rows.values()))
+        if workload != runs.workload or not plotted(first):
+            continue
+        series = []
+        for i, variant in enumerate(report.variants):
+            values = runs.values.get(metric)
+            keep = (runs.variant == i) & (~np.isnan(values) if values is not None else False)
+            v = values[keep] if values is not None else np.empty(0)
+            median, ci = _median(rows, variant, v)
+            series.append(plots.Values(variant, plots.colour(i), v, order[keep], median, ci))
+        title = _title(workload, metric)
+        svg = plots.metric_figure(canvas, title, first.unit, series, unit)
+        n = sum(len(s.values) for s in series)
+        out.append(figure(svg, f"{title}: {n:,} runs ({first.direction} is better)"))
+    return out
+
+
+def percentiles(report: Report, canvas: plots.Canvas, runs: WorkloadRuns) -> list[str]:
+    """Latency percentiles: the probe keeps each run's percentiles (best, p50, p90, p99, p99.9,
+    worst), not every transaction, so the distribution drawn is of those, per run."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for metric in runs.values:
+        match = QUANTILE.match(metric)
+        if match:
+            groups[match["prefix"]].append(metric)
+    out = []
+    for prefix, names in groups.items():
+        if len(names) < 2:
+            continue
+        names.sort(key=_quantile_place)
+        matrix = np.column_stack([runs.values[m] for m in names])
+        series = [(v, plots.colour(i), matrix[runs.variant == i]) for i, v in enumerate(report.variants)]
+        title = _title(runs.workload, f"{prefix.rstrip(':_/') or 'latency'} percentiles")
+        labels = [QUANTILE.match(m)["q"].replace("_", ".") for m in names]  # type: ignore[index]
+        svg = plots.percentile_figure(canvas, title, labels, series)
+        caption = (
+            f"{title}: per variant the median run's percentiles, the band from the 10th to the 90th percentile of "
+            "runs (each run keeps its own percentiles, not every transaction)"
+        )
+        out.append(figure(svg, caption, half=True))
+    return out
+
+
+def _quantile_place(metric: str) -> float:
+    q = QUANTILE.match(metric)["q"]  # type: ignore[index]
+    return plots.QUANTILE_PLACE.get(q, 0.0) if q in plots.QUANTILE_PLACE else float(q[1:].replace("_", "."))
+
+
+def sweep(report: Report, canvas: plots.Canvas) -> list[str]:
+    """Per plotted metric, its change along the sweep's first parameter, with the fitted line."""
+    swept = report.sweep
+    if swept is None:
+        return []
+    parameter = swept.parameters[0]
+    xs = {v: p.get(parameter) for v, p in swept.points.items()}
+    numeric = all(isinstance(x, int | float) and not isinstance(x, bool) for x in xs.values())
+    ticks = None if numeric else [str(x) for x in dict.fromkeys(xs.values())]
+    fits = {(f.workload, f.metric): f for f in swept.fits}
+    out = []
+    for (workload, metric), rows in cells.grouped_rows(report):
+        first = next(iter(rows.values()))
+        if not plotted(first):
+            continue
+        points = [
+            plots.Point(float(xs[v]) if numeric else float(ticks.index(str(xs[v]))),  # type: ignore[union-attr,arg-type]
+                        r.change, r.change_ci, r.verdict)
+            for v, r in rows.items() if v in xs
+        ]  # fmt: skip
+        if not points:
+            continue
+        fit = fits.get((workload, metric))
+        line = None
+        if fit and fit.intercept is not None and fit.slope is not None and numeric and len(swept.parameters) == 1:
+            line = (fit.intercept, fit.slope, fit.x == "reciprocal")
+        title = f"{_title(workload, metric)} along {parameter}"
+        svg = plots.sweep_figure(canvas, title, parameter, points, ticks, line)
+        caption = f"{title}: change against '{swept.reference}' with its 95% interval"
+        if line:
+            caption += f"; fitted line: change at 0 {cells.change(fit.intercept, fit.intercept_ci)}"  # type: ignore[union-attr]
+        out.append(figure(svg, caption, half=True))
+    return out
+
+
+def scores(report: Report, canvas: plots.Canvas) -> list[str]:
+    """Per mode (single-core, multi-core), the overall, section and workload scores of each variant."""
+    suite = report.scores
+    if suite is None:
+        return []
+    out = []
+    for mode in suite.modes:
+        rows = [r for r in suite.rows if r.mode == mode and r.level != "suite"]
+        categories = list(dict.fromkeys(_category(r.level, r.name) for r in sorted(rows, key=_level_place)))
+        if not categories:
+            continue
+        bars = []
+        for i, variant in enumerate(suite.variants):
+            mine = {_category(r.level, r.name): r for r in rows if r.variant == variant}
+            got = [mine.get(c) for c in categories]
+            bars.append(plots.Bars(variant, plots.colour(report.variants.index(variant) if variant in report.variants else i),
+                                   [r.score if r else None for r in got],
+                                   [r.score_ci if r else (None, None) for r in got]))  # fmt: skip
+        title = f"{suite.suite} suite: {mode} scores"
+        out.append(figure(plots.score_figure(canvas, title, categories, bars),
+                          f"{title} (baseline machine = 1000), with the 95% interval where the workload has one"))  # fmt: skip
+    return out
+
+
+LEVELS = {"overall": 0, "section": 1, "workload": 2}
+
+
+def _level_place(row: object) -> int:
+    return LEVELS.get(getattr(row, "level", ""), 3)
+
+
+def _category(level: str, name: str) -> str:
+    return f"{cells.section_title(name)} (section)" if level == "section" else name

@@ -1,0 +1,92 @@
+"""HTML tables: the report's grids (`views.report_grids`, the same cells as the terminal and
+Markdown tables) and the verdict summary at the top of the page. Every cell passes through `esc`."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+
+from benchlab.report import cells, safe
+from benchlab.report.grid import Grid
+from benchlab.stats.report_model import GeomeanRow, MetricRow, Report, ScoreRow
+
+DECIDED = ("better", "worse")
+VERDICTS = ("better", "worse", "same", "unclear", "-")
+
+
+def esc(value: object, *, limit: int = safe.TEXT_MAX) -> str:
+    """Stored text as HTML text or an attribute value: control and format characters made
+    visible (`safe.text`), then `& < > " '` escaped."""
+    return html.escape(safe.text(value, limit=limit), quote=True)
+
+
+def _verdict_class(text: str) -> str:
+    word = text.split(" ", 1)[0]
+    return f' class="verdict v-{word}"' if word in VERDICTS[:4] else ' class="verdict"'
+
+
+def table(header: list[str], rows: list[list[str]], *, left: int = 1, verdicts: tuple[int, ...] = (),
+          emphasis: list[bool] | None = None) -> str:  # fmt: skip
+    """A table of text cells: the first `left` columns name a row (left-aligned, never wrapped),
+    the verdict columns coloured, the rest numbers (right-aligned)."""
+
+    def cell(i: int, text: str, tag: str) -> str:
+        kind = ' class="name"' if i < left else _verdict_class(text) if i in verdicts else ""
+        return f"<{tag}{kind}>{esc(text)}</{tag}>"
+
+    head = "".join(cell(i, h, "th") for i, h in enumerate(header))
+    body = []
+    for n, cols in enumerate(rows):
+        strong = ' class="em"' if emphasis and emphasis[n] else ""
+        body.append(f"<tr{strong}>" + "".join(cell(i, c, "td") for i, c in enumerate(cols)) + "</tr>")
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def grid(g: Grid) -> str:
+    notes = "".join(f'<p class="note">{esc(n, limit=safe.LINE_MAX)}</p>' for n in g.notes if n)
+    body = table(g.header, g.rows, left=g.names, verdicts=tuple(g.verdict_columns), emphasis=g.emphasis)
+    return f"<h3>{esc(g.title, limit=safe.LINE_MAX)}</h3>{body}{notes}"
+
+
+def _change_key(row: MetricRow | GeomeanRow | ScoreRow) -> float:
+    return -abs(row.change or 0.0)
+
+
+def changed(report: Report) -> str:
+    """The better and worse rows, largest change first: metrics, then geometric means and scores."""
+    rows = sorted((r for r in report.rows if r.verdict in DECIDED), key=_change_key)
+    lines = [
+        [r.workload, cells.metric_label(r), r.variant, cells.quantity(r.baseline_median, r.unit),
+         cells.quantity(r.median, r.unit), cells.row_change(r), _q(r.q), r.verdict]
+        for r in rows
+    ]  # fmt: skip
+    for g in sorted((g for g in report.geomean if g.verdict in DECIDED), key=_change_key):
+        lines.append(["", cells.geomean_label(g.direction), g.variant, "", "", cells.row_change(g), _q(g.q), g.verdict])
+    scores = report.scores.rows if report.scores else []
+    for s in sorted((s for s in scores if s.verdict in DECIDED), key=_change_key):
+        name = f"{s.name} score ({s.mode})" if s.level != "suite" else s.mode
+        lines.append([report.scores.suite if report.scores else "", name, s.variant, "", cells.quantity(s.score, ""),
+                      cells.change(s.change, s.change_ci, log_scale=s.log_scale), _q(s.q), s.verdict])  # fmt: skip
+    if not lines:
+        return '<p class="quiet">No comparison came out better or worse.</p>'
+    header = ["workload", "metric", "variant", f"{report.baseline} (median)", "median", "change [95% CI]", "q", "verdict"]
+    return table(header, lines, left=3, verdicts=(7,))
+
+
+def _q(q: float | None) -> str:
+    return "n/a" if q is None else f"{q:.2g}"
+
+
+def counts(report: Report) -> str:
+    """Per compared variant, how many rows came out each way (scores and geometric means included)."""
+    judged: list[MetricRow | GeomeanRow | ScoreRow] = [*report.rows, *report.geomean]
+    judged += report.scores.rows if report.scores else []
+    by_variant: dict[str, Counter[str]] = {}
+    for r in judged:
+        if r.variant != report.baseline:
+            by_variant.setdefault(r.variant, Counter())[r.verdict] += 1
+    if not by_variant:
+        return '<p class="quiet">One variant only: its runs are described, not compared.</p>'
+    header = ["variant", "better", "worse", "same", "unclear", "not judged"]
+    rows = [[v, *(str(c[k]) for k in VERDICTS)] for v, c in by_variant.items()]
+    return table(header, rows)

@@ -1,0 +1,173 @@
+"""The HTML report (`--format html`): one self-contained page drawn from the report model, its
+plots inline SVG, its data embedded as JSON, every stored string escaped. The experiments are
+run by the runner with an injected executor (no real process), hostile names written into the
+report as a bundle from elsewhere could carry them."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlab.report import render
+from benchlab.report.html import data, plots
+from benchlab.stats.analysis import analyze
+from benchlab.stats.report_model import Report
+from benchlab.store import Store
+from tests.conftest import cli
+from tests.unit.test_runner import FakeExecutor, runner, spec
+
+HOSTILE = "</script><script>alert(1)</script><b title=\"x\">\x1b[31m$x^2$ & \u202e'q'<!--"
+
+
+class Tags(HTMLParser):
+    """Every start tag of a page, and its data script's text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.script = ""
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, text: str) -> None:
+        if self._in_script:
+            self.script += text
+
+
+def report_of(tmp_path: Path, **extra: Any) -> Report:
+    """Two command workloads, variant b 10% slower than a, every run included (as `--format html` loads it)."""
+    store = Store(str(tmp_path / "r.db"))
+    workloads = [{"name": "t", "command": ["true"]}, {"name": "u", "command": ["true"]}]
+    exp = runner(store, FakeExecutor()).run(spec(workloads=workloads, **{"blocks": 10, **extra}))
+    return analyze(store.load(exp, every_record=True)).report()
+
+
+def renamed(report: Report, names: dict[str, str], failed_message: str | None = None) -> Report:
+    """The report with names replaced everywhere, as a bundle from another machine could carry them."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {names.get(k, k): walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return names.get(value, value) if isinstance(value, str) else value
+
+    document = walk(json.loads(report.to_json()))
+    if failed_message is not None:
+        for run in document["failed_runs"]:
+            run["message"] = failed_message
+            run["stderr_tail"] = failed_message
+    return Report.model_validate(document)
+
+
+def svgs(page: str) -> list[str]:
+    return re.findall(r"<svg .*?</svg>", page, flags=re.S)
+
+
+def embedded(page: str) -> dict[str, Any]:
+    parser = Tags()
+    parser.feed(page)
+    result: dict[str, Any] = json.loads(parser.script)
+    return result
+
+
+def test_hostile_names_are_text_in_the_page_its_plots_and_its_data(tmp_path: Path) -> None:
+    report = report_of(tmp_path, variants=[{"name": "a"}, {"name": "b", "env": {"FAKE_FAIL": "1"}}, {"name": "c"}])
+    names = {"fake": f"{HOSTILE}e", "t": f"{HOSTILE}w", "c": f"{HOSTILE}v", "wall": f"{HOSTILE}m"}
+    page = render(renamed(report, names, failed_message=HOSTILE), "html")
+    parser = Tags()
+    parser.feed(page)
+    assert parser.tags.count("script") == 1 and "b" not in parser.tags  # no markup from a name became an element
+    assert page.count("</script>") == 1 and "<!--" not in page
+    assert [c for c in page if not c.isprintable() and c != "\n"] == []  # no escape, no bidi override, raw
+    assert "\\x1b[31m$x^2$ &amp; \\u202e&#x27;q&#x27;" in page  # shown escaped, `$` not read as mathtext
+    for svg in svgs(page):  # each plot is well-formed XML whatever its labels say
+        ET.fromstring(svg.replace("<svg ", '<svg xmlns:xlink="http://www.w3.org/1999/xlink" ', 1))
+    assert any("\\x1b[31m$x^2$ &amp;" in svg for svg in svgs(page))  # a hostile variant name labels a plot
+    document = json.loads(parser.script)  # the data survives exactly
+    assert document["report"]["experiment"]["name"] == names["fake"]
+    assert {r["variant"] for r in document["report"]["runs"]} == {"a", "b", names["c"]}
+    assert all(r["message"] == HOSTILE for r in document["report"]["failed_runs"])
+
+
+def test_the_embedded_data_is_the_json_report_with_every_run(tmp_path: Path) -> None:
+    report = report_of(tmp_path)
+    document = embedded(render(report, "html"))
+    assert document["schema"] == data.SCHEMA and document["thinning"]["every"] == 1
+    assert document["report"]["schema"] == "benchlab.report/2"
+    assert document["report"]["rows"] == json.loads(report.to_json())["rows"]
+    runs = document["report"]["runs"]
+    assert len(runs) == len(report.runs) == 40
+    assert [(r["workload"], r["variant"], r["block"], r["metrics"]) for r in runs] == [
+        (r["workload"], r["variant"], r["block"], r["metrics"]) for r in report.runs
+    ]
+    assert all(r["details"] is None for r in runs)
+
+
+def test_a_page_has_one_plot_per_outcome_metric_and_nothing_from_outside(tmp_path: Path) -> None:
+    report = report_of(tmp_path)
+    page = render(report, "html")
+    labels = [re.search(r'aria-label="([^"]*)"', s)[1] for s in svgs(page)]  # type: ignore[index]
+    assert labels == ["t: wall", "u: wall"]  # a command's outcome is its wall time; CPU time and memory are tabled
+    assert not re.search(r"https?://|\bsrc=|<link|<img|@import|url\((?!#)", page)
+    assert "<h2>Summary</h2>" in page and page.index("<h2>Summary</h2>") < page.index("<svg ")
+
+
+def test_the_summary_says_what_changed_by_how_much_and_how_sure(tmp_path: Path) -> None:
+    page = render(report_of(tmp_path), "html")
+    summary = page[page.index("What changed") : page.index("All comparisons")]
+    assert summary.count('class="verdict v-worse"') == 7  # wall, user and sys of t and u, and the geometric mean
+    assert '<td class="name">t</td><td class="name">wall</td><td class="name">b</td><td>1.000 s</td><td>1.100 s</td>' in summary
+    assert "+10.0% [+10.0, +10.0]" in summary
+    counts = page[page.index("All comparisons") : page.index("</section>")]
+    assert '<td class="name">b</td><td>0</td><td>7</td><td>0</td><td>0</td><td>10</td>' in counts  # 10 not judged
+
+
+def test_latency_percentiles_get_a_plot_of_their_own(tmp_path: Path) -> None:
+    report = report_of(tmp_path)
+    for i, run in enumerate(report.runs):
+        if run["workload"] == "t":
+            run["metrics"].update({"x/other:p50": 100.0 + i, "x/other:p99": 300.0 + i, "x/other:worst": 900.0 + i})
+    page = render(report, "html")
+    labels = [re.search(r'aria-label="([^"]*)"', s)[1] for s in svgs(page)]  # type: ignore[index]
+    assert "t: x/other percentiles" in labels
+    (svg,) = [s for s in svgs(page) if "percentiles" in s]
+    assert [t for t in ("p50", "p99", "worst") if f">{t}</text>" in svg] == ["p50", "p99", "worst"]
+
+
+def test_large_experiments_are_summarised_and_the_page_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = report_of(tmp_path)
+    monkeypatch.setattr(data, "RUNS_BYTES_MAX", 2000)
+    monkeypatch.setattr(plots, "STRIP_MAX", 3)
+    monkeypatch.setattr(plots, "ORDER_MAX", 3)
+    page = render(report, "html")
+    thinning = embedded(page)["thinning"]
+    every = thinning["every"]
+    assert every > 1 and f"every {every}th block, whole" in page and thinning["embedded"] < thinning["runs"] == 40
+    kept = embedded(page)["report"]["runs"]
+    assert len(kept) == thinning["embedded"] and {r["block"] % every for r in kept} == {0}
+    assert "t: wall: 20 runs" in page  # the plots still draw every run
+    assert "every run (violins)" in page and "median and range per" in page
+
+
+def test_report_writes_any_format_to_a_file_with_o(tmp_path: Path) -> None:
+    cli("compare", "--cmd", "true", "-V", "a", "-V", "b", "-n", "2", "--name", "x", check=True)
+    page, table = tmp_path / "x.html", tmp_path / "x.md"
+    proc = cli("report", "x", "--format", "html", "-o", str(page), check=True)
+    assert proc.stdout == "" and "wrote the html report" in proc.stderr
+    assert page.read_text().startswith("<!DOCTYPE html>") and len(svgs(page.read_text())) == 1
+    cli("report", "x", "--format", "md", "--output", str(table), check=True)
+    assert table.read_text().startswith("## x")
+    assert cli("report", "x", "--format", "html").stdout.startswith("<!DOCTYPE html>")
