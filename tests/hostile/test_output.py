@@ -100,7 +100,7 @@ def assert_clean(proc: subprocess.CompletedProcess[str]) -> None:
 
 
 @pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
-@pytest.mark.parametrize("fmt", ["table", "md", "csv", "json"])
+@pytest.mark.parametrize("fmt", ["table", "md", "csv", "json", "html"])
 def test_report_formats_escape_hostile_names_and_stderr(template: Path, text: str, fmt: str) -> None:
     names = hostile_db(template, text)
     proc = cli("report", "--format", fmt, "--", names["expname"])

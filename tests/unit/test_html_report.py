@@ -171,3 +171,22 @@ def test_report_writes_any_format_to_a_file_with_o(tmp_path: Path) -> None:
     cli("report", "x", "--format", "md", "--output", str(table), check=True)
     assert table.read_text().startswith("## x")
     assert cli("report", "x", "--format", "html").stdout.startswith("<!DOCTYPE html>")
+
+
+def test_the_app_cycle_and_times_views_are_drawn_as_tables_when_present(tmp_path: Path) -> None:
+    report = report_of(tmp_path)
+    cycle = renamed(report, {"wall": "launch_hot"})  # workload t as the app cycle, its wall as the hot launch time
+    cycle.experiment.spec["workloads"][0]["builtin"] = "memory.app_cycle"
+    page = render(cycle, "html")
+    tables = page[page.index('<section id="tables">') :]
+    assert "<h3>t: app cycle, b vs a (medians)</h3>" in tables and ">Launch time<" in tables
+    assert "<h3>fake: times, best of N and median</h3>" in tables
+    assert "app cycle" not in render(report, "html")
+
+
+def test_a_page_of_failed_runs_only_shows_them_and_no_plot(tmp_path: Path) -> None:
+    report = report_of(tmp_path, variants=[{"name": "a", "env": {"FAKE_FAIL": "1"}}], blocks=2)
+    page = render(report, "html")
+    assert svgs(page) == [] and "One variant only" in page
+    problems = page[page.index('<section id="problems">') :]
+    assert problems.count('<td class="name">t</td>') == 2 and "<pre>boom</pre>" in problems

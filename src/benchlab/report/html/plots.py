@@ -62,11 +62,16 @@ def label(text: str, limit: int = LABEL_MAX) -> str:
     return shown if len(shown) <= limit else shown[: limit - 1] + "\u2026"
 
 
+SI = {3: "k", 6: "M", 9: "G", 12: "T", 15: "P"}
+
+
 def _number(value: float, _position: object = None) -> str:
-    """A tick label in plain digits (matplotlib's log labels are mathtext, which stays off)."""
-    if 1e3 <= abs(value) < 1e15:
-        return f"{value:,.0f}"
-    return f"{value:.4g}"
+    """A tick label in few characters: plain digits below 10,000, else with an SI prefix
+    (1.28G), so that it fits beside the axis (matplotlib's own log labels are mathtext, off here)."""
+    if abs(value) < 1e4:
+        return f"{value:.4g}"
+    exponent = min(15, 3 * int(math.log10(abs(value)) // 3))
+    return f"{value / 10**exponent:.4g}{SI[exponent]}"
 
 
 @contextmanager
@@ -158,7 +163,7 @@ def _strip(ax: Axes, series: list[Values], rng: np.random.Generator) -> None:
                 body.set_alpha(0.45)
         elif len(s.values):
             jitter = rng.uniform(-0.22, 0.22, len(s.values))
-            ax.scatter(i + jitter, s.values, s=9, color=s.colour, alpha=0.6, linewidths=0)
+            ax.scatter(i + jitter, s.values, s=14, color=s.colour, alpha=0.65, linewidths=0)
         if s.median is not None:
             lo, hi = s.ci
             ax.hlines(s.median, i - 0.32, i + 0.32, color="black", linewidth=1.6, zorder=3)
@@ -202,7 +207,7 @@ def _run_order(ax: Axes, series: list[Values], unit: str) -> None:
         for s in present:
             ax.plot(s.order, s.values, "o-", color=s.colour, markersize=3, linewidth=0.6, alpha=0.75, label=label(s.name))
     ax.set_xlabel(unit)
-    how = f"median and range per {BINS}th of the time" if binned else "each run in the order it ran"
+    how = f"median and range in each of {BINS} slices of time" if binned else "each run in the order it ran"
     ax.xaxis.set_major_locator(MaxNLocator(8))
     _title(ax, f"run order: {how}")
     if len(present) <= 12:
@@ -251,7 +256,8 @@ def sweep_figure(canvas: Canvas, title: str, parameter: str, points: list[Point]
         ax.errorbar([p.x], [100 * p.change], yerr=err, fmt="o", color=marker_colour, ecolor="#555555", capsize=3)
     if line is not None and len(xs):
         intercept, slope, reciprocal = line
-        grid = np.geomspace(xs.min(), xs.max(), 200) if log_x else np.linspace(xs.min(), xs.max(), 200)
+        # on a linear axis the line reaches 0, where its intercept (the change at 0) is read
+        grid = np.geomspace(xs.min(), xs.max(), 200) if log_x else np.linspace(min(0.0, xs.min()), xs.max(), 200)
         at = np.where(grid == 0, 0.0, 1 / np.where(grid == 0, 1.0, grid)) if reciprocal else grid
         ax.plot(grid, 100 * (np.exp(intercept + slope * at) - 1), color="#444444", linewidth=1, label="fitted line")
         ax.legend(loc="best")
@@ -307,7 +313,7 @@ def score_figure(canvas: Canvas, title: str, categories: list[str], bars: list[B
     """Horizontal bars per category (overall, sections, workloads), one per variant or environment."""
     height = 0.8 + 0.16 * len(categories) * max(1, len(bars))
     fig = Figure(figsize=(WIDTH * 0.7, min(height, 30)))
-    fig.subplots_adjust(left=0.22, right=0.97, bottom=0.6 / height, top=1 - 0.45 / height)
+    fig.subplots_adjust(left=0.22, right=0.84, bottom=0.6 / height, top=1 - 0.45 / height)
     ax = fig.subplots()
     width = 0.8 / max(1, len(bars))
     for j, b in enumerate(bars):
@@ -321,5 +327,5 @@ def score_figure(canvas: Canvas, title: str, categories: list[str], bars: list[B
     ax.invert_yaxis()
     ax.set_xlabel("score (baseline machine = 1000)")
     _title(ax, label(title, TITLE_MAX), bold=True)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return canvas.svg(fig, title)

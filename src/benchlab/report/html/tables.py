@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 from collections import Counter
+from collections.abc import Callable
 
 from benchlab.report import cells, safe
 from benchlab.report.grid import Grid
@@ -52,9 +53,15 @@ def _change_key(row: MetricRow | GeomeanRow | ScoreRow) -> float:
     return -abs(row.change or 0.0)
 
 
+def _metric_key(report: Report) -> Callable[[MetricRow], tuple[int, bool, float]]:
+    place = {v: i for i, v in enumerate(report.variants)}
+    return lambda r: (place.get(r.variant, len(place)), r.family != "primary", _change_key(r))
+
+
 def changed(report: Report) -> str:
-    """The better and worse rows, largest change first: metrics, then geometric means and scores."""
-    rows = sorted((r for r in report.rows if r.verdict in DECIDED), key=_change_key)
+    """The better and worse rows: metrics by variant, outcomes (primary) first, largest change
+    first; then geometric means and scores."""
+    rows = sorted((r for r in report.rows if r.verdict in DECIDED), key=_metric_key(report))
     lines = [
         [r.workload, cells.metric_label(r), r.variant, cells.quantity(r.baseline_median, r.unit),
          cells.quantity(r.median, r.unit), cells.row_change(r), _q(r.q), r.verdict]
