@@ -38,9 +38,10 @@ class Thinning:
         if self.every == 1:
             return f"all {self.runs:,} runs are embedded in this page (JSON, id benchlab-data), without their details"
         return (
-            f"{self.embedded:,} of {self.runs:,} runs are embedded in this page (JSON, id benchlab-data): every "
-            f"{self.every}th block, whole, to keep the page's data under {RUNS_BYTES_MAX / 1e6:g} MB; the plots "
-            "and every number above use all the runs (`--format json` writes every run)"
+            f"{self.embedded:,} of {self.runs:,} runs are embedded in this page (JSON, id benchlab-data): one block "
+            f"in {self.every} (blocks 0, {self.every}, {2 * self.every}, ...), whole, to keep the page's data under "
+            f"{RUNS_BYTES_MAX / 1e6:g} MB; the plots and every number above use all the runs (`--format json` writes "
+            "every run)"
         )
 
 
