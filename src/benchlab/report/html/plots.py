@@ -17,6 +17,7 @@ run-order plot draws per time bin the median and the range (min to max) instead 
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import re
@@ -111,7 +112,7 @@ class Canvas:
         for pattern in CUT:
             text = pattern.sub("", text)
         # a name for screen readers and for tests: the figure's title, escaped for an attribute
-        aria = safe.text(title).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+        aria = html.escape(safe.text(title), quote=True)
         return text.replace("<svg ", f'<svg role="img" aria-label="{aria}" class="plot" ', 1)
 
 
