@@ -52,7 +52,7 @@ def report_of(tmp_path: Path, **extra: Any) -> Report:
     """Two command workloads, variant b 10% slower than a, every run included (as `--format html` loads it)."""
     store = Store(str(tmp_path / "r.db"))
     workloads = [{"name": "t", "command": ["true"]}, {"name": "u", "command": ["true"]}]
-    exp = runner(store, FakeExecutor()).run(spec(workloads=workloads, **{"blocks": 10, **extra}))
+    exp = runner(store, FakeExecutor()).run(spec(**{"workloads": workloads, "blocks": 10, **extra}))
     return analyze(store.load(exp, every_record=True)).report()
 
 
@@ -168,8 +168,12 @@ def test_large_experiments_are_summarised_and_the_page_says_so(tmp_path: Path, m
     assert "every run (violins)" in page and "median and range in each of" in page
 
 
-def test_report_writes_any_format_to_a_file_with_o(tmp_path: Path) -> None:
-    cli("compare", "--cmd", "true", "-V", "a", "-V", "b", "-n", "2", "--name", "x", check=True)
+def test_report_and_compare_write_any_format_to_a_file_with_o(tmp_path: Path) -> None:
+    ran = tmp_path / "ran.html"
+    proc = cli(
+        "compare", "--cmd", "true", "-V", "a", "-V", "b", "-n", "2", "--name", "x", "-f", "html", "-o", str(ran), check=True
+    )
+    assert proc.stdout == "" and len(svgs(ran.read_text())) == 1
     page, table = tmp_path / "x.html", tmp_path / "x.md"
     proc = cli("report", "x", "--format", "html", "-o", str(page), check=True)
     assert proc.stdout == "" and "wrote the html report" in proc.stderr
@@ -201,3 +205,21 @@ def test_a_page_of_failed_runs_only_shows_them_and_no_plot(tmp_path: Path) -> No
 def test_the_command_line_starts_without_matplotlib() -> None:
     code = "import sys, benchlab.entry, benchlab.cli.results; sys.exit('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("parameters", "legend"),
+    [
+        ([{"field": "env.FAKE_WALL", "values": [1.0, 1.2, 1.5]}], ["fitted line"]),
+        ([{"field": "env.FAKE_WALL", "values": [1.0, 1.2]}, {"field": "env.B", "values": ["x", "y"]}],
+         ["env.B = x", "env.B = y"]),
+    ],
+    ids=["one-parameter", "two-parameters"],
+)  # fmt: skip
+def test_a_sweep_gets_a_curve_per_metric_with_its_line_or_a_curve_per_second_value(
+    tmp_path: Path, parameters: list[dict[str, Any]], legend: list[str]
+) -> None:
+    sweep = {"fit": "value", "parameters": parameters}
+    report = report_of(tmp_path, variants=[{"name": "none"}], sweep=sweep, workloads=[{"name": "t", "command": ["true"]}])
+    (curve,) = [s for s in svgs(render(report, "html")) if 'aria-label="t: wall along env.FAKE_WALL"' in s]
+    assert [t for t in ("fitted line", "env.B = x", "env.B = y") if f">{t}</text>" in curve] == legend

@@ -12,7 +12,7 @@ import typer
 from pydantic import ValidationError
 
 from benchlab.cli.console import err, out
-from benchlab.cli.options import Db, Format, MaxBlocks, MinBlocks
+from benchlab.cli.options import Db, Format, MaxBlocks, MinBlocks, Output
 from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import RunsFailed, SpecError
@@ -115,7 +115,9 @@ def _quick_workload(workload: WorkloadSpec) -> dict[str, object]:
     return fields
 
 
-def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool) -> None:
+def execute(
+    spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool, output: Path | None = None
+) -> None:
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
     from benchlab.cli.results import open_store, print_report
     from benchlab.runner import Prepared, Runner
@@ -135,7 +137,7 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, all
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
     analysis = analyze(store.load(exp, every_record=fmt in EVERY_RUN))
-    print_report(analysis.report(), fmt)
+    print_report(analysis.report(), fmt, output=output)
     err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures([analysis], f"'{exp.name}'", allow=allow_failures)
 
@@ -151,13 +153,14 @@ def run(
     allow_failures: AllowFailures = False,
     blocks: Blocks = None,
     quick: Quick = False,
+    output: Output = None,
 ) -> None:
     """Run the experiment a spec describes and print its verdict table."""
     if until_decided and (blocks is not None or quick):
         flag = "--blocks" if blocks is not None else "--quick"
         raise SpecError(f"{flag} fixes how many blocks run, --until-decided lets the results decide; give one", where=flag)
     spec_ = sequential(shortened(load_spec(spec), blocks, quick), until_decided, min_blocks, max_blocks)
-    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures)
+    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, output=output)
 
 
 def compare(
@@ -180,6 +183,7 @@ def compare(
     min_blocks: MinBlocks = None,
     max_blocks: MaxBlocks = None,
     allow_failures: AllowFailures = False,
+    output: Output = None,
 ) -> None:
     """Compare variants without a spec file."""
     spec = quick_spec(
@@ -187,7 +191,10 @@ def compare(
         builtins=workload, commands=cmd, gbench=gbench, variants=variant, blocks=blocks,
         warmup=warmup, seed=seed, baseline=baseline, timeout=timeout,
     )  # fmt: skip
-    execute(sequential(spec, until_decided, min_blocks, max_blocks), db=db, resume=resume, fmt=fmt, allow_failures=allow_failures)
+    execute(
+        sequential(spec, until_decided, min_blocks, max_blocks), db=db, resume=resume, fmt=fmt,
+        allow_failures=allow_failures, output=output,
+    )  # fmt: skip
 
 
 DEMO_VARIANTS = [

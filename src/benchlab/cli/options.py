@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,6 +12,9 @@ Db = Annotated[
     typer.Option("--db", help="results database: a SQLite path or a postgresql:// URL [env: BENCHLAB_DB]"),
 ]
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, json, csv or html (a page with plots)")]
+Output = Annotated[
+    Path | None, typer.Option("-o", "--output", help="write the report to this file (whole or not at all) instead of stdout")
+]
 UntilDecided = Annotated[
     bool,
     typer.Option(

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from benchlab.cli.console import err, out
-from benchlab.cli.options import Db, Format
+from benchlab.cli.options import Db, Format, Output
 from benchlab.errors import EnvironmentProblem, SpecError
 from benchlab.report import EVERY_RUN, VIEWS, View, check_format, render, safe
 from benchlab.report import table as table_report
@@ -65,9 +65,7 @@ def report(
         str,
         typer.Option("--view", help=f"{', '.join(VIEWS)}: which tables to draw (auto: what the experiment is)"),
     ] = "auto",
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="write the report to this file (whole or not at all) instead of stdout")
-    ] = None,
+    output: Output = None,
 ) -> None:
     """Print an experiment's verdict table (table, md, json, csv, or an HTML page with plots); runs
     from several hosts (merged with `benchlab import`) get a column per variant and host."""

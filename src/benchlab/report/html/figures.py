@@ -121,36 +121,38 @@ def _quantile_place(metric: str) -> float:
 
 
 def sweep(report: Report, canvas: plots.Canvas) -> list[str]:
-    """Per plotted metric, its change along the sweep's first parameter, with the fitted line."""
+    """Per plotted metric, its change along the sweep's parameter (of two, the first one with
+    numbers, the other giving a curve per value), with the fitted line."""
     swept = report.sweep
     if swept is None:
         return []
-    parameter = swept.parameters[0]
-    xs = {v: p.get(parameter) for v, p in swept.points.items()}
-    numeric = all(isinstance(x, int | float) and not isinstance(x, bool) for x in xs.values())
-    ticks = None if numeric else [str(x) for x in dict.fromkeys(xs.values())]
+    numeric = {name: _numbers([p.get(name) for p in swept.points.values()]) for name in swept.parameters}
+    parameter, *second = sorted(swept.parameters, key=lambda name: not numeric[name])
+    ticks = None if numeric[parameter] else [str(p.get(parameter)) for p in swept.points.values()]
+    ticks = list(dict.fromkeys(ticks)) if ticks else None
+
+    def point(variant: str, row: MetricRow) -> plots.Point:
+        value = swept.points[variant].get(parameter)
+        x = float(value) if ticks is None else float(ticks.index(str(value)))  # type: ignore[arg-type]
+        curve = f"{second[0]} = {swept.points[variant].get(second[0])}" if second else ""
+        return plots.Point(x, row.change, row.change_ci, row.verdict, curve)
+
     fits = {(f.workload, f.metric): f for f in swept.fits}
     out = []
     for (workload, metric), rows in cells.grouped_rows(report):
         first = next(iter(rows.values()))
-        if not plotted(first):
-            continue
-        points = [
-            plots.Point(float(xs[v]) if numeric else float(ticks.index(str(xs[v]))),  # type: ignore[union-attr,arg-type]
-                        r.change, r.change_ci, r.verdict)
-            for v, r in rows.items() if v in xs
-        ]  # fmt: skip
-        if not points:
+        points = [point(v, r) for v, r in rows.items() if v in swept.points]
+        if not plotted(first) or not points:
             continue
         fit = fits.get((workload, metric))
         line = None
-        if fit and fit.intercept is not None and fit.slope is not None and numeric and len(swept.parameters) == 1:
+        if fit and fit.intercept is not None and fit.slope is not None and ticks is None and not second:
             line = (fit.intercept, fit.slope, fit.x == "reciprocal")
         title = f"{_title(workload, metric)} along {parameter}"
         svg = plots.sweep_figure(canvas, title, parameter, points, ticks, line)
         caption = f"{title}: change against '{swept.reference}' with its 95% interval"
-        if line:
-            caption += f"; fitted line: change at 0 {cells.change(fit.intercept, fit.intercept_ci)}"  # type: ignore[union-attr]
+        if fit and line:
+            caption += f"; fitted line: change at 0 {cells.change(fit.intercept, fit.intercept_ci)}"
         out.append(figure(svg, caption, half=True))
     return out
 
@@ -177,6 +179,10 @@ def scores(report: Report, canvas: plots.Canvas) -> list[str]:
         out.append(figure(plots.score_figure(canvas, title, categories, bars),
                           f"{title} (baseline machine = 1000), with the 95% interval where the workload has one"))  # fmt: skip
     return out
+
+
+def _numbers(values: list[object]) -> bool:
+    return all(isinstance(x, int | float) and not isinstance(x, bool) for x in values)
 
 
 LEVELS = {"overall": 0, "section": 1, "workload": 2}

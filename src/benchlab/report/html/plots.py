@@ -171,7 +171,11 @@ def _strip(ax: Axes, series: list[Values], rng: np.random.Generator) -> None:
             if lo is not None and hi is not None:
                 ax.vlines(i, lo, hi, color="black", linewidth=1.2, zorder=3)
                 ax.hlines([lo, hi], i - 0.12, i + 0.12, color="black", linewidth=1.0, zorder=3)
-    ax.set_xticks(range(len(series)), [label(s.name) for s in series], rotation=20 if len(series) > 4 else 0)
+    names = [label(s.name) for s in series]
+    if len(series) > 4:  # slanted, ending under their variant, so that long names do not collide
+        ax.set_xticks(range(len(series)), names, rotation=30, ha="right", rotation_mode="anchor")
+    else:
+        ax.set_xticks(range(len(series)), names)
     ax.set_xlim(-0.6, len(series) - 0.4)
     violins = any(len(s.values) > STRIP_MAX for s in series)
     _title(ax, "every run" + (" (violins)" if violins else "") + ", median and 95% interval")
@@ -231,12 +235,17 @@ def metric_figure(canvas: Canvas, title: str, y_label: str, series: list[Values]
 @dataclass
 class Point:
     """A sweep point: its x (the swept value, or its place where values are not numbers), its
-    change against the reference with the 95% interval (fractions), and its verdict."""
+    change against the reference with the 95% interval (fractions), its verdict, and, in a
+    sweep of two parameters, the second one's value it belongs to (a curve of its own)."""
 
     x: float
     change: float | None
     ci: tuple[float | None, float | None]
     verdict: str
+    curve: str = ""
+
+
+VERDICT_COLOURS = {"better": "#2ca02c", "worse": "#d62728"}
 
 
 def sweep_figure(canvas: Canvas, title: str, parameter: str, points: list[Point], ticks: list[str] | None,
@@ -248,19 +257,24 @@ def sweep_figure(canvas: Canvas, title: str, parameter: str, points: list[Point]
     ax = fig.subplots()
     xs = np.array([p.x for p in points], dtype=float)
     log_x = ticks is None and len(xs) > 1 and xs.min() > 0 and xs.max() / xs.min() > LOG_SPAN
-    for p in points:
-        if p.change is None:
-            continue
-        lo, hi = p.ci
-        err = None if lo is None or hi is None else [[100 * (p.change - lo)], [100 * (hi - p.change)]]
-        marker_colour = {"better": "#2ca02c", "worse": "#d62728"}.get(p.verdict, "#1f77b4")
-        ax.errorbar([p.x], [100 * p.change], yerr=err, fmt="o", color=marker_colour, ecolor="#555555", capsize=3)
+    curves = list(dict.fromkeys(p.curve for p in points))
+    for i, curve in enumerate(curves):  # one parameter: one curve, its points coloured by verdict
+        mine = sorted((p for p in points if p.curve == curve and p.change is not None), key=lambda p: p.x)
+        if len(curves) > 1:
+            ax.plot([p.x for p in mine], [100 * p.change for p in mine], "-", color=colour(i), linewidth=0.8,  # type: ignore[operator]
+                    label=label(curve))  # fmt: skip
+        for p in mine:
+            lo, hi = p.ci
+            err = None if lo is None or hi is None else [[100 * (p.change - lo)], [100 * (hi - p.change)]]  # type: ignore[operator]
+            shade = colour(i) if len(curves) > 1 else VERDICT_COLOURS.get(p.verdict, colour(0))
+            ax.errorbar([p.x], [100 * p.change], yerr=err, fmt="o", color=shade, ecolor="#555555", capsize=3)  # type: ignore[operator]
     if line is not None and len(xs):
         intercept, slope, reciprocal = line
         # on a linear axis the line reaches 0, where its intercept (the change at 0) is read
         grid = np.geomspace(xs.min(), xs.max(), 200) if log_x else np.linspace(min(0.0, xs.min()), xs.max(), 200)
         at = np.where(grid == 0, 0.0, 1 / np.where(grid == 0, 1.0, grid)) if reciprocal else grid
         ax.plot(grid, 100 * (np.exp(intercept + slope * at) - 1), color="#444444", linewidth=1, label="fitted line")
+    if line is not None or len(curves) > 1:
         ax.legend(loc="best")
     ax.axhline(0, color="black", linewidth=0.8)
     if log_x:
