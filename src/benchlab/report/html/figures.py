@@ -16,6 +16,7 @@ from collections import defaultdict
 import numpy as np
 
 from benchlab.report import cells
+from benchlab.report.app_cycle_grid import SECONDS
 from benchlab.report.html import plots
 from benchlab.report.html.data import WorkloadRuns
 from benchlab.report.html.tables import esc
@@ -67,23 +68,38 @@ def _median(rows: dict[str, MetricRow], variant: str, values: np.ndarray) -> tup
     return med, (None if math.isnan(lo) else lo, None if math.isnan(hi) else hi)
 
 
+def _time_unit(unit: str, values: np.ndarray) -> tuple[float, str]:
+    """A time metric in the unit its median reads best in (2.4 s, not 2,400,000,000 ns): the
+    factor to multiply its values by, and the unit; other metrics as they are."""
+    if unit not in SECONDS or not len(values):
+        return 1.0, unit
+    seconds = abs(float(np.median(values))) * SECONDS[unit]
+    shown = next((u for u in ("s", "ms", "us") if seconds >= SECONDS[u]), "ns")
+    return SECONDS[unit] / SECONDS[shown], shown
+
+
+def _scaled(x: float | None, factor: float) -> float | None:
+    return None if x is None else x * factor
+
+
 def metrics(report: Report, canvas: plots.Canvas, runs: WorkloadRuns) -> list[str]:
     """Per outcome metric of the workload, its distribution per variant and its run order."""
-    order, unit = _order(runs)
+    order, order_unit = _order(runs)
     out = []
     for (workload, metric), rows in cells.grouped_rows(report):
         first = next(iter(rows.values()))
-        if workload != runs.workload or not plotted(first):
+        values = runs.values.get(metric)
+        if workload != runs.workload or not plotted(first) or values is None:
             continue
+        factor, unit = _time_unit(first.unit, values[~np.isnan(values)])
         series = []
         for i, variant in enumerate(report.variants):
-            values = runs.values.get(metric)
-            keep = (runs.variant == i) & (~np.isnan(values) if values is not None else False)
-            v = values[keep] if values is not None else np.empty(0)
-            median, ci = _median(rows, variant, v)
-            series.append(plots.Values(variant, plots.colour(i), v, order[keep], median, ci))
+            keep = (runs.variant == i) & ~np.isnan(values)
+            median, (lo, hi) = _median(rows, variant, values[keep])
+            ci = (_scaled(lo, factor), _scaled(hi, factor))
+            series.append(plots.Values(variant, plots.colour(i), values[keep] * factor, order[keep], _scaled(median, factor), ci))
         title = _title(workload, metric)
-        svg = plots.metric_figure(canvas, title, first.unit, series, unit)
+        svg = plots.metric_figure(canvas, title, unit, series, order_unit)
         n = sum(len(s.values) for s in series)
         out.append(figure(svg, f"{title}: {n:,} runs ({first.direction} is better)"))
     return out
@@ -102,11 +118,13 @@ def percentiles(report: Report, canvas: plots.Canvas, runs: WorkloadRuns) -> lis
         if len(names) < 2:
             continue
         names.sort(key=_quantile_place)
+        stored = next((r.unit for r in report.rows if r.workload == runs.workload and r.metric == names[0]), "")
         matrix = np.column_stack([runs.values[m] for m in names])
-        series = [(v, plots.colour(i), matrix[runs.variant == i]) for i, v in enumerate(report.variants)]
+        factor, unit = _time_unit(stored, matrix[~np.isnan(matrix)])
+        series = [(v, plots.colour(i), matrix[runs.variant == i] * factor) for i, v in enumerate(report.variants)]
         title = _title(runs.workload, f"{prefix.rstrip(':_/') or 'latency'} percentiles")
         labels = [QUANTILE.match(m)["q"].replace("_", ".") for m in names]  # type: ignore[index]
-        svg = plots.percentile_figure(canvas, title, labels, series)
+        svg = plots.percentile_figure(canvas, title, labels, series, unit)
         caption = (
             f"{title}: per variant the median run's percentiles, the band from the 10th to the 90th percentile of "
             "runs (each run keeps its own percentiles, not every transaction)"

@@ -138,16 +138,20 @@ def _log_worthy(values: Sequence[np.ndarray]) -> bool:
     return low > 0 and high / low > LOG_SPAN
 
 
-def _y_axis(ax: Axes, log: bool) -> None:
-    """Few ticks, no minor ones: matplotlib builds every tick as artists, and a log axis's
-    minor ticks made most of a figure's drawing time."""
+def _axis(ax: Axes, which: str, log: bool) -> None:
+    """Few ticks on the x or y axis, no minor ones (matplotlib builds every tick as artists, and a
+    log axis's minor ticks made most of a figure's drawing time), labelled in plain digits."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
     if log:
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(numticks=6))
-        ax.yaxis.set_minor_locator(NullLocator())
+        if which == "x":
+            ax.set_xscale("log")
+        else:
+            ax.set_yscale("log")
+        axis.set_major_locator(LogLocator(numticks=6))
+        axis.set_minor_locator(NullLocator())
     else:
-        ax.yaxis.set_major_locator(MaxNLocator(5))
-    ax.yaxis.set_major_formatter(FuncFormatter(_number))
+        axis.set_major_locator(MaxNLocator(5))
+    axis.set_major_formatter(FuncFormatter(_number))
 
 
 def _title(ax: Axes, text: str, *, bold: bool = False) -> None:
@@ -172,7 +176,7 @@ def _strip(ax: Axes, series: list[Values], rng: np.random.Generator) -> None:
                 ax.vlines(i, lo, hi, color="black", linewidth=1.2, zorder=3)
                 ax.hlines([lo, hi], i - 0.12, i + 0.12, color="black", linewidth=1.0, zorder=3)
     names = [label(s.name) for s in series]
-    if len(series) > 4:  # slanted, ending under their variant, so that long names do not collide
+    if len(series) > 4 or sum(map(len, names)) > 8 * len(series):  # slanted, ending under their variant: no collision
         ax.set_xticks(range(len(series)), names, rotation=30, ha="right", rotation_mode="anchor")
     else:
         ax.set_xticks(range(len(series)), names)
@@ -224,7 +228,7 @@ def metric_figure(canvas: Canvas, title: str, y_label: str, series: list[Values]
     fig = Figure(figsize=(WIDTH, 3.1))
     fig.subplots_adjust(left=0.08, right=0.99, bottom=0.2, top=0.85, wspace=0.08)
     strip, order = fig.subplots(1, 2, sharey=True, width_ratios=[2, 3])
-    _y_axis(strip, _log_worthy([s.values for s in series]))
+    _axis(strip, "y", _log_worthy([s.values for s in series]))
     _strip(strip, series, np.random.default_rng(0))
     _run_order(order, series, order_unit)
     strip.set_ylabel(label(y_label))
@@ -277,9 +281,9 @@ def sweep_figure(canvas: Canvas, title: str, parameter: str, points: list[Point]
     if line is not None or len(curves) > 1:
         ax.legend(loc="best")
     ax.axhline(0, color="black", linewidth=0.8)
-    if log_x:
-        ax.set_xscale("log")
-    if ticks is not None:
+    if ticks is None:
+        _axis(ax, "x", log_x)
+    else:
         ax.set_xticks(range(len(ticks)), [label(t) for t in ticks])
     ax.set_xlabel(label(parameter))
     ax.set_ylabel("change vs reference (%)")
@@ -290,7 +294,9 @@ def sweep_figure(canvas: Canvas, title: str, parameter: str, points: list[Point]
 QUANTILE_PLACE = {"best": 0.0, "worst": 100.0}
 
 
-def percentile_figure(canvas: Canvas, title: str, quantiles: list[str], series: list[tuple[str, str, np.ndarray]]) -> str:
+def percentile_figure(
+    canvas: Canvas, title: str, quantiles: list[str], series: list[tuple[str, str, np.ndarray]], unit: str
+) -> str:
     """Each run's latency percentiles per variant (`series`: name, colour, runs x quantiles): the
     median run's profile as a line over the band of the runs (10th to 90th percentile of runs)."""
     fig = Figure(figsize=(WIDTH * 0.5, 3.2))
@@ -306,9 +312,9 @@ def percentile_figure(canvas: Canvas, title: str, quantiles: list[str], series: 
         ax.plot(x, np.nanmedian(matrix, axis=0), "o-", color=colour_, markersize=3, label=label(name))
     values = np.concatenate([m.ravel() for _, _, m in series]) if series else np.empty(0)
     values = values[~np.isnan(values)]
-    _y_axis(ax, _log_worthy([values]))
+    _axis(ax, "y", _log_worthy([values]))
     ax.set_xticks(x, [label(q) for q in quantiles])
-    ax.set_ylabel("latency (ns)")
+    ax.set_ylabel(label(f"latency ({unit})" if unit else "latency"))
     _title(ax, label(title, TITLE_MAX), bold=True)
     ax.legend(loc="upper left")
     return canvas.svg(fig, title)
@@ -327,8 +333,8 @@ class Bars:
 def score_figure(canvas: Canvas, title: str, categories: list[str], bars: list[Bars]) -> str:
     """Horizontal bars per category (overall, sections, workloads), one per variant or environment."""
     height = 0.8 + 0.16 * len(categories) * max(1, len(bars))
-    fig = Figure(figsize=(WIDTH * 0.7, min(height, 30)))
-    fig.subplots_adjust(left=0.22, right=0.84, bottom=0.6 / height, top=1 - 0.45 / height)
+    fig = Figure(figsize=(WIDTH * 0.8, min(height, 30)))
+    fig.subplots_adjust(left=0.2, right=0.76, bottom=0.6 / height, top=1 - 0.45 / height)
     ax = fig.subplots()
     width = 0.8 / max(1, len(bars))
     for j, b in enumerate(bars):
