@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -223,3 +224,15 @@ def test_a_sweep_gets_a_curve_per_metric_with_its_line_or_a_curve_per_second_val
     report = report_of(tmp_path, variants=[{"name": "none"}], sweep=sweep, workloads=[{"name": "t", "command": ["true"]}])
     (curve,) = [s for s in svgs(render(report, "html")) if 'aria-label="t: wall along env.FAKE_WALL"' in s]
     assert [t for t in ("fitted line", "env.B = x", "env.B = y") if f">{t}</text>" in curve] == legend
+
+
+def test_a_percentile_no_run_has_is_a_gap_without_a_warning(tmp_path: Path) -> None:
+    report = report_of(tmp_path)
+    for run in report.runs:
+        if run["workload"] == "t":
+            worst = {"x/fifo:worst": 9.0} if run["variant"] == "a" else {}  # b's fifo half never ran
+            run["metrics"].update({"x/fifo:p50": 1.0, "x/fifo:p99": 3.0, **worst})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        page = render(report, "html")
+    assert "t: x/fifo percentiles" in page

@@ -21,6 +21,7 @@ import html
 import io
 import math
 import re
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -306,10 +307,12 @@ def percentile_figure(
     for name, colour_, matrix in series:
         if not len(matrix):
             continue
-        if len(matrix) > 1:
-            ax.fill_between(x, np.nanpercentile(matrix, 10, axis=0), np.nanpercentile(matrix, 90, axis=0),
-                            color=colour_, alpha=0.2, linewidth=0)  # fmt: skip
-        ax.plot(x, np.nanmedian(matrix, axis=0), "o-", color=colour_, markersize=3, label=label(name))
+        with warnings.catch_warnings():  # a percentile no run of the variant has (a half that did not run) is a gap
+            warnings.simplefilter("ignore", RuntimeWarning)
+            if len(matrix) > 1:
+                ax.fill_between(x, np.nanpercentile(matrix, 10, axis=0), np.nanpercentile(matrix, 90, axis=0),
+                                color=colour_, alpha=0.2, linewidth=0)  # fmt: skip
+            ax.plot(x, np.nanmedian(matrix, axis=0), "o-", color=colour_, markersize=3, label=label(name))
     values = np.concatenate([m.ravel() for _, _, m in series]) if series else np.empty(0)
     values = values[~np.isnan(values)]
     _axis(ax, "y", _log_worthy([values]))
