@@ -53,6 +53,8 @@ def check_exports(exports: Exports, view: View = "auto") -> None:
             if path.absolute() in seen:
                 raise SpecError(f"{path} is named by two exports: give each its own file", where=flag)
             seen.add(path.absolute())
+            if path.is_dir():
+                raise SpecError(f"cannot write {path}: it is a folder (give a file name)", where=flag)
             if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
                 raise SpecError(f"cannot write {path}: {folder} is no folder this user can write in", where=flag)
 

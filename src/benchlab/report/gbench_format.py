@@ -8,7 +8,7 @@ A benchmark is a workload's benchmark under one variant, named `WORKLOAD/variant
 of the runs, as a binary run with `--benchmark_repetitions` writes them. Built-in workloads
 and Google Benchmark binaries give the values the binary reported in the run (`real_time`,
 `cpu_time` in its `time_unit`, rates and counters); a command gives its wall time as
-`real_time` and its user plus system time as `cpu_time`, in seconds. `iterations` is 1: a
+`real_time` and its user plus system time as `cpu_time`, in nanoseconds. `iterations` is 1: a
 run's value is stored, not how many iterations the binary made of it.
 
 Google Benchmark reduces nothing across processes; neither does this format: one run is one
@@ -30,6 +30,7 @@ from benchlab.report.views import View
 from benchlab.stats.report_model import Report
 
 TIMES = ("real_time", "cpu_time")
+NS_PER_S = 1e9
 AGGREGATES: dict[str, Callable[[Sequence[float]], float]] = {
     "mean": statistics.fmean,
     "median": statistics.median,
@@ -62,9 +63,11 @@ def _fields(names: list[str]) -> dict[str, dict[str, str]]:
 
 
 def _values(run_metrics: dict[str, float], fields: dict[str, str]) -> dict[str, float]:
-    """A run's values of one benchmark, by field; a command's wall and CPU time as its times."""
+    """A run's values of one benchmark, by field; a command's wall and CPU time as its times, in
+    nanoseconds (Google Benchmark's default unit, which compare.py shows as whole numbers)."""
     if not fields:
-        return {"real_time": run_metrics["wall"], "cpu_time": run_metrics.get("user", 0.0) + run_metrics.get("sys", 0.0)}
+        cpu = run_metrics.get("user", 0.0) + run_metrics.get("sys", 0.0)
+        return {"real_time": run_metrics["wall"] * NS_PER_S, "cpu_time": cpu * NS_PER_S}
     return {field: run_metrics[metric] for field, metric in fields.items() if metric in run_metrics}
 
 
@@ -127,7 +130,7 @@ def document(report: Report) -> dict[str, Any]:
         names = list(dict.fromkeys(metric for run in sample.runs for metric in run["metrics"]))
         by_benchmark = _fields(names) or ({"": {}} if "wall" in names else {})
         for benchmark, fields in by_benchmark.items():
-            unit = units.get((sample.workload, fields["real_time"]), "ns") if fields else "s"
+            unit = units.get((sample.workload, fields["real_time"]), "ns") if fields else "ns"
             family = families.setdefault((sample.workload, benchmark), len(families))
             instance = instances[family] = instances.get(family, -1) + 1
             name = _name(sample, benchmark)
