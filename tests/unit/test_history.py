@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -162,3 +164,15 @@ def test_the_line_of_bars_spans_lowest_to_highest_and_thins_long_series() -> Non
     assert spark([1.0, 2.0, 3.0], []) == "▁▅█"
     assert spark([5.0] * 4, []) == "▅▅▅▅"
     assert spark([1.0] * 48 + [2.0] * 48, [48]) == f"{'▁' * 12}{MARK}{'█' * 12}"
+
+
+def test_otava_loads_only_when_a_history_is_asked_for(tmp_path: Path) -> None:
+    """Otava costs about a second to import: the command line, and a report, must not pay for it."""
+    nightly(tmp_path / "h.db", [1.0] * 3)
+    code = (
+        "import sys; from benchlab.cli import app; from benchlab.stats.analysis import analyze; "
+        "from benchlab.store import Store; s = Store(sys.argv[1]); analyze(s.load(s.require_experiment('nightly-00'))); "
+        "print('otava' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "h.db")], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

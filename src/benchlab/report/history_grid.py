@@ -23,12 +23,17 @@ SHIFT_NOTE = (
 
 def grids(history: History, *, points: bool = False) -> tuple[list[Grid], str]:
     """The grids and footer; `points` adds a grid per series with a row per experiment."""
-    out = _series_grids(history)
-    found = [(s, c) for s in history.series for c in s.change_points]
-    if found:
-        out.append(_change_grid(found))
+    versioned = several_versions(history)
+    by_workload: dict[str, list[Series]] = {}
+    for s in history.series:
+        by_workload.setdefault(_workload(s, versioned), []).append(s)
+    out = []
+    for title, series in by_workload.items():
+        out.append(_series_grid(title, series))
+        if any(s.change_points for s in series):
+            out.append(_change_grid(title, series))
     if points:
-        out += [_points_grid(s, several_versions(history)) for s in history.series]
+        out += [_points_grid(s, versioned) for s in history.series]
     return out, footer(history)
 
 
@@ -78,36 +83,34 @@ def median_with_ci(p: Point, unit: str) -> str:
 
 
 def way(s: Series, c: ChangePoint) -> str:
-    """better or worse where the metric has a direction, else up or down."""
-    if c.change is None or c.change == 0:
+    """better or worse where the metric has a direction, else up or down (from the medians where
+    the change has no size: zero before)."""
+    shift = c.change if c.change is not None else c.after_median - c.before_median
+    if shift == 0:
         return "-"
-    up = c.change > 0
+    up = shift > 0
     if s.direction == "none":
         return "up" if up else "down"
     return "worse" if up == (s.direction == "lower") else "better"
 
 
-def _series_grids(history: History) -> list[Grid]:
-    versioned = several_versions(history)
-    by_workload: dict[str, Grid] = {}
-    for s in history.series:
-        title = _workload(s, versioned)
-        if title not in by_workload:
-            header = ["metric", "variant", "n", "medians, oldest first", "last median [95% CI]", "changes"]
-            by_workload[title] = Grid(title=title, header=header, verdict_columns=[3])  # (the bars read from the left)
-        marks = [c.index for c in s.change_points]
-        row = [s.metric, s.variant, str(len(s.points)), spark([p.median for p in s.points], marks)]
-        by_workload[title].add([*row, median_with_ci(s.points[-1], s.unit), str(len(s.change_points))])
-    return list(by_workload.values())
+def _series_grid(title: str, series: list[Series]) -> Grid:
+    header = ["metric", "variant", "n", "medians, oldest first", "last median [95% CI]", "changes"]
+    grid = Grid(title=title, header=header, verdict_columns=[3])  # (the bars read from the left)
+    for s in series:
+        bars = spark([p.median for p in s.points], [c.index for c in s.change_points])
+        grid.add([s.metric, s.variant, str(len(s.points)), bars, median_with_ci(s.points[-1], s.unit), str(len(s.change_points))])
+    return grid
 
 
-def _change_grid(found: list[tuple[Series, ChangePoint]]) -> Grid:
+def _change_grid(title: str, series: list[Series]) -> Grid:
     """The medians either side are left to the JSON and `--points`: with them a row would not fit 100 columns."""
-    header = ["workload", "metric", "variant", "change [95% CI]", "", "last before -> first after"]
-    grid = Grid(title="change points", header=header, names=3, verdict_columns=[4, 5])
+    header = ["metric", "variant", "change [95% CI]", "", "last before -> first after"]
+    grid = Grid(title=f"{title}: change points", header=header, verdict_columns=[3, 4])
+    found = [(s, c) for s in series for c in s.change_points]
     for s, c in found:
         change = cells.change(c.change, c.change_ci, log_scale=c.log_scale)
-        grid.add([s.workload, s.metric, s.variant, change, way(s, c), f"{c.before} -> {c.after}"])
+        grid.add([s.metric, s.variant, change, way(s, c), f"{c.before} -> {c.after}"])
     if any(not c.log_scale for _, c in found):
         grid.notes.append(SHIFT_NOTE)
     return grid
