@@ -30,8 +30,9 @@ def nightly(
     variants: Sequence[str] = ("base",),
     versions: Sequence[str] | None = None,
     seed: int = 1,
+    runs: int = RUNS,
 ) -> Store:
-    """One experiment a day (`prefix` and its number), RUNS runs of workload `w` per variant whose
+    """One experiment a day (`prefix` and its number), `runs` runs of workload `w` per variant whose
     wall time is the day's level with 1% noise (the second variant 10% slower throughout), and a
     `sys` metric that stays flat."""
     store = Store(str(db))
@@ -45,7 +46,7 @@ def nightly(
             name=name, spec=spec, workloads=[("w", "command", version)],
             variants=[(v, {}, i == 0) for i, v in enumerate(variants)], created_at=1_800_000_000 + day * DAY,
         )  # fmt: skip
-        for block in range(RUNS):
+        for block in range(runs):
             for position, variant in enumerate(variants):
                 wall = level * (1 + 0.1 * position) * (1 + rng.normal(0, 0.01))
                 store.record_run(
@@ -116,6 +117,23 @@ def test_filters_and_the_pattern_pick_series_and_experiments(tmp_path: Path) -> 
     assert picked.experiments == [f"nightly-{d:02d}" for d in range(4)]
     weekly = history(store, Selection(experiments="weekly-0[12]"), Settings())
     assert weekly.experiments == ["weekly-01", "weekly-02"] and {len(s.points) for s in weekly.series} == {2}
+
+
+def test_segments_of_thousands_of_runs_are_sized(tmp_path: Path) -> None:
+    """The size comes from every run either side (here 900 a side), never from a test whose
+    smallest p underflows at such counts."""
+    store = nightly(tmp_path / "h.db", [1.0] * 3 + [1.1] * 3, runs=300)
+    (wall,) = history(store, Selection(metric="wall"), Settings()).series
+    (change,) = wall.change_points
+    assert (change.runs_before, change.runs_after) == (900, 900)
+    assert change.change_ci[0] < 0.1 < change.change_ci[1] and change.change_ci[1] - change.change_ci[0] < 0.01
+
+
+def test_experiments_without_a_successful_run_show_no_series(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "h.db"))
+    store.create_experiment(name="empty", spec={"name": "empty"}, workloads=[("w", "command", "v1")], variants=[("a", {}, True)])
+    result = history(store, Selection(), Settings())
+    assert result.series == [] and result.experiments == ["empty"] and "no successful run" in result.warnings[0]
 
 
 def test_a_new_workload_version_starts_a_new_series(tmp_path: Path) -> None:

@@ -33,13 +33,11 @@ from pydantic import Field
 from benchlab.errors import SpecError, StoreError
 from benchlab.stats import changepoints
 from benchlab.stats.analysis import build_series
-from benchlab.stats.estimators import median_ci
-from benchlab.stats.judge import two_sample_estimate
+from benchlab.stats.estimators import hodges_lehmann_two_sample, median_ci
 from benchlab.stats.report_model import Model, Number, Pair, number, pair
 from benchlab.store import ExperimentData, Store
 
 SCHEMA: Final = "benchlab.history/1"
-LEVELS = (0.95, 0.90)
 NAMES_SHOWN = 10  # stored names listed in a refusal
 
 
@@ -179,13 +177,15 @@ def _collect(loaded: Sequence[ExperimentData], selection: Selection) -> tuple[li
                 collected[key].runs.append(values)
     for kind in seen:
         _check_filter(kind, getattr(selection, kind), seen[kind])
+    if not collected:
+        warnings.append("the matched experiments hold no successful run: there is no series to show")
     ordered = sorted(collected.values(), key=lambda c: (c.workload, c.points[0].created_at, c.metric, c.variant))
     return ordered, warnings  # a workload's versions in the order they first ran
 
 
 def _check_filter(kind: str, pattern: str, stored: Iterable[str]) -> None:
     names = sorted(stored)
-    if any(fnmatch.fnmatchcase(name, pattern) for name in names):
+    if pattern == "*" or any(fnmatch.fnmatchcase(name, pattern) for name in names):
         return
     listed = ", ".join(names[:NAMES_SHOWN]) + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
     raise SpecError(f"no stored {kind} matches '{pattern}' (stored: {listed or 'none'})", where=f"--{kind}")
@@ -208,12 +208,12 @@ def _change_point(c: _Collected, start: int, found: changepoints.Found, end: int
     before_median = float(np.median(before))
     log_scale = bool(before.min() > 0 and after.min() > 0)
     if log_scale:
-        est = two_sample_estimate(np.log(after), np.log(before), LEVELS)
-        change, ci = math.expm1(est.value), (math.expm1(est.ci[0]), math.expm1(est.ci[1]))
+        shift, ((lo, hi),) = hodges_lehmann_two_sample(np.log(after), np.log(before))
+        change, ci = math.expm1(shift), (math.expm1(lo), math.expm1(hi))
     else:
-        est = two_sample_estimate(after, before, LEVELS)
+        shift, ((lo, hi),) = hodges_lehmann_two_sample(after, before)
         scale = abs(before_median) or math.nan
-        change, ci = est.value / scale, (est.ci[0] / scale, est.ci[1] / scale)
+        change, ci = shift / scale, (lo / scale, hi / scale)
     return ChangePoint(
         index=found.index, before=c.points[found.index - 1].experiment, after=c.points[found.index].experiment,
         before_median=before_median, after_median=float(np.median(after)), change=number(change), change_ci=pair(ci),
