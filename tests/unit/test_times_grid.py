@@ -37,6 +37,10 @@ def test_a_change_reads_as_times_faster_or_slower_with_the_interval_turned_round
     assert ratio(0.25, [0.1, 0.4]) == "1.25x slower [1.10, 1.40]"
     assert ratio(0.0, [None, None], missing="n/a: 2 blocks") == "1.00x faster [n/a: 2 blocks]"
     assert ratio(None, [None, None]) == "n/a"
+    # a shift (times that can be 0) down to nothing is no ratio: it stays a change of the baseline's median
+    assert ratio(-1.0, [None, None], log_scale=False, missing="n/a: 2 blocks") == "-100.0% [n/a: 2 blocks] shift"
+    assert ratio(-0.5, [-1.2, 0.1], log_scale=False) == "-50.0% [-120.0, +10.0] shift"
+    assert ratio(-0.5, [-0.6, 0.1], log_scale=False) == "2.00x faster [0.91, 2.50] shift"
 
 
 def test_the_grid_has_times_only_in_real_user_sys_order_with_a_column_per_variant_or_host() -> None:

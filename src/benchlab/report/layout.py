@@ -16,7 +16,7 @@ draws a table but has no notion of splitting one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from rich.cells import cell_len
@@ -32,6 +32,9 @@ FLOOR = 3  # the narrowest anything is squeezed to
 
 
 class Measure(NamedTuple):
+    """A column's widths, from its cells and header: what a layout reserves for it (`least`)
+    decides which layouts fit, and the rest of the width goes towards `most`."""
+
     least: int  # the narrowest a layout draws it
     most: int  # every cell on one line
     floor: int  # the narrowest it may be squeezed to before a value in it folds
@@ -44,7 +47,7 @@ class Block:
 
     grid: Grid
     widths: list[int]
-    rules: set[int] = field(default_factory=set)
+    rules: set[int]
 
 
 def table_width(widths: list[int]) -> int:
@@ -83,7 +86,7 @@ def _groups(grid: Grid) -> list[list[int]]:
 
 
 def _fits(grid: Grid, columns: list[int], width: int) -> bool:
-    return table_width([_measure(grid, i)[0] for i in columns]) <= width
+    return table_width([_measure(grid, i).least for i in columns]) <= width
 
 
 def _parts(grid: Grid, lead: int, width: int) -> list[list[int]] | None:

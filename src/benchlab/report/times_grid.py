@@ -24,6 +24,8 @@ def ratio(change: float | None, ci: Sequence[float | None], *, log_scale: bool =
     if change is None:
         return "n/a"
     if not log_scale:
+        if min([change, *(c for c in ci if c is not None)]) <= -1:  # a shift down to zero time is no speed ratio
+            return cells.change(change, ci, log_scale=False, missing=missing)
         return f"{ratio(change, ci, missing=missing)} {cells.SHIFT}"
     factor = 1 / (1 + change)  # baseline time / variant time
     faster = factor >= 1
