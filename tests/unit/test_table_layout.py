@@ -230,3 +230,8 @@ def test_hostile_names_are_escaped_before_they_are_measured() -> None:
     grid.add(["\x1b[31mw", "n", "2 s"])
     (block,) = layout.blocks(table._escaped(grid), 100)
     assert block.grid.rows[0][0] == safe.text("\x1b[31mw") and block.widths[0] >= cell_len("\\x1b[31mw")
+
+
+def test_a_grid_without_rows_is_drawn_as_its_header() -> None:
+    (block,) = layout.blocks(Grid(title="t", header=["workload", "metric", "base (median)"]), 100)
+    assert block.widths == [8, 6, 13] and drawn(block, 100)[0].startswith("workload │ metric │ base (median)")

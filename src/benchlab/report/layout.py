@@ -59,9 +59,12 @@ def blocks(grid: Grid, width: int = WIDTH) -> list[Block]:
     modes = [(grid, set[int]())]
     if _liftable(grid):
         modes.append(_lifted(grid))
-    split = [(g, rules, parts) for g, rules in modes if (parts := _parts(g, _shared(g), width)) is not None]
+    least = [[_measure(g, i).least for i in range(len(g.header))] for g, _ in modes]  # measured once: rows may be thousands
+    split = [(g, rules, parts) for (g, rules), m in zip(modes, least, strict=True)
+             if (parts := _parts(g, m, _shared(g), width)) is not None]  # fmt: skip
     if not split:
-        split = [(g, rules, parts) for g, rules in modes if (parts := _apart(g, width)) is not None]
+        split = [(g, rules, parts) for (g, rules), m in zip(modes, least, strict=True)
+                 if (parts := _apart(g, m, width)) is not None]  # fmt: skip
     if split:
         g, rules, parts = min(split, key=lambda found: len(found[2]))  # the first mode wins a tie
     else:
@@ -85,31 +88,32 @@ def _groups(grid: Grid) -> list[list[int]]:
     return [rest[i : i + size] for i in range(0, len(rest), size)]
 
 
-def _fits(grid: Grid, columns: list[int], width: int) -> bool:
-    return table_width([_measure(grid, i).least for i in columns]) <= width
-
-
-def _parts(grid: Grid, lead: int, width: int) -> list[list[int]] | None:
+def _parts(grid: Grid, least: list[int], lead: int, width: int) -> list[list[int]] | None:
     """Each block's columns, the `lead` first ones and then as many groups as fit, packed in
-    order (the fewest blocks any in-order split can have); None where a group alone does not fit."""
+    order (the fewest blocks any in-order split can have); None where a group alone does not fit.
+    `least`: each column's narrowest width."""
+
+    def fits(columns: list[int]) -> bool:
+        return table_width([least[i] for i in columns]) <= width
+
     leading = list(range(lead))
     parts: list[list[int]] = []
     for group in _groups(grid):
-        if parts and _fits(grid, parts[-1] + group, width):
+        if parts and fits(parts[-1] + group):
             parts[-1] += group
-        elif _fits(grid, leading + group, width):
+        elif fits(leading + group):
             parts.append(leading + group)
         else:
             return None
-    return parts or ([leading] if _fits(grid, leading, width) else None)
+    return parts or ([leading] if fits(leading) else None)
 
 
-def _apart(grid: Grid, width: int) -> list[list[int]] | None:
+def _apart(grid: Grid, least: list[int], width: int) -> list[list[int]] | None:
     """The shared values (the baseline's) in a block of their own, then the groups under the names alone."""
     shared = list(range(_shared(grid)))
-    if len(shared) <= grid.names or not _fits(grid, shared, width):
+    if len(shared) <= grid.names or table_width([least[i] for i in shared]) > width:
         return None
-    rest = _parts(grid, grid.names, width)
+    rest = _parts(grid, least, grid.names, width)
     return None if rest is None else [shared, *rest]
 
 
@@ -133,7 +137,7 @@ def _measure(grid: Grid, i: int) -> Measure:
         least = max(1, min(max(_words(c) for c in [header, *cells]), NAME_WORD))
         floor = min(least, NAME_FLOOR)
     else:
-        floor = max(1, *(cell_len(c) for c in cells))
+        floor = max([1, *(cell_len(c) for c in cells)])
         least = max(floor, min(_words(header), HEADER_WORD))
     return Measure(least, max(least, *(cell_len(c) for c in [header, *cells])), floor)
 
