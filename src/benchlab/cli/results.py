@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def print_report(report: Report, fmt: str, view: View = "auto") -> None:
     if fmt == "table" and out.is_terminal:
-        out.print(table_report.renderable(report, view))
+        out.print(table_report.renderable(report, view, width=out.width))
     else:
         text = render(report, fmt, view)
         out.file.write(text)
