@@ -105,7 +105,7 @@ def test_the_table_marks_the_change_and_fits_100_columns(tmp_path: Path) -> None
     assert max(len(line) for line in lines) <= 100
     assert "change points" in done.stdout and "nightly-04 -> nightly-05" in done.stdout
     assert f"▁▁▁▁▁{MARK}█████" in done.stdout  # the series line of wall, the change marked where it is
-    point_rows = [line for line in lines if line.startswith("│ nightly-05") and "worse" in line]
+    point_rows = [line for line in lines if line.startswith("nightly-05") and "worse" in line]
     assert len(point_rows) == 2 and all("+19." in line or "+20." in line for line in point_rows)  # both variants' wall
 
 

@@ -53,9 +53,8 @@ def history(
         out.file.write(result.to_json())
         out.file.flush()
         return
-    drawing = table.group(*history_grid.grids(result, points=points), result.warnings)
     console = out if out.is_terminal else Console(file=out.file, width=WIDTH, color_system=None, markup=False)
-    console.print(drawing)
+    console.print(table.group(*history_grid.grids(result, points=points), result.warnings, width=console.width))
 
 
 def register(app: typer.Typer) -> None:

@@ -79,6 +79,6 @@ def render(report: Report, view: View = "auto") -> str:
     return buffer.getvalue()
 
 
-def group(grids: list[Grid], footer: str, warnings: Sequence[str] = ()) -> Group:
-    """Grids of a command other than `report` (`benchlab history`), drawn as a report's are."""
-    return Group(*_grids(grids, footer), *(_line(f"warning: {w}", "yellow") for w in warnings))
+def group(grids: list[Grid], footer: str, warnings: Sequence[str] = (), width: int = layout.WIDTH) -> Group:
+    """Grids of a command other than `report` (`benchlab history`), laid out as a report's are."""
+    return Group(*_grids(grids, footer, width), *(_line(f"warning: {w}", "yellow") for w in warnings))
