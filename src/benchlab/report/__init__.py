@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchlab.errors import SpecError
-from benchlab.report import csv_format, json_format, markdown, table
+from benchlab.report import benchstat, csv_format, json_format, markdown, table
 from benchlab.report.views import VIEWS, View, check_view
 from benchlab.stats.report_model import Report
 
@@ -15,6 +15,7 @@ FORMATS: dict[str, Callable[[Report, View], str]] = {
     "md": markdown.render,
     "json": json_format.render,
     "csv": csv_format.render,
+    "benchstat": benchstat.render,
 }
 
 __all__ = ["FORMATS", "VIEWS", "View", "check_format", "check_view", "render"]
@@ -28,6 +29,8 @@ def check_format(fmt: str, view: str = "auto") -> View:
     checked = check_view(view)
     if fmt == "json":
         json_format.check(checked)
+    if fmt == "benchstat":
+        benchstat.check(checked)
     return checked
 
 
