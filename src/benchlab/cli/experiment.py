@@ -12,11 +12,11 @@ import typer
 from pydantic import ValidationError
 
 from benchlab.cli.console import err, out
-from benchlab.cli.options import Db, Format, MaxBlocks, MinBlocks
+from benchlab.cli.options import Db, Exports, Format, MaxBlocks, MinBlocks, with_exports
 from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import RunsFailed, SpecError
-from benchlab.report import check_format, safe
+from benchlab.report import check_format, needs_runs, safe
 from benchlab.spec import ExperimentSpec, read_spec, spec_from_dict
 from benchlab.spec.load import spec_error
 from benchlab.spec.models import UntilDecided, WorkloadSpec
@@ -115,14 +115,18 @@ def _quick_workload(workload: WorkloadSpec) -> dict[str, object]:
     return fields
 
 
-def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool) -> None:
+def execute(
+    spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool, exports: Exports | None = None
+) -> None:
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
-    from benchlab.cli.results import open_store, print_report
+    from benchlab.cli.results import check_exports, open_store, print_report, write_exports
     from benchlab.runner import Prepared, Runner
     from benchlab.stats.analysis import analyze
     from benchlab.stats.verdict import plan_warning
 
     check_format(fmt)
+    exports = exports or {}
+    check_exports(exports)
     prepared = Prepared.from_spec(spec)  # every check against the machine happens before the first run
     store = open_store(db)
     compared = len(spec.variants) > 1 and spec.until_decided is None
@@ -134,12 +138,15 @@ def execute(spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, all
 
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
-    analysis = analyze(store.load(exp, every_record=fmt == "json"))
-    print_report(analysis.report(), fmt)
+    analysis = analyze(store.load(exp, every_record=needs_runs(fmt, *exports)))
+    drawn = analysis.report()
+    print_report(drawn, fmt)
+    write_exports(drawn, exports)
     err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures([analysis], f"'{exp.name}'", allow=allow_failures)
 
 
+@with_exports
 def run(
     spec: Annotated[Path, typer.Argument(help="experiment spec (TOML)")],
     db: Db = None,
@@ -151,15 +158,17 @@ def run(
     allow_failures: AllowFailures = False,
     blocks: Blocks = None,
     quick: Quick = False,
+    exports: Exports | None = None,
 ) -> None:
     """Run the experiment a spec describes and print its verdict table."""
     if until_decided and (blocks is not None or quick):
         flag = "--blocks" if blocks is not None else "--quick"
         raise SpecError(f"{flag} fixes how many blocks run, --until-decided lets the results decide; give one", where=flag)
     spec_ = sequential(shortened(load_spec(spec), blocks, quick), until_decided, min_blocks, max_blocks)
-    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures)
+    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports)
 
 
+@with_exports
 def compare(
     workload: Annotated[list[str], typer.Option("-w", "--workload", help="built-in workload, e.g. 'alloc.churn threads=4'")] = [],  # noqa: B006
     cmd: Annotated[list[str], typer.Option("--cmd", help="a command to time as a whole process tree")] = [],  # noqa: B006
@@ -180,6 +189,7 @@ def compare(
     min_blocks: MinBlocks = None,
     max_blocks: MaxBlocks = None,
     allow_failures: AllowFailures = False,
+    exports: Exports | None = None,
 ) -> None:
     """Compare variants without a spec file."""
     spec = quick_spec(
@@ -187,7 +197,10 @@ def compare(
         builtins=workload, commands=cmd, gbench=gbench, variants=variant, blocks=blocks,
         warmup=warmup, seed=seed, baseline=baseline, timeout=timeout,
     )  # fmt: skip
-    execute(sequential(spec, until_decided, min_blocks, max_blocks), db=db, resume=resume, fmt=fmt, allow_failures=allow_failures)
+    execute(
+        sequential(spec, until_decided, min_blocks, max_blocks),
+        db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports,
+    )  # fmt: skip
 
 
 DEMO_VARIANTS = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, Group
@@ -59,3 +60,8 @@ def render(report: Report, view: View = "auto") -> str:
     buffer = io.StringIO()
     Console(file=buffer, width=220, color_system=None).print(renderable(report, view))
     return buffer.getvalue()
+
+
+def group(grids: list[Grid], footer: str, warnings: Sequence[str] = ()) -> Group:
+    """Grids of a command other than `report` (`benchlab history`), drawn as a report's are."""
+    return Group(*_grids(grids, footer), *(_line(f"warning: {w}", "yellow") for w in warnings))
