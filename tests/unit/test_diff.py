@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
@@ -14,7 +15,7 @@ from benchlab.errors import SpecError
 from benchlab.metrics import Metric
 from benchlab.report import render
 from benchlab.stats.diff import diff
-from benchlab.stats.report_model import Report
+from benchlab.stats.report_model import Report, json_schema
 from benchlab.stats.sides import resolve
 from benchlab.stats.simulation import simulate_diff
 from benchlab.store import Store
@@ -164,7 +165,10 @@ def test_experiments_and_bundles_through_the_cli(tmp_path: Path) -> None:
     compare("monday", "0.01")
     compare("tuesday", "0.05")
     proc = cli("diff", "monday:x", "tuesday:x", "-f", "json", check=True)
-    row = next(r for r in json.loads(proc.stdout)["rows"] if r["metric"] == "wall")
+    document = json.loads(proc.stdout)
+    jsonschema.validate(document, json_schema(), cls=jsonschema.Draft202012Validator)  # the published report schema
+    assert [side["label"] for side in document["experiment"]["sides"]] == ["monday:x", "tuesday:x"]
+    row = next(r for r in document["rows"] if r["metric"] == "wall")
     assert row["verdict"] == "worse" and row["test"] == "mann-whitney" and row["pairs"] == 0
     cli("export", "monday", "-o", str(tmp_path / "monday.json"), check=True)
     elsewhere = str(tmp_path / "elsewhere.db")  # a database that holds only tuesday's results
@@ -198,6 +202,7 @@ def test_a_file_and_an_experiment_of_one_name_read_the_experiment_and_say_so(tmp
         (["one:zz", "two"], "'one:zz': experiment 'one' has no variant 'zz' (it has base)"),
         (["one", "./missing.json"], "no bundle at missing.json"),
         (["one", "two", "-f", "html"], "unknown report format 'html'"),
+        (["one", "two", "-f", "hyperfine"], "--format: a diff is drawn as table, md, json, csv, benchstat"),
         (["one", ""], "an empty argument names no experiment and no bundle"),
     ],
 )

@@ -10,11 +10,13 @@ import typer
 
 from benchlab.cli.options import Db
 from benchlab.cli.results import open_store, print_report
+from benchlab.errors import SpecError
 from benchlab.report import check_format
 
 if TYPE_CHECKING:
     from benchlab.store import Store
 
+DRAWN = ("table", "md", "json", "csv", "benchstat")  # the formats drawn from judged rows (hyperfine and gbench list runs)
 SIDE_HELP = "an experiment NAME, NAME:VARIANT, or a bundle PATH[:VARIANT] written by `benchlab export` (PATH holds a /: ./FILE)"
 
 
@@ -22,7 +24,7 @@ def diff(
     a: Annotated[str, typer.Argument(help=f"the baseline: {SIDE_HELP}", show_default=False)],
     b: Annotated[str, typer.Argument(help=f"compared with A: {SIDE_HELP}", show_default=False)],
     db: Db = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, json, csv or benchstat")] = "table",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=", ".join(DRAWN))] = "table",
 ) -> None:
     """Compare two experiments, variants or bundles measured separately: unpaired (Mann-Whitney U,
     two-sample Hodges-Lehmann) under the verdict rules of an experiment; see docs/commands/diff.md."""
@@ -30,6 +32,9 @@ def diff(
     from benchlab.stats.sides import resolve
 
     checked = check_format(fmt)
+    if fmt not in DRAWN:
+        shown = ", ".join(DRAWN)
+        raise SpecError(f"a diff is drawn as {shown}: it holds judged rows, not the runs {fmt} lists", where="--format")
     database = functools.cache(lambda: _existing_store(db))
     print_report(compare(resolve(a, database), resolve(b, database)), fmt, checked)
 
