@@ -25,7 +25,7 @@ from typing import Annotated
 import typer
 
 from benchlab import interrupts
-from benchlab.cli import calibrate, container, db, experiment, history, ipc, results, score, system, vm
+from benchlab.cli import calibrate, container, db, diff, experiment, history, ipc, results, score, system, vm
 from benchlab.cli.console import err
 from benchlab.errors import BenchlabError, Interrupted
 from benchlab.report import safe
@@ -38,7 +38,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (experiment, score, results, history, system, container, vm, ipc, calibrate, db):
+for module in (experiment, score, results, diff, history, system, container, vm, ipc, calibrate, db):
     module.register(app)
 
 

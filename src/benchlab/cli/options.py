@@ -14,7 +14,7 @@ Db = Annotated[
     str | None,
     typer.Option("--db", help="results database: a SQLite path or a postgresql:// URL [env: BENCHLAB_DB]"),
 ]
-Format = Annotated[str, typer.Option("--format", "-f", help="table, md, json, csv, hyperfine or gbench")]
+Format = Annotated[str, typer.Option("--format", "-f", help="table, md, json, csv, hyperfine, gbench or benchstat")]
 UntilDecided = Annotated[
     bool,
     typer.Option(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchlab.errors import SpecError
-from benchlab.report import csv_format, gbench_format, hyperfine_json, json_format, markdown, table
+from benchlab.report import benchstat, csv_format, gbench_format, hyperfine_json, json_format, markdown, table
 from benchlab.report.samples import WHOLE, check_whole
 from benchlab.report.views import VIEWS, View, check_view
 from benchlab.stats.report_model import Report
@@ -18,6 +18,7 @@ FORMATS: dict[str, Callable[[Report, View], str]] = {
     "csv": csv_format.render,
     "hyperfine": hyperfine_json.render,
     "gbench": gbench_format.render,
+    "benchstat": benchstat.render,
 }
 
 __all__ = ["FORMATS", "VIEWS", "View", "check_format", "check_view", "needs_runs", "render"]
@@ -31,6 +32,8 @@ def check_format(fmt: str, view: str = "auto") -> View:
     checked = check_view(view)
     if fmt in WHOLE:
         check_whole(fmt, checked)
+    if fmt == "benchstat":
+        benchstat.check(checked)
     return checked
 
 

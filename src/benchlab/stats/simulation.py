@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchlab.plan import make_plan
+from benchlab.stats.diff import two_samples
 from benchlab.stats.judge import KEY_SHIFT, Row, Series, Settings, judge, pair_key, undecided
 
 
@@ -61,3 +62,18 @@ def run_until_decided(series: list[Series], settings: Settings) -> tuple[int, li
         if not undecided(rows):
             break
     return blocks, rows
+
+
+def simulate_diff(rng: np.random.Generator, *, runs: tuple[int, int], noise: float, shift: float = 0.0) -> list[Row]:
+    """One `benchlab diff` of a command workload, judged by the diff's own two-sample path: its
+    wall time (primary) and user and sys time (secondary), lognormal with `noise`, A with runs[0]
+    runs and B with runs[1]; B's wall time is shifted by `shift` on the log scale (0: an A/A diff,
+    where at most alpha of diffs may show any better or worse row)."""
+    series = []
+    for metric, family in (("wall", "primary"), ("user", "secondary"), ("sys", "secondary")):
+        like = Series("w", metric, "s", "lower", {}, family)
+        x = np.exp(1.0 + rng.normal(0, noise, runs[0]))
+        y = np.exp(1.0 + rng.normal(0, noise, runs[1]) + (shift if metric == "wall" else 0.0))
+        series.append(two_samples(like, "w", ("A", x), ("B", y)))
+    rows, _ = judge(series, ["A", "B"], Settings(baseline="A"))
+    return rows
