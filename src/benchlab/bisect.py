@@ -1,0 +1,136 @@
+"""`benchlab bisect`'s experiments: each pair the search asks about (stats/bisection.py) run as
+an experiment of its own through the runner, stored like any other and judged by `analyze`.
+
+A pair's experiment is the spec cut down to its two variants and the one workload watched,
+with the baseline, alpha and equivalence margin the search gives it, run until decided:
+blocks are added from `min_blocks` on until the watched row is better, worse or same, up to
+`max_blocks` (the sequential thresholds hold for any stopping rule, this one included). Its
+name says what it is: `NAME-bisect-ends`, `NAME-bisect-at-VARIANT`, `NAME-bisect-boundary`,
+so `benchlab report` shows every step's evidence, and `--resume` reuses finished steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from benchlab.errors import SpecError
+from benchlab.measure.rusage import CHARACTERISTICS
+from benchlab.runner import Prepared, Progress, Runner
+from benchlab.spec import ExperimentSpec
+from benchlab.spec.fields import NAME_MAX
+from benchlab.spec.models import MetricSettings, UntilDecided
+from benchlab.stats.analysis import Analysis, analyze
+from benchlab.stats.bisection import Judgement, Pair
+from benchlab.stats.judge import Row
+from benchlab.stats.verdict import DECIDED, NOT_JUDGED, UNCLEAR
+from benchlab.store import ExperimentRecord, Store
+
+SUFFIXES = {"ends": "bisect-ends", "boundary": "bisect-boundary"}
+
+
+def default_metric(spec: ExperimentSpec, workload: str) -> str:
+    """A command's outcome is its wall time; a built-in or Google Benchmark binary reports its own
+    `real_time` (Google Benchmark's first column)."""
+    return "wall" if spec.workload(workload).command is not None else "real_time"
+
+
+def watched_workload(spec: ExperimentSpec, name: str | None) -> str:
+    """The workload bisected: the one named, or the spec's only one."""
+    names = [w.name for w in spec.workloads]
+    if name is not None:
+        if name not in names:
+            raise SpecError(f"the spec has no workload {name!r} (it has {', '.join(names)})", where="--workload")
+        return name
+    if len(names) > 1:
+        raise SpecError(f"the spec has {len(names)} workloads ({', '.join(names)}): name the one to bisect", where="--workload")
+    return names[0]
+
+
+class StepExperiments:
+    """The `Judge` of a real bisection: `__call__` runs one pair's experiment and reads its
+    watched row. `progress` makes the display of one experiment's runs."""
+
+    def __init__(
+        self,
+        store: Store,
+        spec: ExperimentSpec,
+        *,
+        workload: str,
+        metric: str,
+        until: UntilDecided,
+        resume: bool,
+        progress: Callable[[], AbstractContextManager[Progress]],
+    ) -> None:
+        self.store, self.spec, self.workload, self.metric = store, spec, workload, metric
+        self.until, self.resume, self.progress = until, resume, progress
+        settings = spec.workload(workload).metrics.get(metric)
+        if settings is not None and settings.direction == "none" or settings is None and metric in CHARACTERISTICS:
+            raise SpecError(
+                f"{metric!r} is not judged (it has no direction): give it one in the workload's metrics, or bisect another",
+                where="--metric",
+            )
+        longest = max((self.name(Pair("step", "", v.name, 0.5)) for v in spec.variants), key=len)
+        if len(longest) > NAME_MAX:
+            raise SpecError(
+                f"a step's experiment name ({longest[:40]}...) would pass {NAME_MAX} characters: give the spec a shorter name"
+            )
+
+    def name(self, pair: Pair) -> str:
+        return f"{self.spec.name}-{SUFFIXES.get(pair.role, f'bisect-at-{pair.candidate}')}"
+
+    def spec_for(self, pair: Pair) -> ExperimentSpec:
+        """The spec cut to the pair and the watched workload, with the pair's baseline, alpha and
+        margin, run until decided. The watched metric is named in the workload's `metrics` even
+        without a margin, so that a misspelt one is refused before anything runs."""
+        workload = self.spec.workload(self.workload)
+        settings = workload.metrics.get(self.metric) or MetricSettings()
+        if pair.margin is not None:
+            settings = settings.model_copy(update={"margin": pair.margin})
+        variants = {v.name: v for v in self.spec.variants}
+        watched = workload.model_dump()
+        watched["metrics"][self.metric] = settings.model_dump()
+        fields = {
+            **self.spec.model_dump(),
+            "name": self.name(pair),
+            "workloads": [watched],
+            "variants": [variants[pair.baseline].model_dump(), variants[pair.candidate].model_dump()],
+            "baseline": pair.baseline,
+            "alpha": pair.alpha,
+            "until_decided": self.until.model_dump(),
+            "fit": "none",
+        }
+        return ExperimentSpec.model_validate(fields)
+
+    def _watched(self, analysis: Analysis, candidate: str) -> Row | None:
+        row = next(
+            (r for r in analysis.rows if (r.workload, r.metric, r.variant) == (self.workload, self.metric, candidate)), None
+        )
+        if row is not None and row.verdict == NOT_JUDGED:
+            raise SpecError(
+                f"{self.metric!r} of {self.workload} is not judged (it has no direction): give it one in the workload's "
+                "metrics, or bisect another",
+                where="--metric",
+            )
+        return row
+
+    def __call__(self, pair: Pair) -> Judgement:
+        prepared = Prepared.from_spec(self.spec_for(pair))
+
+        def decided(exp: ExperimentRecord) -> bool:
+            row = self._watched(analyze(self.store.load(exp)), pair.candidate)
+            return row is not None and row.verdict in DECIDED
+
+        with self.progress() as progress:
+            exp = Runner(self.store, progress=progress).run(prepared, resume=self.resume, decided=decided)
+        analysis = analyze(self.store.load(exp))
+        failed = len(analysis.failed_runs)
+        failures = f"{failed} run(s) failed" if failed else ""
+        row = self._watched(analysis, pair.candidate)
+        if row is None:
+            return Judgement(UNCLEAR, experiment=exp.name, note=failures or f"no run measured {self.metric}")
+        why = row.note if row.verdict == UNCLEAR else ""  # why a row stayed unclear; a decided one needs none
+        return Judgement(
+            row.verdict, change=row.change, change_ci=row.change_ci, change_ci90=row.change_ci90,
+            blocks=row.sample_size, experiment=exp.name, note="; ".join(n for n in (failures, why) if n),
+        )  # fmt: skip
