@@ -3,8 +3,9 @@ an experiment of its own through the runner, stored like any other and judged by
 
 A pair's experiment is the spec cut down to its two variants and the one workload watched,
 with the baseline, alpha and equivalence margin the search gives it, run until decided:
-blocks are added from `min_blocks` on until the watched row is better, worse or same, up to
-`max_blocks` (the sequential thresholds hold for any stopping rule, this one included). Its
+blocks are added from `min_blocks` on until the watched row is better, worse or same (the ends,
+when worse, until their change is measured well enough to set the steps' margin: `settled`),
+up to `max_blocks` (the sequential thresholds hold for any stopping rule, this one included). Its
 name says what it is: `NAME-bisect-ends`, `NAME-bisect-at-VARIANT`, `NAME-bisect-boundary`,
 so `benchlab report` shows every step's evidence, and `--resume` reuses finished steps.
 """
@@ -21,9 +22,9 @@ from benchlab.spec import ExperimentSpec
 from benchlab.spec.fields import NAME_MAX
 from benchlab.spec.models import MetricSettings, UntilDecided
 from benchlab.stats.analysis import Analysis, analyze
-from benchlab.stats.bisection import Judgement, Pair
+from benchlab.stats.bisection import Judgement, Pair, settled
 from benchlab.stats.judge import Row
-from benchlab.stats.verdict import DECIDED, NOT_JUDGED, UNCLEAR
+from benchlab.stats.verdict import NOT_JUDGED, UNCLEAR
 from benchlab.store import ExperimentRecord, Store
 
 SUFFIXES = {"ends": "bisect-ends", "boundary": "bisect-boundary"}
@@ -119,7 +120,7 @@ class StepExperiments:
 
         def decided(exp: ExperimentRecord) -> bool:
             row = self._watched(analyze(self.store.load(exp)), pair.candidate)
-            return row is not None and row.verdict in DECIDED
+            return row is not None and settled(pair.role, row.verdict, row.change, row.change_ci)
 
         with self.progress() as progress:
             exp = Runner(self.store, progress=progress).run(prepared, resume=self.resume, decided=decided)

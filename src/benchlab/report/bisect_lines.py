@@ -38,7 +38,7 @@ def header(variants: list[str], workload: str, metric: str, alpha: float, decisi
     shown = ", ".join(variants) if len(variants) <= 6 else f"{', '.join(variants[:3])}, ..., {', '.join(variants[-2:])}"
     return safe.text(
         f"bisecting {len(variants)} variants ({shown}) on {metric} of {workload}: at most {decisions} decisions, "
-        f"each at alpha {alpha / decisions:.2g} ({alpha:g} / {decisions})",
+        f"each at alpha {alpha / decisions:.3g} ({alpha:g} / {decisions})",
         limit=safe.LINE_MAX,
     )
 
@@ -84,7 +84,7 @@ def answer(outcome: Outcome, metric: str) -> list[str]:
             "the ends' change on the log scale, inside their interval, at most 50%)"
         )
     lines.append(
-        f"error rate: every decision at alpha {outcome.per_decision:.2g}, at most {outcome.decisions} of them: "
+        f"error rate: every decision at alpha {outcome.per_decision:.3g}, at most {outcome.decisions} of them: "
         f"the chance that any was wrong is at most {outcome.alpha:g}"
     )
     return [safe.text(line, limit=safe.LINE_MAX) for line in lines]

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from benchlab.stats.verdict import BETTER, SAME, UNCLEAR, WORSE
+from benchlab.stats.verdict import BETTER, DECIDED, SAME, UNCLEAR, WORSE
 
 Role = Literal["ends", "step", "boundary"]
 StepOutcome = Literal["good", "bad", "unclear", "confirmed", "not confirmed", "contradicted", "change", "no change"]
@@ -115,14 +115,33 @@ def decisions(n: int) -> int:
     return math.ceil(math.log2(n - 1)) + 2 if n >= 2 else 0
 
 
+def _half(change: float) -> float:
+    """Half a change on the log scale, as a fraction: +100% (2x) gives +41%, -50% gives -29%."""
+    return abs(math.expm1(math.log1p(change) / 2) if change > -1 else change / 2)
+
+
+def _nearest_bound(ci: tuple[float, float]) -> float:
+    return min(abs(b) for b in ci) if all(math.isfinite(b) for b in ci) else 0.0
+
+
 def step_margin(change: float, ci: tuple[float, float]) -> float:
     """The margin within which a candidate counts as the good end's equal: half the ends' change
     on the log scale (a 2x slowdown gives +-41%), no wider than the bound of the ends' interval
     nearest zero (so that the true change between the ends lies beyond it whenever that interval
     holds), and at most MAX_MARGIN."""
-    half = math.expm1(math.log1p(change) / 2) if change > -1 else change / 2
-    nearest = min(abs(b) for b in ci) if all(math.isfinite(b) for b in ci) else abs(half)
-    return min(abs(half), nearest, MAX_MARGIN)
+    return min(_half(change), _nearest_bound(ci), MAX_MARGIN)
+
+
+def settled(role: Role, verdict: str, change: float, ci: tuple[float, float]) -> bool:
+    """Whether a pair's experiment may stop before its budget: its watched row decided, and where
+    the ends are worse, their change measured well enough to give the steps their whole margin
+    (the interval's bound nearest zero beyond half the change). Stopping the ends at their first
+    `worse` would leave an interval reaching down to nearly zero, and every step a margin too
+    narrow to call anything good. Any stopping rule keeps the sequential thresholds and the
+    repeated intervals valid (stats/sequential.py): they hold at every look at once."""
+    if verdict not in DECIDED:
+        return False
+    return role != "ends" or verdict != WORSE or _nearest_bound(ci) >= min(_half(change), MAX_MARGIN)
 
 
 def bisect(variants: list[str], judge: Judge, *, alpha: float, on_step: Callable[[Step], None] = lambda step: None) -> Outcome:

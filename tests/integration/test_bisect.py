@@ -1,0 +1,69 @@
+"""`benchlab bisect` on real processes: five versions of a program, each built by the workload's
+setup step into a folder of its own, the third one and those after it slower."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import cli
+
+BUILD = (
+    'mkdir -p "build/$COMMIT" && if [ "$COMMIT" -ge 3 ]; then d=0.04; else d=0.01; fi && '
+    'printf "sleep %s\\n" "$d" > "build/$COMMIT/app.sh"'
+)
+
+
+def spec(root: Path, name: str, commits: list[int]) -> Path:
+    root.mkdir(exist_ok=True)
+    variants = "".join(f'[[variants]]\nname = "v{c}"\nenv = {{ COMMIT = {c} }}\n' for c in commits)
+    path = root / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\n'
+        f'[[workloads]]\nname = "app"\ncwd = "{root}"\nsetup = {json.dumps(["sh", "-c", BUILD])}\n'
+        f'command = ["sh", "-c", "sh build/$COMMIT/app.sh"]\n{variants}'
+    )
+    return path
+
+
+def test_bisect_finds_the_first_slower_version_confirms_it_and_stores_every_step(tmp_path: Path) -> None:
+    path = spec(tmp_path / "repo", "series", [0, 1, 2, 3, 4])
+    proc = cli("bisect", str(path), timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "at most 4 decisions, each at alpha 0.0125 (0.05 / 4)" in lines[0]
+    assert lines[1].startswith("ends     v4 vs v0: worse +")
+    assert "first bad: v3 (last good: v2), confirmed by comparing the two directly" in proc.stdout
+    assert any(line.startswith("boundary v3 vs v2: worse +") and "-> confirmed" in line for line in lines)
+    stored = cli("list", check=True).stdout
+    for name in ("series-bisect-ends", "series-bisect-boundary"):
+        assert name in stored
+    boundary = json.loads(cli("report", "series-bisect-boundary", "--format", "json", check=True).stdout)
+    assert boundary["variants"] == ["v2", "v3"] and boundary["alpha"] == 0.0125
+    wall = next(r for r in boundary["rows"] if r["metric"] == "wall")
+    assert wall["verdict"] == "worse" and wall["change"] > 1.0  # 10 ms to 40 ms, and the shell's start
+
+    again = cli("bisect", str(path))
+    assert again.returncode == 4 and "--resume" in again.stderr  # a stored step is never run twice by accident
+    resumed = cli("bisect", str(path), "--resume", timeout=120)
+    assert resumed.returncode == 0 and resumed.stdout == proc.stdout  # every step reused, the same evidence
+
+
+def test_an_undecided_bisection_exits_6_and_bad_input_runs_nothing(tmp_path: Path) -> None:
+    flat = spec(tmp_path / "repo", "flat", [0, 1, 2])  # all fast: no change between the ends
+    proc = cli("bisect", str(flat), "--max-blocks", "3", timeout=120)
+    assert proc.returncode == 6, proc.stderr
+    assert "nothing bisected: v2 against v0 stayed unclear after 3 blocks" in proc.stdout
+    assert proc.stderr.splitlines()[-1].startswith("benchlab: no confirmed answer (ends unclear)")
+
+    for args, said in (
+        (["--metric", "max_rss"], "--metric: 'max_rss' is not judged"),
+        (["--metric", "wal"], "'wal' is no metric of this workload"),
+        (["--workload", "other"], "--workload: the spec has no workload 'other'"),
+        (["--alpha", "0.7"], "--alpha: 0.7 is no error rate"),
+    ):
+        bad = cli("bisect", str(spec(tmp_path / "repo", "again", [0, 1, 2])), *args)
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr
+    lone = cli("bisect", str(spec(tmp_path / "repo", "lone", [0])))
+    assert lone.returncode == 2 and "two variants at least" in lone.stderr
+    assert "again-bisect" not in cli("list", check=True).stdout  # refused before anything ran
