@@ -146,3 +146,25 @@ def test_simulated_bisections_are_wrong_less_often_than_alpha() -> None:
             total += 1
     assert wrong <= ALPHA * total
     assert found >= 36  # a 2x step against 3% noise is found (and confirmed) nearly always
+
+
+def test_the_lines_say_the_answer_the_range_left_and_the_error_rate() -> None:
+    from benchlab.report.bisect_lines import answer, header, step_line
+
+    out = bisect(names(9), Fake([0, 0, 0, 0, 0, 1, 1, 1, 1]), alpha=ALPHA)
+    assert header(names(9), "app", "wall", ALPHA, out.decisions).endswith("at most 5 decisions, each at alpha 0.01 (0.05 / 5)")
+    lines = [step_line(step, i) for i, step in enumerate(out.steps)]
+    assert lines[0].startswith("ends     8 vs 0: worse +100.0% [+80.0, +120.0] in 5 blocks -> change")
+    assert lines[1].startswith("step 1   4 vs 0: same +0.0% [n/a] (TOST) in 5 blocks -> good")
+    assert lines[-1].startswith("boundary 5 vs 4: worse +100.0%") and lines[-1].endswith("-> confirmed  ()")
+    said = answer(out, "wall")
+    assert said[0] == "first bad: 5 (last good: 4), confirmed by comparing the two directly"
+    assert (
+        said[-1] == "error rate: every decision at alpha 0.01, at most 5 of them: the chance that any was wrong is at most 0.05"
+    )
+
+    stopped = answer(bisect(names(9), Fake([0, 0, 0, 0, 0, 0, 1, 1, 1], unclear=frozenset({"6"})), alpha=ALPHA), "wall")
+    assert stopped[0].startswith(
+        "stopped: 6 stayed unclear after 40 blocks; the first bad variant is one of 5, 6, 7, 8 (after 4)"
+    )
+    assert answer(bisect(names(3), Fake([0, 0, 0]), alpha=ALPHA), "wall")[0] == "nothing to bisect: 2 is the same as 0 on wall"

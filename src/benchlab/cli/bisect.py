@@ -10,7 +10,7 @@ import typer
 from benchlab.cli.console import out
 from benchlab.cli.options import Db
 from benchlab.cli.progress import BarProgress
-from benchlab.errors import SpecError, Undecided
+from benchlab.errors import Interrupted, SpecError, Undecided
 
 ANSWERED = ("found", "no change", "improved")  # exit 0: the list was bisected, or there was nothing to bisect
 
@@ -21,7 +21,7 @@ def bisect(
         str | None, typer.Option("-w", "--workload", help="the workload to bisect (default: the spec's only one)")
     ] = None,
     metric: Annotated[
-        str | None, typer.Option("-m", "--metric", help="the metric to watch (default: wall for a command, else real_time)")
+        str | None, typer.Option("--metric", help="the metric to watch (default: wall for a command, else real_time)")
     ] = None,
     alpha: Annotated[
         float | None, typer.Option("--alpha", help="the chance that any decision is wrong, at most (default: the spec's alpha)")
@@ -62,7 +62,12 @@ def bisect(
         steps += step.pair.role == "step"
         out.print(step_line(step, steps), highlight=False, soft_wrap=True)
 
-    outcome = search(variants, judge, alpha=rate, on_step=show)
+    try:
+        outcome = search(variants, judge, alpha=rate, on_step=show)
+    except Interrupted:  # the runner's own line names `benchlab run`
+        raise Interrupted(
+            "interrupted; every finished run is stored, knobs restored; continue with `benchlab bisect SPEC --resume`"
+        ) from None
     lines = answer(outcome, metric)
     for line in lines:
         out.print(line, highlight=False, soft_wrap=True)
