@@ -119,8 +119,11 @@ class StepExperiments:
         prepared = Prepared.from_spec(self.spec_for(pair))
 
         def decided(exp: ExperimentRecord) -> bool:
-            row = self._watched(analyze(self.store.load(exp)), pair.candidate)
-            return row is not None and settled(pair.role, row.verdict, row.change, row.change_ci)
+            analysis = analyze(self.store.load(exp))
+            row = self._watched(analysis, pair.candidate)
+            if row is None or not (row.n and row.baseline_median == row.baseline_median):  # a variant has no value yet
+                return bool(analysis.failed_runs)  # its runs fail (a build that breaks): more blocks cannot help
+            return settled(pair.role, row.verdict, row.change, row.change_ci)
 
         with self.progress() as progress:
             exp = Runner(self.store, progress=progress).run(prepared, resume=self.resume, decided=decided)
@@ -128,7 +131,7 @@ class StepExperiments:
         failed = len(analysis.failed_runs)
         failures = f"{failed} run(s) failed" if failed else ""
         row = self._watched(analysis, pair.candidate)
-        if row is None:
+        if row is None or not row.n:  # nothing measured: no blocks decided anything
             return Judgement(UNCLEAR, experiment=exp.name, note=failures or f"no run measured {self.metric}")
         why = row.note if row.verdict == UNCLEAR else ""  # why a row stayed unclear; a decided one needs none
         return Judgement(

@@ -9,14 +9,17 @@ from pathlib import Path
 from tests.conftest import cli
 
 BUILD = (
-    'mkdir -p "build/$COMMIT" && if [ "$COMMIT" -ge 3 ]; then d=0.04; else d=0.01; fi && '
+    '[ -z "$BROKEN" ] || { echo "no compiler" >&2; exit 1; }; mkdir -p "build/$COMMIT" && if [ "$COMMIT" -ge 3 ]; then d=0.04; else d=0.01; fi && '
     'printf "sleep %s\\n" "$d" > "build/$COMMIT/app.sh"'
 )
 
 
-def spec(root: Path, name: str, commits: list[int]) -> Path:
+def spec(root: Path, name: str, commits: list[int], broken: int | None = None) -> Path:
+    """A spec over these commits; the build of `broken` fails."""
     root.mkdir(exist_ok=True)
-    variants = "".join(f'[[variants]]\nname = "v{c}"\nenv = {{ COMMIT = {c} }}\n' for c in commits)
+    variants = "".join(
+        f'[[variants]]\nname = "v{c}"\nenv = {{ COMMIT = {c}{", BROKEN = 1" if c == broken else ""} }}\n' for c in commits
+    )
     path = root / f"{name}.toml"
     path.write_text(
         f'name = "{name}"\n'
@@ -49,12 +52,20 @@ def test_bisect_finds_the_first_slower_version_confirms_it_and_stores_every_step
     assert resumed.returncode == 0 and resumed.stdout == proc.stdout  # every step reused, the same evidence
 
 
-def test_an_undecided_bisection_exits_6_and_bad_input_runs_nothing(tmp_path: Path) -> None:
+def test_an_undecided_bisection_or_a_broken_build_exits_6_and_bad_input_runs_nothing(tmp_path: Path) -> None:
     flat = spec(tmp_path / "repo", "flat", [0, 1, 2])  # all fast: no change between the ends
     proc = cli("bisect", str(flat), "--max-blocks", "3", timeout=120)
     assert proc.returncode == 6, proc.stderr
     assert "nothing bisected: v2 against v0 stayed unclear after 3 blocks" in proc.stdout
     assert proc.stderr.splitlines()[-1].startswith("benchlab: no confirmed answer (ends unclear)")
+
+    broken = cli("bisect", str(spec(tmp_path / "repo", "broken", [0, 1, 2, 3], broken=1)), timeout=120)
+    assert broken.returncode == 6, broken.stderr
+    assert "step 1   v1 vs v0: unclear n/a -> unclear  (broken-bisect-at-v1; 3 run(s) failed)" in broken.stdout
+    assert (
+        "stopped: v1 could not be measured (3 run(s) failed: `benchlab report broken-bisect-at-v1` says why); " in broken.stdout
+    )
+    assert "the first bad variant is one of v1, v2, v3 (after v0)" in broken.stdout  # v1 is never guessed good or bad
 
     for args, said in (
         (["--metric", "max_rss"], "--metric: 'max_rss' is not judged"),

@@ -63,6 +63,12 @@ def answer(outcome: Outcome, metric: str) -> list[str]:
             f"shows no change ({last.judgement.verdict if last else ''}): the change is spread over several variants, "
             "or the list is not ordered from good to bad"
         )
+    elif outcome.status == "stopped" and last and not blocks:
+        lines.append(
+            f"stopped: {last.pair.candidate} could not be measured ({last.judgement.note}: `benchlab report "
+            f"{last.judgement.experiment}` says why); the first bad variant is one of {', '.join(outcome.remaining)} "
+            f"(after {outcome.last_good})"
+        )
     elif outcome.status == "stopped":
         lines.append(
             f"stopped: {last.pair.candidate if last else ''} stayed unclear after {blocks} blocks; the first bad variant "
