@@ -12,17 +12,19 @@ so `benchlab report` shows every step's evidence, and `--resume` reuses finished
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from benchlab.errors import SpecError
 from benchlab.measure.rusage import CHARACTERISTICS
 from benchlab.runner import Prepared, Progress, Runner
-from benchlab.spec import ExperimentSpec
+from benchlab.spec import ExperimentSpec, VariantSpec
 from benchlab.spec.fields import NAME_MAX
 from benchlab.spec.models import MetricSettings, UntilDecided
 from benchlab.stats.analysis import Analysis, analyze
-from benchlab.stats.bisection import Judgement, Pair, settled
+from benchlab.stats.bisection import ROLES, Judgement, Pair, settled
 from benchlab.stats.judge import Row
 from benchlab.stats.verdict import NOT_JUDGED, UNCLEAR
 from benchlab.store import ExperimentRecord, Store
@@ -50,11 +52,14 @@ def watched_workload(spec: ExperimentSpec, name: str | None) -> str:
 
 class StepExperiments:
     """The `Judge` of a real bisection: `__call__` runs one pair's experiment and reads its
-    watched row. `progress` makes the display of one experiment's runs."""
+    watched row. Made only after every check a step could fail (the metric, every variant
+    against this machine, the steps' names), so that bad input is refused before anything runs
+    and before the database is opened (`open_store`, on first use). `progress` makes the display
+    of one experiment's runs."""
 
     def __init__(
         self,
-        store: Store,
+        open_store: Callable[[], Store],
         spec: ExperimentSpec,
         *,
         workload: str,
@@ -63,41 +68,54 @@ class StepExperiments:
         resume: bool,
         progress: Callable[[], AbstractContextManager[Progress]],
     ) -> None:
-        self.store, self.spec, self.workload, self.metric = store, spec, workload, metric
+        self.open_store, self.spec, self.workload, self.metric = open_store, spec, workload, metric
         self.until, self.resume, self.progress = until, resume, progress
         settings = spec.workload(workload).metrics.get(metric)
-        if settings is not None and settings.direction == "none" or settings is None and metric in CHARACTERISTICS:
+        direction = settings.direction if settings is not None else None
+        if direction == "none" or (direction is None and metric in CHARACTERISTICS):
             raise SpecError(
                 f"{metric!r} is not judged (it has no direction): give it one in the workload's metrics, or bisect another",
                 where="--metric",
             )
-        longest = max((self.name(Pair("step", "", v.name, 0.5)) for v in spec.variants), key=len)
+        longest = max((self.name(Pair(role, "", v.name, 0.5)) for role in ROLES for v in spec.variants), key=len)
         if len(longest) > NAME_MAX:
             raise SpecError(
                 f"a step's experiment name ({longest[:40]}...) would pass {NAME_MAX} characters: give the spec a shorter name"
             )
+        Prepared.from_spec(self._cut(spec.name, spec.variants, baseline=spec.variants[0].name, alpha=spec.alpha, margin=None))
+
+    @functools.cached_property
+    def store(self) -> Store:
+        return self.open_store()
 
     def name(self, pair: Pair) -> str:
         return f"{self.spec.name}-{SUFFIXES.get(pair.role, f'bisect-at-{pair.candidate}')}"
 
     def spec_for(self, pair: Pair) -> ExperimentSpec:
-        """The spec cut to the pair and the watched workload, with the pair's baseline, alpha and
+        """The spec of a pair's experiment, named after it."""
+        variants = {v.name: v for v in self.spec.variants}
+        chosen = [variants[pair.baseline], variants[pair.candidate]]
+        return self._cut(self.name(pair), chosen, baseline=pair.baseline, alpha=pair.alpha, margin=pair.margin)
+
+    def _cut(
+        self, name: str, variants: list[VariantSpec], *, baseline: str, alpha: float, margin: float | None
+    ) -> ExperimentSpec:
+        """The spec cut to these variants and the watched workload, with this baseline, alpha and
         margin, run until decided. The watched metric is named in the workload's `metrics` even
-        without a margin, so that a misspelt one is refused before anything runs."""
+        without a margin, so that a misspelt one is refused (by `Prepared`) before anything runs."""
         workload = self.spec.workload(self.workload)
         settings = workload.metrics.get(self.metric) or MetricSettings()
-        if pair.margin is not None:
-            settings = settings.model_copy(update={"margin": pair.margin})
-        variants = {v.name: v for v in self.spec.variants}
+        if margin is not None:
+            settings = settings.model_copy(update={"margin": margin})
         watched = workload.model_dump()
         watched["metrics"][self.metric] = settings.model_dump()
         fields = {
             **self.spec.model_dump(),
-            "name": self.name(pair),
+            "name": name,
             "workloads": [watched],
-            "variants": [variants[pair.baseline].model_dump(), variants[pair.candidate].model_dump()],
-            "baseline": pair.baseline,
-            "alpha": pair.alpha,
+            "variants": [v.model_dump() for v in variants],
+            "baseline": baseline,
+            "alpha": alpha,
             "until_decided": self.until.model_dump(),
             "fit": "none",
         }
@@ -121,7 +139,7 @@ class StepExperiments:
         def decided(exp: ExperimentRecord) -> bool:
             analysis = analyze(self.store.load(exp))
             row = self._watched(analysis, pair.candidate)
-            if row is None or not (row.n and row.baseline_median == row.baseline_median):  # a variant has no value yet
+            if row is None or not row.n or math.isnan(row.baseline_median):  # a variant has no value yet
                 return bool(analysis.failed_runs)  # its runs fail (a build that breaks): more blocks cannot help
             return settled(pair.role, row.verdict, row.change, row.change_ci)
 

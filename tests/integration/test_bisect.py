@@ -52,7 +52,22 @@ def test_bisect_finds_the_first_slower_version_confirms_it_and_stores_every_step
     assert resumed.returncode == 0 and resumed.stdout == proc.stdout  # every step reused, the same evidence
 
 
-def test_an_undecided_bisection_or_a_broken_build_exits_6_and_bad_input_runs_nothing(tmp_path: Path) -> None:
+def test_bad_input_is_refused_before_the_database_is_opened_and_an_undecided_bisection_exits_6(tmp_path: Path) -> None:
+    again = spec(tmp_path / "repo", "again", [0, 1, 2])
+    pinned = spec(tmp_path / "repo", "pinned", [0, 1, 2])
+    pinned.write_text(pinned.read_text() + "cpus = 4095\n")  # on the last variant only
+    for path, args, said in (
+        (again, ["--metric", "max_rss"], "--metric: 'max_rss' is not judged"),
+        (again, ["--metric", "wal"], "'wal' is no metric of this workload"),
+        (again, ["--workload", "other"], "--workload: the spec has no workload 'other'"),
+        (again, ["--alpha", "0.7"], "--alpha: 0.7 is no error rate"),
+        (spec(tmp_path / "repo", "lone", [0]), [], "two variants at least"),
+        (pinned, [], "variants[2].cpus: CPU 4095 is not available here"),  # checked before the ends run
+    ):
+        bad = cli("bisect", str(path), *args)
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr
+    assert not (tmp_path / "results.db").exists()  # the private database of this test (tests/conftest.py)
+
     flat = spec(tmp_path / "repo", "flat", [0, 1, 2])  # all fast: no change between the ends
     proc = cli("bisect", str(flat), "--max-blocks", "3", timeout=120)
     assert proc.returncode == 6, proc.stderr
@@ -66,15 +81,3 @@ def test_an_undecided_bisection_or_a_broken_build_exits_6_and_bad_input_runs_not
         "stopped: v1 could not be measured (3 run(s) failed: `benchlab report broken-bisect-at-v1` says why); " in broken.stdout
     )
     assert "the first bad variant is one of v1, v2, v3 (after v0)" in broken.stdout  # v1 is never guessed good or bad
-
-    for args, said in (
-        (["--metric", "max_rss"], "--metric: 'max_rss' is not judged"),
-        (["--metric", "wal"], "'wal' is no metric of this workload"),
-        (["--workload", "other"], "--workload: the spec has no workload 'other'"),
-        (["--alpha", "0.7"], "--alpha: 0.7 is no error rate"),
-    ):
-        bad = cli("bisect", str(spec(tmp_path / "repo", "again", [0, 1, 2])), *args)
-        assert bad.returncode == 2 and said in bad.stderr, bad.stderr
-    lone = cli("bisect", str(spec(tmp_path / "repo", "lone", [0])))
-    assert lone.returncode == 2 and "two variants at least" in lone.stderr
-    assert "again-bisect" not in cli("list", check=True).stdout  # refused before anything ran

@@ -52,7 +52,7 @@ def bisect(
     if len(variants) < 2:
         raise SpecError("bisect needs two variants at least: the good one first, the bad one last", where="variants")
     judge = StepExperiments(
-        open_store(db), loaded, workload=watched, metric=metric, until=until, resume=resume, progress=BarProgress
+        lambda: open_store(db), loaded, workload=watched, metric=metric, until=until, resume=resume, progress=BarProgress
     )
     out.print(header(variants, watched, metric, rate, decisions(len(variants))), highlight=False, soft_wrap=True)
     steps = 0

@@ -35,6 +35,7 @@ from typing import Literal
 from benchlab.stats.verdict import BETTER, DECIDED, SAME, UNCLEAR, WORSE
 
 Role = Literal["ends", "step", "boundary"]
+ROLES: tuple[Role, ...] = ("ends", "step", "boundary")
 StepOutcome = Literal["good", "bad", "unclear", "confirmed", "not confirmed", "contradicted", "change", "no change"]
 Status = Literal["found", "unconfirmed", "contradicted", "stopped", "no change", "improved", "ends unclear"]
 MAX_MARGIN = 0.5  # a candidate 50% slower is never "same", whatever the ends' change
