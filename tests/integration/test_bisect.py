@@ -61,6 +61,7 @@ def test_bad_input_is_refused_before_the_database_is_opened_and_an_undecided_bis
         (again, ["--metric", "wal"], "'wal' is no metric of this workload"),
         (again, ["--workload", "other"], "--workload: the spec has no workload 'other'"),
         (again, ["--alpha", "0.7"], "--alpha: 0.7 is no error rate"),
+        (again, ["--max-blocks", "2"], "--min-blocks/--max-blocks: Input should be greater than or equal to 3"),
         (spec(tmp_path / "repo", "lone", [0]), [], "two variants at least"),
         (pinned, [], "variants[2].cpus: CPU 4095 is not available here"),  # checked before the ends run
     ):

@@ -39,7 +39,7 @@ def bisect(
     loaded = load_spec(spec)
     if alpha is not None and not 0 < alpha < 0.5:
         raise SpecError(f"{alpha:g} is no error rate: give one between 0 and 0.5", where="--alpha")
-    until = sequential(loaded, True, min_blocks, max_blocks).until_decided
+    until = sequential(loaded, True, min_blocks, max_blocks, where="--min-blocks/--max-blocks").until_decided
     assert until is not None
     from benchlab.bisect import StepExperiments, default_metric, watched_workload  # loads the runner and scipy
     from benchlab.stats.bisection import Step, decisions
