@@ -129,8 +129,9 @@ def step_margin(change: float, ci: tuple[float, float]) -> float:
     """The margin within which a candidate counts as the good end's equal: half the ends' change
     on the log scale (a 2x slowdown gives +-41%), no wider than the bound of the ends' interval
     nearest zero (so that the true change between the ends lies beyond it whenever that interval
-    holds), and at most MAX_MARGIN."""
-    return min(_half(change), _nearest_bound(ci), MAX_MARGIN)
+    holds), and at most MAX_MARGIN. (A `worse` verdict always comes with a finite interval; were
+    one missing, half the change stands alone rather than a margin of zero, which decides nothing.)"""
+    return min(_half(change), _nearest_bound(ci) or _half(change), MAX_MARGIN)
 
 
 def settled(role: Role, verdict: str, change: float, ci: tuple[float, float]) -> bool:
