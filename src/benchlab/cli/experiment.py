@@ -73,8 +73,11 @@ def load_spec(path: Path) -> ExperimentSpec:
     return spec_from_dict(expand_spec(read_spec(path), str(path)), str(path))
 
 
-def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None, max_blocks: int | None) -> ExperimentSpec:
-    """The spec with the command line's sequential settings (they win over the spec's)."""
+def sequential(
+    spec: ExperimentSpec, until_decided: bool, min_blocks: int | None, max_blocks: int | None, *, where: str = "--until-decided"
+) -> ExperimentSpec:
+    """The spec with the command line's sequential settings (they win over the spec's); `where`
+    names them in a refusal."""
     if not until_decided:
         if min_blocks is not None or max_blocks is not None:
             flag = "--min-blocks" if min_blocks is not None else "--max-blocks"
@@ -85,7 +88,7 @@ def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None
     try:
         return spec.model_copy(update={"until_decided": UntilDecided.model_validate(given)})
     except ValidationError as exc:
-        raise SpecError(exc.errors()[0]["msg"].removeprefix("Value error, "), where="--until-decided") from None
+        raise SpecError(exc.errors()[0]["msg"].removeprefix("Value error, "), where=where) from None
 
 
 def shortened(spec: ExperimentSpec, blocks: int | None, quick: bool) -> ExperimentSpec:

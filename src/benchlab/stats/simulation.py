@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from benchlab.plan import make_plan
+from benchlab.stats.bisection import Judge, Judgement, Pair, settled
 from benchlab.stats.diff import two_samples
-from benchlab.stats.judge import KEY_SHIFT, Row, Series, Settings, judge, pair_key, undecided
+from benchlab.stats.judge import KEY_SHIFT, Row, Sequential, Series, Settings, judge, pair_key, undecided
 
 
 def simulate(
@@ -77,3 +78,24 @@ def simulate_diff(rng: np.random.Generator, *, runs: tuple[int, int], noise: flo
         series.append(two_samples(like, "w", ("A", x), ("B", y)))
     rows, _ = judge(series, ["A", "B"], Settings(baseline="A"))
     return rows
+
+
+def bisect_judge(
+    rng: np.random.Generator, levels: list[float], *, noise: float, first: int, last: int, drift: float = 0.05
+) -> Judge:
+    """A `Judge` for a simulated bisection: variant i's metric lies at levels[i] on the log scale,
+    and each pair is a simulated experiment with that shift, judged at every look from `first`
+    to `last` as `benchlab bisect` judges a real one (until `settled`, or the budget out)."""
+
+    def experiment(pair: Pair) -> Judgement:
+        shift = levels[int(pair.candidate)] - levels[int(pair.baseline)]
+        series = simulate(rng, metrics=1, blocks=last, noise=noise, shifts=[shift], drift=drift)
+        margins = {("w", "m0"): pair.margin} if pair.margin is not None else {}
+        settings = Settings(baseline="A", alpha=pair.alpha, margins=margins, sequential=Sequential(first, last))
+        for blocks in range(first, last + 1):
+            (row,), _ = judge(first_blocks(series, blocks), ["A", "B"], settings)
+            if settled(pair.role, row.verdict, row.change, row.change_ci):
+                break
+        return Judgement(row.verdict, row.change, row.change_ci, row.change_ci90, row.sample_size)
+
+    return experiment
