@@ -21,9 +21,8 @@ import time
 
 import numpy as np
 
-from benchlab.stats.bisection import Judge, Judgement, Outcome, Pair, bisect, settled
-from benchlab.stats.judge import Settings, judge
-from benchlab.stats.simulation import bisect_judge, first_blocks, simulate
+from benchlab.stats.bisection import Outcome, bisect
+from benchlab.stats.simulation import bisect_judge
 
 ALPHA = 0.05
 FIRST, LAST = 3, 40
@@ -35,25 +34,6 @@ SCENARIOS = {  # name -> (noise, the sizes of the steps on the log scale, each a
     "2x step, 5% noise": (0.05, [np.log(2.0)]),
     "two +5% steps, 2% noise": (0.02, [np.log(1.05), np.log(1.05)]),
 }
-
-
-def naive_judge(rng: np.random.Generator, levels: list[float], *, noise: float) -> Judge:
-    """Each pair at the whole alpha, judged at nominal levels after every block from 3 on and
-    stopped at the first decided verdict: what a script that adds runs until a test says
-    something does."""
-
-    def experiment(pair: Pair) -> Judgement:
-        shift = levels[int(pair.candidate)] - levels[int(pair.baseline)]
-        series = simulate(rng, metrics=1, blocks=LAST, noise=noise, shifts=[shift], drift=0.05)
-        margins = {("w", "m0"): pair.margin} if pair.margin is not None else {}
-        settings = Settings(baseline="A", alpha=ALPHA, margins=margins)
-        for blocks in range(FIRST, LAST + 1):
-            (row,), _ = judge(first_blocks(series, blocks), ["A", "B"], settings)
-            if settled(pair.role, row.verdict, row.change, row.change_ci):
-                break
-        return Judgement(row.verdict, row.change, row.change_ci, row.change_ci90, row.sample_size)
-
-    return experiment
 
 
 def wrong(out: Outcome, truth: int | None) -> bool:
@@ -77,7 +57,7 @@ def run(name: str, bisects: int, rng: np.random.Generator, *, naive: bool) -> st
         truth = places[0] if places else None
         names = [str(i) for i in range(n)]
         if naive:
-            out = bisect(names, naive_judge(rng, levels, noise=noise), alpha=ALPHA)
+            out = bisect(names, bisect_judge(rng, levels, noise=noise, first=FIRST, last=LAST, nominal_alpha=ALPHA), alpha=ALPHA)
         else:
             out = bisect(names, bisect_judge(rng, levels, noise=noise, first=FIRST, last=LAST), alpha=ALPHA)
         statuses[out.status] += 1

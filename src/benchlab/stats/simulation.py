@@ -81,17 +81,31 @@ def simulate_diff(rng: np.random.Generator, *, runs: tuple[int, int], noise: flo
 
 
 def bisect_judge(
-    rng: np.random.Generator, levels: list[float], *, noise: float, first: int, last: int, drift: float = 0.05
+    rng: np.random.Generator,
+    levels: list[float],
+    *,
+    noise: float,
+    first: int,
+    last: int,
+    drift: float = 0.05,
+    nominal_alpha: float | None = None,
 ) -> Judge:
     """A `Judge` for a simulated bisection: variant i's metric lies at levels[i] on the log scale,
     and each pair is a simulated experiment with that shift, judged at every look from `first`
-    to `last` as `benchlab bisect` judges a real one (until `settled`, or the budget out)."""
+    to `last` as `benchlab bisect` judges a real one (until `settled`, or the budget out).
+    With `nominal_alpha`, every pair is judged at that whole alpha at nominal levels after every
+    block instead: what a script that adds runs until a test says something does (the baseline
+    bench/bisect_calibration.py compares with)."""
 
     def experiment(pair: Pair) -> Judgement:
         shift = levels[int(pair.candidate)] - levels[int(pair.baseline)]
         series = simulate(rng, metrics=1, blocks=last, noise=noise, shifts=[shift], drift=drift)
         margins = {("w", "m0"): pair.margin} if pair.margin is not None else {}
-        settings = Settings(baseline="A", alpha=pair.alpha, margins=margins, sequential=Sequential(first, last))
+        settings = (
+            Settings(baseline="A", alpha=nominal_alpha, margins=margins)
+            if nominal_alpha is not None
+            else Settings(baseline="A", alpha=pair.alpha, margins=margins, sequential=Sequential(first, last))
+        )
         for blocks in range(first, last + 1):
             (row,), _ = judge(first_blocks(series, blocks), ["A", "B"], settings)
             if settled(pair.role, row.verdict, row.change, row.change_ci):
