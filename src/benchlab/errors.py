@@ -69,6 +69,13 @@ class RunsFailed(BenchlabError):
     exit_code = 5
 
 
+class Undecided(BenchlabError):
+    """`benchlab bisect` ended without a confirmed answer (a step stayed unclear, or the boundary
+    did not reproduce the change): its evidence is printed, and a script must not read it as found."""
+
+    exit_code = 6
+
+
 class Interrupted(BenchlabError):
     """The user stopped the experiment (Ctrl-C or SIGTERM); stored runs are kept, knobs restored."""
 

@@ -106,6 +106,7 @@ env = { NAP = "0.06" }
 
 def test_every_number_in_the_table_comes_from_the_json(tmp_path: Path) -> None:
     from benchlab.report import cells
+    from benchlab.stats.report_model import MetricRow
 
     cli("compare", "--cmd", "sh -c 'sleep 0.01'", "--variant", "a", "--variant", "b", "-n", "4", "--name", "tbl", check=True)
     data = report("tbl")
@@ -113,7 +114,7 @@ def test_every_number_in_the_table_comes_from_the_json(tmp_path: Path) -> None:
     md = cli("report", "tbl", "--format", "md", check=True).stdout
     csv_text = cli("report", "tbl", "--format", "csv", check=True).stdout
     for row in data["rows"]:
-        for text in (cells.quantity(row["median"], row["unit"]), cells.change(row["change"], row["change_ci"])):
+        for text in (cells.quantity(row["median"], row["unit"]), cells.row_change(MetricRow.model_validate(row))):
             assert text in table and text in md
     assert len(csv_text.strip().splitlines()) == len(data["rows"]) + 1
     # the times view is a parameter of rendering: CSV draws it, JSON (which holds every view) refuses it in one line

@@ -12,6 +12,7 @@ from benchlab.stats.estimators import (
     hodges_lehmann_paired,
     hodges_lehmann_two_sample,
     median_ci,
+    rank_sum_min_p,
     signed_rank_critical,
     signed_rank_p,
 )
@@ -74,6 +75,13 @@ def test_two_sample_shift_recovers_a_known_shift() -> None:
     est, [(lo, hi)] = hodges_lehmann_two_sample(x, y)
     assert lo < 1.0 < hi
     assert est == pytest.approx(np.median(np.subtract.outer(x, y)))
+
+
+def test_the_smallest_rank_sum_p_is_two_over_the_ways_to_split_even_for_thousands_of_runs() -> None:
+    assert rank_sum_min_p(3, 4) == pytest.approx(2 / 35)
+    assert rank_sum_min_p(10, 12) == pytest.approx(2 / 646646)
+    assert rank_sum_min_p(0, 5) == 1.0 and rank_sum_min_p(1, 1) == 1.0
+    assert rank_sum_min_p(600, 600) == 0.0  # C(1200, 600) does not fit a float: the p underflows, never raises
 
 
 def test_benjamini_hochberg_and_holm_by_hand() -> None:

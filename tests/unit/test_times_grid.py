@@ -6,14 +6,21 @@ import pytest
 
 from benchlab.report import render
 from benchlab.report.times_grid import grid, ratio
+from benchlab.stats.judge import PARAMETRIC
 from benchlab.stats.report_model import Experiment, MetricRow, Report
 
 
-def row(variant: str, metric: str, median: float, best: float, change: float | None, ci: list[float | None]) -> MetricRow:
-    return MetricRow(workload="build", metric=metric, unit="s", direction="lower", variant=variant, n=5, pairs=5,
-                     median=median, median_ci=(None, None), best=best, baseline_median=10.0, baseline_best=9.5,
-                     change=change, change_ci=(ci[0], ci[1]), change_ci90=(None, None), log_scale=True, test="wilcoxon",
+def row(variant: str, metric: str, median: float, best: float, change: float | None, ci: list[float | None], *,
+        unit: str = "s", base: float = 10.0, workload: str = "build", pairs: int = 5, test: str = PARAMETRIC,
+        log_scale: bool = True) -> MetricRow:  # fmt: skip
+    return MetricRow(workload=workload, metric=metric, unit=unit, direction="lower", variant=variant, n=5, pairs=pairs,
+                     median=median, median_ci=(None, None), best=best, baseline_median=base, baseline_best=base * 0.95,
+                     change=change, change_ci=(ci[0], ci[1]), change_ci90=(None, None), log_scale=log_scale, test=test,
                      p=None, q=None, verdict="better", blocks_needed=None, family="primary", note=None, spread=None)  # fmt: skip
+
+
+def report(rows: list[MetricRow]) -> Report:
+    return REPORT.model_copy(update={"rows": rows})
 
 
 REPORT = Report(
@@ -28,8 +35,12 @@ REPORT = Report(
 def test_a_change_reads_as_times_faster_or_slower_with_the_interval_turned_round() -> None:
     assert ratio(-0.1228, [-0.15, -0.09]) == "1.14x faster [1.10, 1.18]"  # 10 s against 8.77 s
     assert ratio(0.25, [0.1, 0.4]) == "1.25x slower [1.10, 1.40]"
-    assert ratio(0.0, [None, None]) == "1.00x faster"
+    assert ratio(0.0, [None, None], missing="n/a: 2 blocks") == "1.00x faster [n/a: 2 blocks]"
     assert ratio(None, [None, None]) == "n/a"
+    # a shift (times that can be 0) down to nothing is no ratio: it stays a change of the baseline's median
+    assert ratio(-1.0, [None, None], log_scale=False, missing="n/a: 2 blocks") == "-100.0% [n/a: 2 blocks] shift"
+    assert ratio(-0.5, [-1.2, 0.1], log_scale=False) == "-50.0% [-120.0, +10.0] shift"
+    assert ratio(-0.5, [-0.6, 0.1], log_scale=False) == "2.00x faster [0.91, 2.50] shift"
 
 
 def test_the_grid_has_times_only_in_real_user_sys_order_with_a_column_per_variant_or_host() -> None:
@@ -38,6 +49,46 @@ def test_the_grid_has_times_only_in_real_user_sys_order_with_a_column_per_varian
                         "other@far vs linux [95% CI]"]  # fmt: skip
     assert [r[1] for r in g.rows] == ["wall", "sys"]  # max_rss is not a time
     assert g.rows[0][2:] == ["9.500 s", "10.00 s", "8.500 s", "8.770 s", "1.14x faster [1.10, 1.18]"]
+
+
+def test_a_row_without_an_interval_says_why_under_the_interval_header() -> None:
+    """The paired t gives an interval from 3 blocks on (the signed-rank one from 6): below that,
+    or where every block's difference is the same, the cell says so instead of leaving it out."""
+    rows = [
+        row("other@far", "wall", 8.77, 8.5, -0.1228, [None, None], pairs=2, test="wilcoxon"),
+        row("other@far", "user", 8.77, 8.5, -0.1228, [-0.15, -0.09], pairs=3),
+        row("other@far", "sys", 1.0, 1.0, 0.0, [None, None], pairs=4, test="wilcoxon", log_scale=False),
+        row("other@far", "real_time", 8.77, 8.5, -0.1228, [None, None], pairs=0),  # hosts merged: runs unpaired
+    ]
+    cells = {r[1]: r[-1] for r in grid(report(rows)).rows}
+    assert cells == {
+        "wall": "1.14x faster [n/a: 2 blocks]",
+        "user": "1.14x faster [1.10, 1.18]",  # 3 blocks: the paired t's interval
+        "sys": "1.00x faster [n/a: all alike] shift",
+        "real_time": "1.14x faster [n/a: 5 runs]",
+    }
+    zero = row("other@far", "sys", 0.01, 0.0, None, [None, None], base=0.0, log_scale=False)
+    assert grid(report([zero])).rows[0][-1] == "n/a: baseline median 0"  # a shift over nothing is no change
+
+
+def test_times_read_in_one_unit_per_table_and_an_operations_time_in_its_own() -> None:
+    rows = [
+        row("other@far", "wall", 1.2, 1.1, 0.1, [0.0, 0.2], workload="sys.build", base=1.13),
+        row("other@far", "sys", 0.0004, 0.0003, 0.1, [0.0, 0.2], workload="sys.build", base=0.0005),
+        row("other@far", "real_time", 1_134_895_790.0, 1e9, 0.1, [0.0, 0.2], unit="ns", workload="sys.build", base=1.1e9),
+        row("other@far", "wall", 0.19, 0.18, 0.1, [0.0, 0.2], workload="alloc.churn", base=0.18),
+        row("other@far", "real_time", 187.0, 180.0, 0.1, [0.0, 0.2], unit="ns", workload="alloc.churn", base=190.0),
+    ]
+    shown = {(r[0], r[1]): r[2:4] + r[5:6] for r in grid(report(rows)).rows}
+    assert shown == {
+        ("alloc.churn", "wall"): ["0.1710 s", "0.1800 s", "0.1900 s"],
+        ("alloc.churn", "real_time"): ["180.5 ns", "190.0 ns", "187.0 ns"],  # one operation's time: another kind
+        ("sys.build", "wall"): ["1.073 s", "1.130 s", "1.200 s"],
+        ("sys.build", "sys"): ["0.000475 s", "0.000500 s", "0.000400 s"],
+        ("sys.build", "real_time"): ["1.045 s", "1.100 s", "1.135 s"],  # the whole build's, beside its wall
+    }
+    quick = [row("b", m, 0.012, 0.011, 0.1, [0.0, 0.2], base=0.0121) for m in ("wall", "user", "sys")]
+    assert {r[3] for r in grid(report(quick)).rows} == {"12.10 ms"}  # under a second: ms
 
 
 @pytest.mark.parametrize("fmt", ["table", "md"])

@@ -10,6 +10,8 @@ Exit codes:
        but some stored run of the experiment failed or timed out (a resumed experiment counts
        its earlier runs too), or a benchmark inside a run reported an error; one line on
        stderr says how many (`benchlab: 3 of 20 runs of 'x' failed (2 failed, 1 timed out)`)
+  6    `bisect` ended without a confirmed answer (a step stayed unclear, or the boundary did not
+       reproduce the change): its evidence is printed, every step stored
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT): finished runs are stored, knobs restored;
        continue with --resume
 The one line on stderr is escaped like every rendering (see `benchlab.report.safe`).
@@ -25,7 +27,7 @@ from typing import Annotated
 import typer
 
 from benchlab import interrupts
-from benchlab.cli import calibrate, container, db, experiment, ipc, results, score, system, vm
+from benchlab.cli import bisect, calibrate, container, db, diff, experiment, history, ipc, results, score, system, vm
 from benchlab.cli.console import err
 from benchlab.errors import BenchlabError, Interrupted
 from benchlab.report import safe
@@ -38,7 +40,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (experiment, score, results, system, container, vm, ipc, calibrate, db):
+for module in (experiment, score, results, diff, history, system, container, vm, ipc, calibrate, db, bisect):
     module.register(app)
 
 

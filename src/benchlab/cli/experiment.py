@@ -12,11 +12,11 @@ import typer
 from pydantic import ValidationError
 
 from benchlab.cli.console import err, out
-from benchlab.cli.options import Db, Format, MaxBlocks, MinBlocks, Output
+from benchlab.cli.options import Db, Exports, Format, MaxBlocks, MinBlocks, with_exports
 from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import RunsFailed, SpecError
-from benchlab.report import EVERY_RUN, check_format, safe
+from benchlab.report import check_format, needs_runs, safe
 from benchlab.spec import ExperimentSpec, read_spec, spec_from_dict
 from benchlab.spec.load import spec_error
 from benchlab.spec.models import UntilDecided, WorkloadSpec
@@ -73,8 +73,11 @@ def load_spec(path: Path) -> ExperimentSpec:
     return spec_from_dict(expand_spec(read_spec(path), str(path)), str(path))
 
 
-def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None, max_blocks: int | None) -> ExperimentSpec:
-    """The spec with the command line's sequential settings (they win over the spec's)."""
+def sequential(
+    spec: ExperimentSpec, until_decided: bool, min_blocks: int | None, max_blocks: int | None, *, where: str = "--until-decided"
+) -> ExperimentSpec:
+    """The spec with the command line's sequential settings (they win over the spec's); `where`
+    names them in a refusal."""
     if not until_decided:
         if min_blocks is not None or max_blocks is not None:
             flag = "--min-blocks" if min_blocks is not None else "--max-blocks"
@@ -85,7 +88,7 @@ def sequential(spec: ExperimentSpec, until_decided: bool, min_blocks: int | None
     try:
         return spec.model_copy(update={"until_decided": UntilDecided.model_validate(given)})
     except ValidationError as exc:
-        raise SpecError(exc.errors()[0]["msg"].removeprefix("Value error, "), where="--until-decided") from None
+        raise SpecError(exc.errors()[0]["msg"].removeprefix("Value error, "), where=where) from None
 
 
 def shortened(spec: ExperimentSpec, blocks: int | None, quick: bool) -> ExperimentSpec:
@@ -116,15 +119,17 @@ def _quick_workload(workload: WorkloadSpec) -> dict[str, object]:
 
 
 def execute(
-    spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool, output: Path | None = None
+    spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool, exports: Exports | None = None
 ) -> None:
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
-    from benchlab.cli.results import open_store, print_report
+    from benchlab.cli.results import check_exports, open_store, print_report, write_exports
     from benchlab.runner import Prepared, Runner
     from benchlab.stats.analysis import analyze
     from benchlab.stats.verdict import plan_warning
 
     check_format(fmt)
+    exports = exports or {}
+    check_exports(exports)
     prepared = Prepared.from_spec(spec)  # every check against the machine happens before the first run
     store = open_store(db)
     compared = len(spec.variants) > 1 and spec.until_decided is None
@@ -136,12 +141,15 @@ def execute(
 
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
-    analysis = analyze(store.load(exp, every_record=fmt in EVERY_RUN))
-    print_report(analysis.report(), fmt, output=output)
+    analysis = analyze(store.load(exp, every_record=needs_runs(fmt, *exports)))
+    drawn = analysis.report()
+    print_report(drawn, fmt)
+    write_exports(drawn, exports)
     err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures([analysis], f"'{exp.name}'", allow=allow_failures)
 
 
+@with_exports
 def run(
     spec: Annotated[Path, typer.Argument(help="experiment spec (TOML)")],
     db: Db = None,
@@ -153,16 +161,17 @@ def run(
     allow_failures: AllowFailures = False,
     blocks: Blocks = None,
     quick: Quick = False,
-    output: Output = None,
+    exports: Exports | None = None,
 ) -> None:
     """Run the experiment a spec describes and print its verdict table."""
     if until_decided and (blocks is not None or quick):
         flag = "--blocks" if blocks is not None else "--quick"
         raise SpecError(f"{flag} fixes how many blocks run, --until-decided lets the results decide; give one", where=flag)
     spec_ = sequential(shortened(load_spec(spec), blocks, quick), until_decided, min_blocks, max_blocks)
-    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, output=output)
+    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports)
 
 
+@with_exports
 def compare(
     workload: Annotated[list[str], typer.Option("-w", "--workload", help="built-in workload, e.g. 'alloc.churn threads=4'")] = [],  # noqa: B006
     cmd: Annotated[list[str], typer.Option("--cmd", help="a command to time as a whole process tree")] = [],  # noqa: B006
@@ -183,7 +192,7 @@ def compare(
     min_blocks: MinBlocks = None,
     max_blocks: MaxBlocks = None,
     allow_failures: AllowFailures = False,
-    output: Output = None,
+    exports: Exports | None = None,
 ) -> None:
     """Compare variants without a spec file."""
     spec = quick_spec(
@@ -192,8 +201,8 @@ def compare(
         warmup=warmup, seed=seed, baseline=baseline, timeout=timeout,
     )  # fmt: skip
     execute(
-        sequential(spec, until_decided, min_blocks, max_blocks), db=db, resume=resume, fmt=fmt,
-        allow_failures=allow_failures, output=output,
+        sequential(spec, until_decided, min_blocks, max_blocks),
+        db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports,
     )  # fmt: skip
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -11,9 +14,8 @@ Db = Annotated[
     str | None,
     typer.Option("--db", help="results database: a SQLite path or a postgresql:// URL [env: BENCHLAB_DB]"),
 ]
-Format = Annotated[str, typer.Option("--format", "-f", help="table, md, json, csv or html (a page with plots)")]
-Output = Annotated[
-    Path | None, typer.Option("-o", "--output", help="write the report to this file (whole or not at all) instead of stdout")
+Format = Annotated[
+    str, typer.Option("--format", "-f", help="table, md, json, csv, hyperfine, gbench, benchstat or html (a page with plots)")
 ]
 UntilDecided = Annotated[
     bool,
@@ -24,3 +26,44 @@ UntilDecided = Annotated[
 ]
 MinBlocks = Annotated[int | None, typer.Option("--min-blocks", help="with --until-decided: the first look (default 3)")]
 MaxBlocks = Annotated[int | None, typer.Option("--max-blocks", help="with --until-decided: the budget (default 40)")]
+
+# `--export-NAME FILE`: the report also written to FILE in a format (NAME -> format, what it is).
+# A format is one more entry here: `with_exports` makes its option on every command that exports.
+EXPORTS: dict[str, tuple[str, str]] = {
+    "json": ("json", "the JSON report (with every run)"),
+    "markdown": ("md", "the Markdown report"),
+    "csv": ("csv", "the CSV report"),
+    "hyperfine": ("hyperfine", "hyperfine's --export-json document (its plotting scripts read it)"),
+    "gbench": ("gbench", "Google Benchmark JSON (its compare.py reads it)"),
+    "html": ("html", "the HTML report (one page with plots)"),
+}
+Exports = dict[str, list[Path]]  # format -> the files to write it to
+
+
+def with_exports(command: Callable[..., None]) -> Callable[..., None]:
+    """The command with an `--export-NAME FILE` option (repeatable) per entry of EXPORTS, handed to
+    it as one `exports` argument (format -> files). typer makes options from a function's
+    signature only, so the signature is extended here, once, instead of five options written out
+    in four commands."""
+    signature = inspect.signature(command, eval_str=True)
+    added = [
+        inspect.Parameter(
+            f"export_{name}",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=[],
+            annotation=Annotated[
+                list[Path],
+                typer.Option(f"--export-{name}", metavar="FILE", help=f"also write {what} to FILE (repeatable)"),
+            ],
+        )
+        for name, (_, what) in EXPORTS.items()
+    ]
+
+    @functools.wraps(command)
+    def exporting(*args: Any, **kwargs: Any) -> None:
+        exports = {fmt: list(kwargs.pop(f"export_{name}", [])) for name, (fmt, _) in EXPORTS.items()}
+        command(*args, exports={fmt: files for fmt, files in exports.items() if files}, **kwargs)
+
+    kept = [p for p in signature.parameters.values() if p.name != "exports"]
+    exporting.__signature__ = signature.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
+    return exporting

@@ -15,10 +15,11 @@ import typer
 from rich.table import Table
 
 from benchlab.cli.console import err, out
-from benchlab.cli.options import Db, Format, Output
+from benchlab.cli.options import EXPORTS, Db, Exports, Format, with_exports
 from benchlab.errors import EnvironmentProblem, SpecError
-from benchlab.report import EVERY_RUN, VIEWS, View, check_format, render, safe
+from benchlab.report import VIEWS, View, check_format, needs_runs, render, safe
 from benchlab.report import table as table_report
+from benchlab.report.samples import WHOLE
 
 if TYPE_CHECKING:
     from benchlab.stats.report_model import Report
@@ -26,16 +27,51 @@ if TYPE_CHECKING:
 
 
 def print_report(report: Report, fmt: str, view: View = "auto", output: Path | None = None) -> None:
-    """The report on stdout (a terminal gets rich's colours), or written whole to `output`."""
+    """The report on stdout (a terminal gets rich's colours and its width), or written whole to `output`."""
     if output is not None:
         write_whole(output, render(report, fmt, view).encode())
         err.print(safe.text(f"wrote the {fmt} report to {output}", limit=safe.LINE_MAX), highlight=False)
     elif fmt == "table" and out.is_terminal:
-        out.print(table_report.renderable(report, view))
+        out.print(table_report.renderable(report, view, width=out.width))
     else:
         text = render(report, fmt, view)
         out.file.write(text)
         out.file.flush()
+
+
+def _export_view(fmt: str, view: View) -> View:
+    """The view an export draws: the printed report's, in a format that has views; `auto` in one
+    that holds every view at once (JSON, hyperfine, gbench), which refuses any other."""
+    return "auto" if fmt in WHOLE else view
+
+
+def check_exports(exports: Exports, view: View = "auto") -> None:
+    """Before anything runs or is read: every export's format takes the view, no file is named
+    twice, and every file's folder is there to write in, so that a long run is never made for
+    an export that could not then be written."""
+    seen: set[Path] = set()
+    for fmt, paths in exports.items():
+        check_format(fmt, _export_view(fmt, view))
+        flag = next(f"--export-{name}" for name, (f, _) in EXPORTS.items() if f == fmt)
+        for path in paths:
+            folder = path.parent
+            if path.absolute() in seen:
+                raise SpecError(f"{path} is named by two exports: give each its own file", where=flag)
+            seen.add(path.absolute())
+            if path.is_dir():
+                raise SpecError(f"cannot write {path}: it is a folder (give a file name)", where=flag)
+            if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+                raise SpecError(f"cannot write {path}: {folder} is no folder this user can write in", where=flag)
+
+
+def write_exports(report: Report, exports: Exports, view: View = "auto") -> None:
+    """Every export, each file written whole (`write_whole`), once the report is complete: as
+    hyperfine does, after the last run, so a file never holds part of an experiment."""
+    for fmt, paths in exports.items():
+        text = render(report, fmt, _export_view(fmt, view)).encode()
+        for path in paths:
+            write_whole(path, text)
+            err.print(safe.text(f"wrote {fmt} to {path}", limit=safe.LINE_MAX), style="dim", highlight=False)
 
 
 def open_store(db: str | None, *, create: bool = True) -> Store:
@@ -50,6 +86,7 @@ def _when(ts: float | None) -> str:
     return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
 
 
+@with_exports
 def report(
     name: Annotated[str, typer.Argument(help="experiment name")],
     db: Db = None,
@@ -65,18 +102,25 @@ def report(
         str,
         typer.Option("--view", help=f"{', '.join(VIEWS)}: which tables to draw (auto: what the experiment is)"),
     ] = "auto",
-    output: Output = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="write the report to this file (whole or not at all) instead of stdout")
+    ] = None,
+    exports: Exports | None = None,
 ) -> None:
-    """Print an experiment's verdict table (table, md, json, csv, or an HTML page with plots); runs
-    from several hosts (merged with `benchlab import`) get a column per variant and host."""
+    """Print an experiment's verdict table (table, md, json, csv, hyperfine, gbench, or an HTML page
+    with plots); runs from several hosts (merged with `benchlab import`) get a column per variant and host."""
     from benchlab.stats.analysis import analyze  # scipy loads only for commands that judge
 
     if times and view not in ("auto", "times"):
         raise SpecError(f"--times is --view times, not --view {view}: give one of them", where="--times")
     checked = check_format(fmt, "times" if times else view)
+    exports = exports or {}
+    check_exports(exports, checked)
     store = open_store(db, create=False)
-    analysis = analyze(store.load(store.require_experiment(name), every_record=fmt in EVERY_RUN), reference_host=reference)
-    print_report(analysis.report(), fmt, checked, output)
+    data = store.load(store.require_experiment(name), every_record=needs_runs(fmt, *exports))
+    drawn = analyze(data, reference_host=reference).report()
+    print_report(drawn, fmt, checked, output)
+    write_exports(drawn, exports, checked)
 
 
 def list_(db: Db = None) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from benchlab.cli.experiment import QUICK_BLOCKS, AllowFailures, execute
-from benchlab.cli.options import Db, Format, Output
+from benchlab.cli.options import Db, Exports, Format, with_exports
 from benchlab.errors import EnvironmentProblem
 from benchlab.spec.quick import parse_variant
 
@@ -33,6 +33,7 @@ def check_suite_version() -> None:
             )
 
 
+@with_exports
 def score(
     quick: Annotated[
         bool,
@@ -53,7 +54,7 @@ def score(
     resume: Annotated[bool, typer.Option("--resume")] = False,
     fmt: Format = "table",
     allow_failures: AllowFailures = False,
-    output: Output = None,
+    exports: Exports | None = None,
 ) -> None:
     """Run the CPU suite and print single-core, multi-core and section scores (baseline machine = 1000)."""
     from benchlab.spec import spec_from_dict
@@ -77,7 +78,7 @@ def score(
         data["baseline"] = baseline
     spec = spec_from_dict(expand_spec(data, "command line"), "command line")
     check_suite_version()
-    execute(spec, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, output=output)
+    execute(spec, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,6 @@ from benchlab.report.grid import Grid
 from benchlab.stats.report_model import MetricRow, Report
 
 BUILTIN = "memory.app_cycle"
-SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 BARE = ("count", "ratio")  # units a row's label already says: "hot launches", "hot:cold"
 MISSING = (
     "a blank cell: no run of that variant reported the metric (nothing of that class was scanned, so no "
@@ -82,8 +81,8 @@ def _value(value: float | None, unit: str, line: Line) -> str:
     """A median as the line shows it; blank where it is missing, so that it never reads as 0."""
     if value is None:
         return ""
-    if line.unit in SECONDS and unit in SECONDS:
-        value, unit = value * SECONDS[unit] / SECONDS[line.unit], line.unit
+    if line.unit in cells.SECONDS and unit in cells.SECONDS:
+        value, unit = value * cells.SECONDS[unit] / cells.SECONDS[line.unit], line.unit
     return cells.quantity(value, "" if unit in BARE else unit)
 
 

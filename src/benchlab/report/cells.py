@@ -5,12 +5,15 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+from benchlab.stats.judge import PARAMETRIC
 from benchlab.stats.report_model import GeomeanRow, Judgement, MetricRow, Report, ScoreRow
+from benchlab.stats.sequential import FIRST_LOOK, SMALL_N
 from benchlab.suite.baseline import SECTION_TITLES
 
 SHIFT = "shift"  # marks a change that is a raw shift, not a ratio (see shift_note)
+SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # the time units metrics carry, largest first
 
 
 def quantity(value: float | None, unit: str) -> str:
@@ -22,22 +25,58 @@ def quantity(value: float | None, unit: str) -> str:
     return f"{value:,.{min(digits, 6)}f} {unit}".strip()
 
 
+def time_unit(seconds: Iterable[float]) -> str:
+    """The largest time unit in which the longest of these times is at least 1 (`ns` below that),
+    so that a column of times reads in one unit with its digits before the point."""
+    longest = max((abs(s) for s in seconds), default=0.0)
+    return next((unit for unit, size in SECONDS.items() if longest >= size), "ns")
+
+
+def in_unit(value: float | None, unit: str, shown: str) -> float | None:
+    """A time in `unit` said in `shown` (both in SECONDS)."""
+    return None if value is None else value * SECONDS[unit] / SECONDS[shown]
+
+
 def percent(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f}%"
 
 
-def change(value: float | None, ci: Sequence[float | None], *, log_scale: bool | None = True) -> str:
-    """A change with its 95% interval, marked `shift` where it is a raw shift, not a ratio."""
+def change(value: float | None, ci: Sequence[float | None], *, log_scale: bool | None = True, missing: str = "n/a") -> str:
+    """A change with its 95% interval, marked `shift` where it is a raw shift, not a ratio;
+    `missing` stands in for an interval there is none of (see `no_interval`)."""
     if value is None:
         return "n/a"
     mark = "" if log_scale is not False else f" {SHIFT}"
     if ci[0] is None or ci[1] is None:
-        return f"{percent(value)} [n/a]{mark}"
+        return f"{percent(value)} [{missing}]{mark}"
     return f"{percent(value)} [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]{mark}"
 
 
+def no_interval(row: MetricRow | GeomeanRow) -> str:
+    """Why a change has no interval, said where the interval would be: under a `[95% CI]` header
+    a bare n/a reads as a gap. Too few blocks for any (a paired t needs 3 and some spread, the
+    signed-rank interval 6), every block's difference alike below 6, or too few runs on a side
+    where runs could not pair (hosts merged)."""
+    if isinstance(row, GeomeanRow):
+        return f"n/a: {row.blocks} blocks"
+    if not row.pairs:
+        return f"n/a: {row.n} runs"
+    if FIRST_LOOK <= row.pairs < SMALL_N and row.test != PARAMETRIC:
+        return "n/a: all alike"
+    return f"n/a: {row.pairs} blocks"
+
+
+def no_change(row: MetricRow | GeomeanRow) -> str:
+    """Why a compared row has no change: where its values can be zero the change is a shift over
+    the baseline's median, which is nothing to divide by when that median is 0."""
+    zero = isinstance(row, MetricRow) and row.baseline_median == 0 and row.median is not None
+    return "n/a: baseline median 0" if zero else "n/a"
+
+
 def row_change(row: MetricRow | GeomeanRow) -> str:
-    return change(row.change, row.change_ci, log_scale=row.log_scale)
+    if row.change is None:
+        return no_change(row)
+    return change(row.change, row.change_ci, log_scale=row.log_scale, missing=no_interval(row))
 
 
 def shift_note(rows: Sequence[MetricRow | ScoreRow]) -> str:

@@ -14,8 +14,13 @@ class Grid:
     rows: list[list[str]] = field(default_factory=list)
     emphasis: list[bool] = field(default_factory=list)  # summary rows (sections, overall)
     verdict_columns: list[int] = field(default_factory=list)
-    names: int = 2  # leading columns that name a row (workload, metric): never cut, the numbers wrap instead
+    names: int = 2  # leading columns that name a row (workload, metric): in a narrow terminal they fold, numbers never
     notes: list[str] = field(default_factory=list)
+    # How a terminal too narrow for the whole grid splits it (report/layout.py): the `shared`
+    # leading columns (0: the name columns) come in every block, and after them each `group`
+    # columns (a variant's median, change and verdict) stay together; 0: the rest never splits.
+    shared: int = 0
+    group: int = 0
 
     def add(self, cols: list[str], *, emphasis: bool = False) -> None:
         self.rows.append(cols)

@@ -3,16 +3,11 @@ included. It holds every view's numbers, so a view other than `auto` is refused 
 
 from __future__ import annotations
 
-from benchlab.errors import SpecError
+from benchlab.report.samples import check_whole
 from benchlab.report.views import View
 from benchlab.stats.report_model import Report
 
 
-def check(view: View) -> None:
-    if view != "auto":
-        raise SpecError(f"the JSON report has no '{view}' view: it holds every view's numbers (leave the view out)")
-
-
 def render(report: Report, view: View = "auto") -> str:
-    check(view)
+    check_whole("json", view)
     return report.to_json()

@@ -18,7 +18,7 @@ def grid(report: Report, workloads: set[str] | None = None) -> Grid:
     header = ["workload", "metric", f"{baseline} (median)"]
     for v in others:
         header += [f"{v} (median)", f"{v} change [95% CI]", f"{v} verdict"]
-    out = Grid(title=title, header=header, verdict_columns=[5 + 3 * i for i in range(len(others))])
+    out = Grid(title=title, header=header, verdict_columns=[5 + 3 * i for i in range(len(others))], shared=3, group=3)
     shown = []
     for (workload, _), by_variant in cells.grouped_rows(report):
         if workloads is not None and workload not in workloads:

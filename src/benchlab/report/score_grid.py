@@ -85,7 +85,12 @@ def comparison(scores: Scores) -> list[Grid]:
     grids = []
     indexed = _indexed(scores)
     for mode in scores.modes:
-        grid = Grid(title=f"{MODE_TITLES[mode]} scores: {', '.join(others)} vs {ref}", header=["workload", "section", ref])
+        grid = Grid(
+            title=f"{MODE_TITLES[mode]} scores: {', '.join(others)} vs {ref}",
+            header=["workload", "section", ref],
+            shared=3,
+            group=3,
+        )
         for v in others:
             grid.verdict_columns.append(len(grid.header) + 2)
             grid.header += [v, f"{v} delta vs {ref} [95% CI]", f"{v} verdict"]
@@ -111,7 +116,7 @@ def comparison(scores: Scores) -> list[Grid]:
                 )
             grid.add(cols, emphasis=level != "workload")
         grids.append(grid)
-    suite = Grid(title="suite wall time and peak memory", header=["", ref], verdict_columns=[])
+    suite = Grid(title="suite wall time and peak memory", header=["", ref], verdict_columns=[], names=1, shared=2, group=3)
     for v in others:
         suite.verdict_columns.append(len(suite.header) + 2)
         suite.header += [v, f"{v} delta vs {ref} [95% CI]", f"{v} verdict"]
@@ -143,7 +148,12 @@ def along_sweep(scores: Scores, sweep: Sweep) -> Grid:
     ref = scores.reference
     overall = {r.mode for r in scores.rows if r.level == "overall"}  # none where a section did not run
     modes = [m for m in ("single-core", "multi-core") if m in scores.modes and m in overall]
-    grid = Grid(title=f"overall scores along the sweep of {', '.join(sweep.parameters)}", header=list(sweep.parameters))
+    grid = Grid(
+        title=f"overall scores along the sweep of {', '.join(sweep.parameters)}",
+        header=list(sweep.parameters),
+        names=len(sweep.parameters),
+        group=3,
+    )
     for title in [*(MODE_TITLES[m] for m in modes), "suite peak memory"]:
         grid.verdict_columns.append(len(grid.header) + 2)
         grid.header += [title, f"delta vs {ref} [95% CI]", "verdict"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
@@ -106,7 +106,8 @@ def failed_benchmarks(data: ExperimentData) -> list[model.FailedBenchmark]:
     if not variants:
         return []
     table = data.runs
-    ok = dict(zip(table.workloads, np.bincount(table.workload[table.ok], minlength=len(table.workloads)).tolist(), strict=True))
+    ok_runs = cast(list[int], np.bincount(table.workload[table.ok], minlength=len(table.workloads)).tolist())
+    ok = dict(zip(table.workloads, ok_runs, strict=True))
     return [
         model.FailedBenchmark(workload=workload, benchmark=name, variants=counts, message=messages[(workload, name)],
                               failed=sum(counts.values()), runs=ok[workload])

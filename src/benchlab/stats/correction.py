@@ -15,7 +15,7 @@ def adjust(pvalues: list[float], method: str) -> list[float]:
     q = np.full_like(p, np.nan)
     valid = ~np.isnan(p)
     if not valid.any() or method == "none":
-        return p.tolist()
+        return [float(x) for x in p]
     pv = p[valid]
     if method == "bh":
         q[valid] = stats.false_discovery_control(pv, method="bh")
@@ -28,4 +28,4 @@ def adjust(pvalues: list[float], method: str) -> list[float]:
         q[valid] = out
     else:
         raise ValueError(f"unknown correction {method!r}")
-    return q.tolist()
+    return [float(x) for x in q]

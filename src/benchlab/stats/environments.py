@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def on_machines(data: ExperimentData) -> ExperimentData:
     if all(h == m for h, m in machine.items()):
         return data
     table = data.runs
-    mapped = np.array([machine.get(h, h) for h in table.host_id.tolist()], dtype=np.int64)
+    mapped = np.array([machine.get(h, h) for h in cast(list[int], table.host_id.tolist())], dtype=np.int64)
     return dataclasses.replace(data, runs=dataclasses.replace(table, host_id=mapped))
 
 
@@ -74,7 +74,7 @@ def split_by_host(data: ExperimentData, baseline: str, reference: str | None) ->
     ordered = sorted(hosts, key=lambda h: labels[h] != reference)  # the reference host's columns first
     table = data.runs
     place = {h: i for i, h in enumerate(ordered)}
-    host_place = np.array([place[h] for h in table.host_id.tolist()], dtype=np.int64)
+    host_place = np.array([place[h] for h in cast(list[int], table.host_id.tolist())], dtype=np.int64)
     column = table.variant * len(ordered) + host_place  # as listed below: variant by variant, host by host
     present = set(np.unique(column).tolist())
     listed = [(i * len(ordered) + j, f"{v}@{labels[h]}") for i, v in enumerate(table.variants) for j, h in enumerate(ordered)]

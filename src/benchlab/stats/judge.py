@@ -168,6 +168,8 @@ class Row(Judged):
     median: float = NAN
     median_ci: tuple[float, float] = (NAN, NAN)
     baseline_median: float = NAN
+    baseline_n: int = 0
+    baseline_median_ci: tuple[float, float] = (NAN, NAN)
     pairs: int = 0
     test: str = "none"
     log_scale: bool = True
@@ -187,7 +189,8 @@ class Row(Judged):
         return model.MetricRow(
             workload=self.workload, metric=self.metric, unit=self.unit, direction=self.direction, variant=self.variant,
             n=self.n, pairs=self.pairs, median=number(self.median), median_ci=pair(self.median_ci),
-            baseline_median=number(self.baseline_median), change=number(self.change), change_ci=pair(self.change_ci),
+            baseline_median=number(self.baseline_median), baseline_n=self.baseline_n or None,
+            baseline_median_ci=pair(self.baseline_median_ci), change=number(self.change), change_ci=pair(self.change_ci),
             change_ci90=pair(self.change_ci90), log_scale=self.log_scale, test=self.test, p=number(self.p),
             q=number(self.q), verdict=self.verdict, blocks_needed=self.blocks_needed, family=self.family,
             note=self.note or None, spread=number(self.estimate.spread) if self.estimate else None,
@@ -232,7 +235,7 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
     _, v_all = series.of(variant)
     b, v = series.paired(settings.baseline, variant)
     med, lo, hi = median_ci(v_all)
-    base_med = float(np.median(b_all)) if len(b_all) else NAN
+    base_med, base_lo, base_hi = median_ci(b_all)
     paired = len(b) >= 2 and len(b) >= 0.5 * min(len(b_all), len(v_all))
     log_scale = bool(len(b_all) and len(v_all) and b_all.min() > 0 and v_all.min() > 0)
     levels = settings.levels()
@@ -255,6 +258,7 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
     return Row(
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
         variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
+        baseline_n=len(b_all), baseline_median_ci=(base_lo, base_hi),
         change=to_frac(est.value), change_ci=(to_frac(est.ci[0]), to_frac(est.ci[1])),
         change_ci90=(to_frac(est.ci90[0]), to_frac(est.ci90[1])), pairs=len(b) if paired else 0, test=est.test,
         p=est.p, log_scale=log_scale, best=_best(v_all, series.direction), baseline_best=_best(b_all, series.direction),
@@ -269,6 +273,7 @@ def _describe(series: Series, variant: str) -> Row:
     return Row(
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
         variant=variant, n=len(values), median=med, median_ci=(lo, hi), baseline_median=med,
+        baseline_n=len(values), baseline_median_ci=(lo, hi),
         best=_best(values, series.direction), baseline_best=_best(values, series.direction),
         family=series.family, group=series.group or series.workload,
     )  # fmt: skip

@@ -11,6 +11,7 @@ Numbers a report cannot give (no estimate, too few runs) are null, never NaN.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 from typing import Any, Final, Literal
@@ -70,6 +71,8 @@ class MetricRow(Judgement):
     median: Number
     median_ci: Pair
     baseline_median: Number
+    baseline_n: int | None = Field(default=None, description="the baseline's runs")
+    baseline_median_ci: Pair = Field(default=(None, None), description="95% interval of the baseline's median")
     change_ci90: Pair = Field(description="90% interval, the one compared with the margin for 'same'")
     log_scale: bool = Field(description=LOG_SCALE)
     spread: Number = Field(description="standard deviation of the differences, on the scale they are tested on")
@@ -154,8 +157,46 @@ class CalibrationNote(Model):
     created_at: float
 
 
+class Side(Model):
+    """One side of `benchlab diff A B`: what was read, from where, and when and where its runs ran,
+    so that a reader of an unpaired comparison can weigh the drift between the two sessions."""
+
+    label: str = Field(description="the argument as given: NAME, NAME:VARIANT or a bundle's path")
+    source: str = Field(description="the database or bundle file it was read from")
+    experiment: str
+    variants: list[str] = Field(description="the variants compared")
+    runs: int = Field(description="its runs used as samples")
+    created_at: float = Field(description="when its experiment was created (seconds since 1970)")
+    last_run: Number = Field(description="when its last run ended")
+    hosts: dict[str, dict[str, Any]]
+    workload_versions: dict[str, str]
+
+    def summary(self) -> str:
+        """One line a reader weighs the side by: what, from where, how many runs, on which
+        machines, when (in UTC: the two sides may be of two time zones)."""
+        machines = "; ".join(
+            f"{h.get('hostname') or 'host ' + key} ({h.get('cpu_model') or 'CPU unknown'}, kernel {h.get('kernel') or '?'})"
+            for key, h in self.hosts.items()
+        )
+        return (
+            f"{self.label}: experiment {self.experiment} ({', '.join(self.variants)}) from {self.source}, "
+            f"{self.runs} runs on {machines or 'an unrecorded host'}, {_utc(self.created_at)} to {_utc(self.last_run)}"
+        )
+
+
+def _utc(ts: float | None) -> str:
+    if ts is None:
+        return "?"
+    return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def side_lines(experiment: Experiment) -> list[str]:
+    """`A = ...` and `B = ...`: a diff's two sides, as its notes and benchstat's header give them."""
+    return [f"{letter} = {side.summary()}" for letter, side in zip("AB", experiment.sides, strict=False)]
+
+
 class Experiment(Model):
-    id: int
+    id: int = Field(description="0 for a diff, which is of two experiments (see sides)")
     name: str
     created_at: float
     spec: dict[str, Any]
@@ -163,6 +204,7 @@ class Experiment(Model):
     hosts: dict[str, dict[str, Any]]
     workload_versions: dict[str, str]
     calibration: dict[str, CalibrationNote]
+    sides: list[Side] = Field(default_factory=list, description="a diff's two sides, A (the baseline) then B; else empty")
 
 
 # Runs are plain dicts, not models: a report of 100,000 runs must not build and dump

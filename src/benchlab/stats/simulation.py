@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from benchlab.plan import make_plan
-from benchlab.stats.judge import KEY_SHIFT, Row, Series, Settings, judge, pair_key, undecided
+from benchlab.stats.bisection import Judge, Judgement, Pair, settled
+from benchlab.stats.diff import two_samples
+from benchlab.stats.judge import KEY_SHIFT, Row, Sequential, Series, Settings, judge, pair_key, undecided
 
 
 def simulate(
@@ -61,3 +63,53 @@ def run_until_decided(series: list[Series], settings: Settings) -> tuple[int, li
         if not undecided(rows):
             break
     return blocks, rows
+
+
+def simulate_diff(rng: np.random.Generator, *, runs: tuple[int, int], noise: float, shift: float = 0.0) -> list[Row]:
+    """One `benchlab diff` of a command workload, judged by the diff's own two-sample path: its
+    wall time (primary) and user and sys time (secondary), lognormal with `noise`, A with runs[0]
+    runs and B with runs[1]; B's wall time is shifted by `shift` on the log scale (0: an A/A diff,
+    where at most alpha of diffs may show any better or worse row)."""
+    series = []
+    for metric, family in (("wall", "primary"), ("user", "secondary"), ("sys", "secondary")):
+        like = Series("w", metric, "s", "lower", {}, family)
+        x = np.exp(1.0 + rng.normal(0, noise, runs[0]))
+        y = np.exp(1.0 + rng.normal(0, noise, runs[1]) + (shift if metric == "wall" else 0.0))
+        series.append(two_samples(like, "w", ("A", x), ("B", y)))
+    rows, _ = judge(series, ["A", "B"], Settings(baseline="A"))
+    return rows
+
+
+def bisect_judge(
+    rng: np.random.Generator,
+    levels: list[float],
+    *,
+    noise: float,
+    first: int,
+    last: int,
+    drift: float = 0.05,
+    nominal_alpha: float | None = None,
+) -> Judge:
+    """A `Judge` for a simulated bisection: variant i's metric lies at levels[i] on the log scale,
+    and each pair is a simulated experiment with that shift, judged at every look from `first`
+    to `last` as `benchlab bisect` judges a real one (until `settled`, or the budget out).
+    With `nominal_alpha`, every pair is judged at that whole alpha at nominal levels after every
+    block instead: what a script that adds runs until a test says something does (the baseline
+    bench/bisect_calibration.py compares with)."""
+
+    def experiment(pair: Pair) -> Judgement:
+        shift = levels[int(pair.candidate)] - levels[int(pair.baseline)]
+        series = simulate(rng, metrics=1, blocks=last, noise=noise, shifts=[shift], drift=drift)
+        margins = {("w", "m0"): pair.margin} if pair.margin is not None else {}
+        settings = (
+            Settings(baseline="A", alpha=nominal_alpha, margins=margins)
+            if nominal_alpha is not None
+            else Settings(baseline="A", alpha=pair.alpha, margins=margins, sequential=Sequential(first, last))
+        )
+        for blocks in range(first, last + 1):
+            (row,), _ = judge(first_blocks(series, blocks), ["A", "B"], settings)
+            if settled(pair.role, row.verdict, row.change, row.change_ci):
+                break
+        return Judgement(row.verdict, row.change, row.change_ci, row.change_ci90, row.sample_size)
+
+    return experiment

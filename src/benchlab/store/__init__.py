@@ -5,10 +5,11 @@ each do one job: `url` (which database, connection pragmas), `version` and `migr
 schema a database is at, and bringing it to this benchlab's), `hosts` (host identity),
 `experiments` and `runs` (writing), `reading` and `columns` (loading), `columnar` (query
 results as numpy columns), `driver` (the raw cursor the fast paths use), `bundle` (export
-and import), `store` (the Store tying them).
+and import), `bundled` (a bundle read as a load, without a database), `store` (the Store tying them).
 """
 
 from benchlab.store.bundle import CheckedBundle, export_bundle, import_bundle, read_bundle
+from benchlab.store.bundled import bundle_data
 from benchlab.store.experiments import spec_digest
 from benchlab.store.hosts import IDENTITY, host_digest
 from benchlab.store.records import (
@@ -40,6 +41,7 @@ __all__ = [
     "RunRecord",
     "RunTable",
     "Store",
+    "bundle_data",
     "default_db",
     "export_bundle",
     "host_digest",

@@ -31,7 +31,7 @@ def metric_columns(conn: Connection, read: ReadColumns, experiment_id: int, run_
     if not names or not len(run_ids):
         return MetricColumns(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0), [])
     name_ids = np.array(sorted(names), dtype=np.int64)
-    code_of = np.array([codes[names[i]] for i in name_ids.tolist()], dtype=np.int32)
+    code_of = np.array([codes[names[int(i)]] for i in name_ids], dtype=np.int32)
     lo, hi = int(run_ids[0]), int(run_ids[-1])
     query = select(m.run_id, m.name_id, m.value).where(
         m.run_id.between(lo, hi), m.name_id.between(int(name_ids[0]), int(name_ids[-1]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -138,10 +138,10 @@ class ExperimentData:
 
     def run_values(self) -> dict[int, dict[str, float]]:
         """Raw values per run id, for the JSON report and bundles."""
-        out: dict[int, dict[str, float]] = {run_id: {} for run_id in self.runs.ids.tolist()}
+        out: dict[int, dict[str, float]] = {run_id: {} for run_id in cast(list[int], self.runs.ids.tolist())}
         names = self.metrics.names
-        for run_id, code, value in zip(
-            self.metrics.run_ids.tolist(), self.metrics.name_codes.tolist(), self.metrics.values.tolist(), strict=True
-        ):
+        run_ids = cast(list[int], self.metrics.run_ids.tolist())  # numpy types tolist() by the array's rank, not its shape
+        codes = cast(list[int], self.metrics.name_codes.tolist())
+        for run_id, code, value in zip(run_ids, codes, cast(list[float], self.metrics.values.tolist()), strict=True):
             out[run_id][names[code]] = value
         return out

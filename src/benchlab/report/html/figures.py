@@ -9,18 +9,15 @@ describe the run, and are in the tables and the embedded data (a workload has a 
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 
 import numpy as np
 
 from benchlab.report import cells
-from benchlab.report.app_cycle_grid import SECONDS
 from benchlab.report.html import plots
 from benchlab.report.html.data import WorkloadRuns
 from benchlab.report.html.tables import esc
-from benchlab.stats.estimators import median_ci
 from benchlab.stats.report_model import MetricRow, Report
 
 SCORED_FROM = "items_per_second"  # the rate a suite workload's score is computed from (stats/scores.py)
@@ -56,26 +53,22 @@ def _order(runs: WorkloadRuns) -> tuple[np.ndarray, str]:
 Interval = tuple[float | None, float | None]
 
 
-def _median(rows: dict[str, MetricRow], variant: str, values: np.ndarray) -> tuple[float | None, Interval]:
-    """The variant's median and 95% interval from its row; the baseline's, which the rows do not
-    carry, by the estimator the analysis uses (`stats.estimators.median_ci`)."""
+def _median(rows: dict[str, MetricRow], variant: str, baseline: str) -> tuple[float | None, Interval]:
+    """The variant's median and 95% interval as its row says them; the baseline's as every row says them."""
     row = rows.get(variant)
     if row is not None:
         return row.median, row.median_ci
-    if not len(values):
-        return None, (None, None)
-    med, lo, hi = median_ci(values)
-    return med, (None if math.isnan(lo) else lo, None if math.isnan(hi) else hi)
+    first = next(iter(rows.values()))
+    return (first.baseline_median, first.baseline_median_ci) if variant == baseline else (None, (None, None))
 
 
 def _time_unit(unit: str, values: np.ndarray) -> tuple[float, str]:
     """A time metric in the unit its median reads best in (2.4 s, not 2,400,000,000 ns): the
     factor to multiply its values by, and the unit; other metrics as they are."""
-    if unit not in SECONDS or not len(values):
+    if unit not in cells.SECONDS or not len(values):
         return 1.0, unit
-    seconds = abs(float(np.median(values))) * SECONDS[unit]
-    shown = next((u for u in ("s", "ms", "us") if seconds >= SECONDS[u]), "ns")
-    return SECONDS[unit] / SECONDS[shown], shown
+    shown = cells.time_unit([float(np.median(values)) * cells.SECONDS[unit]])
+    return cells.SECONDS[unit] / cells.SECONDS[shown], shown
 
 
 def _scaled(x: float | None, factor: float) -> float | None:
@@ -95,7 +88,7 @@ def metrics(report: Report, canvas: plots.Canvas, runs: WorkloadRuns) -> list[st
         series = []
         for i, variant in enumerate(report.variants):
             keep = (runs.variant == i) & ~np.isnan(values)
-            median, (lo, hi) = _median(rows, variant, values[keep])
+            median, (lo, hi) = _median(rows, variant, report.baseline)
             ci = (_scaled(lo, factor), _scaled(hi, factor))
             series.append(plots.Values(variant, plots.colour(i), values[keep] * factor, order[keep], _scaled(median, factor), ci))
         title = _title(workload, metric)

@@ -1,0 +1,53 @@
+"""`benchlab diff A B`: two sets of results measured separately, compared unpaired (stats/diff.py)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from benchlab.cli.options import Db
+from benchlab.cli.results import open_store, print_report
+from benchlab.errors import SpecError
+from benchlab.report import check_format
+
+if TYPE_CHECKING:
+    from benchlab.store import Store
+
+DRAWN = ("table", "md", "json", "csv", "benchstat")  # the formats drawn from judged rows (hyperfine and gbench list runs)
+SIDE_HELP = "an experiment NAME, NAME:VARIANT, or a bundle PATH[:VARIANT] written by `benchlab export` (PATH holds a /: ./FILE)"
+
+
+def diff(
+    a: Annotated[str, typer.Argument(help=f"the baseline: {SIDE_HELP}", show_default=False)],
+    b: Annotated[str, typer.Argument(help=f"compared with A: {SIDE_HELP}", show_default=False)],
+    db: Db = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help=", ".join(DRAWN))] = "table",
+) -> None:
+    """Compare two experiments, variants or bundles measured separately: unpaired (Mann-Whitney U,
+    two-sample Hodges-Lehmann) under the verdict rules of an experiment; see docs/commands/diff.md."""
+    from benchlab.stats.diff import diff as compare  # scipy loads only for commands that judge
+    from benchlab.stats.sides import resolve
+
+    checked = check_format(fmt)
+    if fmt not in DRAWN:
+        shown = ", ".join(DRAWN)
+        raise SpecError(f"a diff is drawn as {shown}: it holds judged rows, not the runs {fmt} lists", where="--format")
+    database = functools.cache(lambda: _existing_store(db))
+    print_report(compare(resolve(a, database), resolve(b, database)), fmt, checked)
+
+
+def _existing_store(db: str | None) -> Store | None:
+    """The results database, or None where a SQLite file was never made (both sides may be bundles)."""
+    from benchlab.store import default_db
+
+    target = default_db() if db is None else db
+    if "://" not in target and not Path(target).expanduser().is_file():
+        return None
+    return open_store(target, create=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(diff)
