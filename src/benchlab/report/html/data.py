@@ -87,14 +87,6 @@ class WorkloadRuns:
     started: np.ndarray
     values: dict[str, np.ndarray] = field(default_factory=dict)
 
-    def of(self, metric: str, variant: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(values, start times, blocks) of one metric and variant, the runs lacking it left out."""
-        values = self.values.get(metric)
-        if values is None:
-            return np.empty(0), np.empty(0), np.empty(0)
-        keep = (self.variant == variant) & ~np.isnan(values)
-        return values[keep], self.started[keep], self.block[keep]
-
 
 def by_workload(report: Report) -> dict[str, WorkloadRuns]:
     """The report's runs grouped by workload as columns, start times in seconds since the

@@ -18,11 +18,13 @@ from benchlab.report import cells
 from benchlab.report.html import plots
 from benchlab.report.html.data import WorkloadRuns
 from benchlab.report.html.tables import esc
+from benchlab.stats.families import PRIMARY, SCORED
 from benchlab.stats.report_model import MetricRow, Report
 
 SCORED_FROM = "items_per_second"  # the rate a suite workload's score is computed from (stats/scores.py)
 QUANTILE = re.compile(r"^(?P<prefix>.*?)(?P<q>p\d+(?:_\d+)?|best|worst)$")
 MINUTE, HOUR = 60.0, 3600.0
+Interval = tuple[float | None, float | None]
 
 
 def figure(svg: str, caption: str, *, half: bool = False) -> str:
@@ -37,7 +39,7 @@ def _title(workload: str, metric: str) -> str:
 
 
 def plotted(row: MetricRow) -> bool:
-    return row.family == "primary" or (row.family == "scored" and row.metric == SCORED_FROM)
+    return row.family == PRIMARY or (row.family == SCORED and row.metric == SCORED_FROM)
 
 
 def _order(runs: WorkloadRuns) -> tuple[np.ndarray, str]:
@@ -48,9 +50,6 @@ def _order(runs: WorkloadRuns) -> tuple[np.ndarray, str]:
     span = float(runs.started.max())
     scale, unit = (HOUR, "h") if span > 2 * HOUR else (MINUTE, "min") if span > 2 * MINUTE else (1.0, "s")
     return runs.started / scale, f"time since the first run ({unit})"
-
-
-Interval = tuple[float | None, float | None]
 
 
 def _median(rows: dict[str, MetricRow], variant: str, baseline: str) -> tuple[float | None, Interval]:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from benchlab.report import cells, safe
 from benchlab.report.grid import Grid
+from benchlab.stats.families import PRIMARY
 from benchlab.stats.report_model import GeomeanRow, MetricRow, Report, ScoreRow
 
 DECIDED = ("better", "worse")
@@ -55,7 +56,7 @@ def _change_key(row: MetricRow | GeomeanRow | ScoreRow) -> float:
 
 def _metric_key(report: Report) -> Callable[[MetricRow], tuple[int, bool, float]]:
     place = {v: i for i, v in enumerate(report.variants)}
-    return lambda r: (place.get(r.variant, len(place)), r.family != "primary", _change_key(r))
+    return lambda r: (place.get(r.variant, len(place)), r.family != PRIMARY, _change_key(r))
 
 
 def changed(report: Report) -> str:
