@@ -213,11 +213,19 @@ DEMO_VARIANTS = [
 ]
 
 
+@with_exports
 def demo(
-    db: Db = None, blocks: Annotated[int, typer.Option("-n", "--blocks")] = 10, allow_failures: AllowFailures = False
+    db: Db = None,
+    blocks: Annotated[int, typer.Option("-n", "--blocks")] = 10,
+    allow_failures: AllowFailures = False,
+    exports: Exports | None = None,
 ) -> None:
-    """A quick A/A plus A/B comparison on built-in workloads (about a minute)."""
+    """A quick A/A plus A/B comparison on built-in workloads (about a minute); without --db its
+    database and its HTML page (demo.html) are kept in a new folder under the temporary directory."""
+    exports = dict(exports or {})
     folder = None if db else tempfile.mkdtemp(prefix="benchlab-demo-")
+    if folder and "html" not in exports:  # the page people read, beside the table: where the run left its database
+        exports["html"] = [Path(folder) / "demo.html"]
     spec = quick_spec(
         name=time.strftime("demo-%Y%m%d-%H%M%S"),
         builtins=["alloc.churn threads=2 ops=1000000", "ipc.pipe.pingpong roundtrips=20000"],
@@ -228,7 +236,10 @@ def demo(
         "'one-cpu' pins both workloads to CPU 0 (A/B: expect changes)",
         style="bold",
     )
-    execute(spec, db=db or str(Path(folder or ".") / "demo.db"), resume=False, fmt="table", allow_failures=allow_failures)
+    execute(
+        spec, db=db or str(Path(folder or ".") / "demo.db"), resume=False, fmt="table", allow_failures=allow_failures,
+        exports=exports,
+    )  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

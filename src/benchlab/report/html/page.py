@@ -26,7 +26,8 @@ h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:32px 0 8px;border-bottom
 h3{font-size:15px;margin:20px 0 6px}p{margin:6px 0}.meta,.note,.quiet,figcaption{color:#555}.note{font-size:12px}
 nav a{margin-right:14px}.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:12.5px;margin:6px 0}th,td{padding:3px 8px;border-bottom:1px solid #e4e4e4;
-text-align:right;white-space:nowrap}th{background:#f5f5f5}td.name,th.name,.verdict{text-align:left}tr.em td{font-weight:600}
+text-align:right;white-space:nowrap}th{background:#f5f5f5;white-space:normal;vertical-align:bottom}
+td.name,th.name,.verdict{text-align:left}tr.em td{font-weight:600}
 .v-better{color:#17803d;font-weight:600}.v-worse{color:#c62828;font-weight:600}.v-same{color:#666}.v-unclear{color:#9a6700}
 figure{margin:14px 0}figure.half{display:inline-block;width:49%;margin:10px 0.5% 10px 0;vertical-align:top}
 figcaption{font-size:12px}svg.plot{max-width:100%;height:auto;display:block}

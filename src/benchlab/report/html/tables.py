@@ -7,13 +7,17 @@ import html
 from collections import Counter
 from collections.abc import Callable
 
-from benchlab.report import cells, safe
+from benchlab.report import cells, layout, safe
 from benchlab.report.grid import Grid
 from benchlab.stats.families import PRIMARY
 from benchlab.stats.report_model import GeomeanRow, MetricRow, Report, ScoreRow
 
 DECIDED = ("better", "worse")
 VERDICTS = ("better", "worse", "same", "unclear", "-")
+# Characters of a table's text that a laptop's width holds (1,190 px of page at the tables' 12.5 px
+# font, with their padding): a wider grid is split into blocks as a terminal's is (report/layout.py),
+# so no table needs a scroll bar to be read.
+PAGE_COLUMNS = 160
 
 
 def esc(value: object, *, limit: int = safe.TEXT_MAX) -> str:
@@ -45,9 +49,14 @@ def table(header: list[str], rows: list[list[str]], *, left: int = 1, verdicts: 
 
 
 def grid(g: Grid) -> str:
+    """A grid as one table, or as the blocks a page's width holds, then its notes."""
     notes = "".join(f'<p class="note">{esc(n, limit=safe.LINE_MAX)}</p>' for n in g.notes if n)
-    body = table(g.header, g.rows, left=g.names, verdicts=tuple(g.verdict_columns), emphasis=g.emphasis)
-    return f"<h3>{esc(g.title, limit=safe.LINE_MAX)}</h3>{body}{notes}"
+    drawn = []
+    for block in layout.blocks(g, PAGE_COLUMNS):
+        b = block.grid
+        body = table(b.header, b.rows, left=b.names, verdicts=tuple(b.verdict_columns), emphasis=b.emphasis)
+        drawn.append(f"<h3>{esc(b.title, limit=safe.LINE_MAX)}</h3>{body}")
+    return "".join(drawn) + notes
 
 
 def _change_key(row: MetricRow | GeomeanRow | ScoreRow) -> float:
