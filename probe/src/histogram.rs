@@ -21,7 +21,6 @@ pub const PER_OCTAVE: u32 = 8;
 pub const BUCKETS: usize = 64 * PER_OCTAVE as usize;
 
 /// One run's (or one half's) samples counted per bucket: `counts[i]` is bucket `first + i`.
-#[derive(Debug, PartialEq)]
 pub struct Histogram {
     pub first: usize,
     pub counts: Vec<u64>,

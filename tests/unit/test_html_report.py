@@ -283,13 +283,18 @@ def test_runs_without_histograms_keep_the_percentile_profile(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     "bad",
     [{"first": -1, "counts": [1]}, {"first": 510, "counts": [1, 2, 3]}, {"first": 80, "counts": ["x"]},
-     {"first": 80, "counts": [-4]}, {"first": 80, "counts": [2**70]}, {"first": 80}, "not a histogram", None],
+     {"first": 80, "counts": [-4]}, {"first": 80, "counts": [2**70]}, {"first": 80}, "not a histogram", None,
+     "another grid"],
 )  # fmt: skip
 def test_a_histogram_no_probe_writes_is_left_out_not_fatal(tmp_path: Path, bad: Any) -> None:
     def keep(run: dict[str, Any]) -> dict[str, Any]:
         return {"x/other": bad if run["block"] == 0 else {"first": 80, "counts": [1]}, HOSTILE: {"first": 90, "counts": [1]}}
 
     report = with_histograms(report_of(tmp_path), keep)
+    if bad == "another grid":  # a probe counting 16 buckets to a doubling: its runs are not added to these
+        for run in report.runs:
+            if run["workload"] == "t" and run["block"] == 0:
+                run["details"]["histograms"] = {"per_octave": 16, "unit": "ns", "of": {"x/other": {"first": 1, "counts": [1]}}}  # type: ignore[index]
     runs = data.by_workload(report)["t"]
     assert runs.without_histograms == 2 and runs.histograms["x/other"].counts.sum() == 18
     page = render(report, "html")

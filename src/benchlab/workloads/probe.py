@@ -118,6 +118,9 @@ class Histogram(BaseModel):
         return self
 
 
+HistogramsOf = dict[Annotated[str, Field(max_length=200)], Histogram]  # a run's histograms per benchmark entry
+
+
 class Histograms(BaseModel):
     """Every timed transaction of an IPC run, per benchmark entry (named as its metrics are), on
     the probe's one fixed grid, so runs add up by adding counts: bucket k holds the samples in
@@ -126,7 +129,7 @@ class Histograms(BaseModel):
 
     per_octave: Literal[8]  # HISTOGRAM_PER_OCTAVE
     unit: Literal["ns"]
-    of: dict[Annotated[str, Field(max_length=200)], Histogram]
+    of: HistogramsOf
 
 
 class ProbeSaid(BaseModel):

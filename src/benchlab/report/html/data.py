@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from benchlab.stats.report_model import Report, Run
-from benchlab.workloads.probe import HISTOGRAM_BUCKETS, Histograms
+from benchlab.workloads.probe import HISTOGRAM_BUCKETS, HISTOGRAM_PER_OCTAVE, HistogramsOf
 
 SCHEMA = "benchlab.html/1"
 RUNS_BYTES_MAX = 2_000_000  # the embedded runs' JSON: above it, every k-th block is kept (whole)
@@ -105,20 +105,23 @@ class WorkloadRuns:
 
 
 Gathered = dict[str, tuple[list[int], list[Any], list[Any]]]  # entry -> variant, first bucket, counts of each run
+ENTRIES = TypeAdapter(HistogramsOf)  # a run's `{entry: {first, counts}}`, checked as the probe's are
 
 
 def _kept(run: Run) -> Any:
-    """A run's histograms as stored (`{entry: {first, counts}}`), unchecked; None without."""
+    """A run's histograms as stored (`{entry: {first, counts}}`), unchecked; None without, or
+    counted on a grid other than the one this page adds up (a newer probe's)."""
     details = run["details"]
     kept = details.get("histograms") if isinstance(details, dict) else None
-    return kept.get("of") if isinstance(kept, dict) else None
+    on_grid = isinstance(kept, dict) and kept.get("per_octave") == HISTOGRAM_PER_OCTAVE and kept.get("unit") == "ns"
+    return kept.get("of") if on_grid else None  # type: ignore[union-attr]
 
 
 def _checked(kept: Any) -> dict[str, Any] | None:
-    """The same checked by the probe's own model (`Histograms`), None where it fails: the slow
+    """The same checked by the probe's own model (`HistogramsOf`), None where it fails: the slow
     way, taken only when the quick one met a value no probe writes (a bundle edited by hand)."""
     try:
-        of = Histograms.model_validate({"per_octave": 8, "unit": "ns", "of": kept}).of
+        of = ENTRIES.validate_python(kept)
     except ValidationError:
         return None
     return {name: h.model_dump() for name, h in of.items()} or None
