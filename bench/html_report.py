@@ -8,7 +8,11 @@ first drawing pays matplotlib's import, as the command does). Prints each step, 
 its plots and how many runs it embeds, and the CPU time beside the wall time (the columnar
 reader is a process of its own: its time is in the wall time only).
 
-    uv run python bench/html_report.py [--blocks 5000] [--out page.html]
+With --histograms every run also keeps two latency histograms in its details, as an IPC latency
+run does (its two halves, about 60 buckets each, varied per run), so the page draws and adds
+them up: the cost of the IPC workloads' histograms at 100,000 runs.
+
+    uv run python bench/html_report.py [--blocks 5000] [--histograms] [--out page.html]
 """
 
 from __future__ import annotations
@@ -20,25 +24,50 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+from sqlalchemy import update
+
 sys.path.insert(0, str(Path(__file__).parent))
-from report_speed import build  # noqa: E402  (the same synthetic store as the table's speed check)
+from report_speed import DETAILS, build  # noqa: E402  (the same synthetic store as the table's speed check)
 
 from benchlab.report import render  # noqa: E402
 from benchlab.stats.analysis import analyze  # noqa: E402
 from benchlab.store import Store  # noqa: E402
+from benchlab.store import schema as t  # noqa: E402
 
 TARGET_S = 5.0
 TARGET_BYTES = 5_000_000
+SHAPES = 64  # distinct histogram documents the runs cycle through
+
+
+def with_histograms(store: Store) -> None:
+    """Every run's details with two halves' histograms: a body around 3 us and a sparse tail."""
+    rng = np.random.default_rng(2)
+    texts = []
+    for _ in range(SHAPES):
+        of = {}
+        for half, first in (("x/other", 88), ("x/fifo", 92)):
+            counts = rng.poisson(np.r_[np.geomspace(4000, 10, 20), np.full(40, 0.3)]).tolist()
+            counts[-1] += 1
+            of[half] = {"first": first, "counts": counts}
+        texts.append(json.dumps({**json.loads(DETAILS), "histograms": {"per_octave": 8, "unit": "ns", "of": of}}))
+    with store.engine.begin() as conn:
+        ids = [row[0] for row in conn.execute(t.run_detail.select().with_only_columns(t.run_detail.c.run_id))]
+        for k, text in enumerate(texts):
+            conn.execute(update(t.run_detail).where(t.run_detail.c.run_id.in_(ids[k::SHAPES])).values(details=text))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--blocks", type=int, default=5000)
+    parser.add_argument("--histograms", action="store_true", help="every run keeps two latency histograms")
     parser.add_argument("--out", type=Path, help="also write the page here, to look at")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(str(Path(tmp) / "big.db"))
         build(store, args.blocks)
+        if args.histograms:
+            with_histograms(store)
         start, cpu = time.perf_counter(), time.process_time()
         data = store.load(store.require_experiment("big"), every_record=True)
         loaded = time.perf_counter()

@@ -1,6 +1,7 @@
 //! benchlab-probe: benchlab's built-in workloads in one executable that
 //! speaks Google Benchmark's JSON (see the design notes, "Probe protocol").
 
+mod histogram;
 mod protocol;
 mod report;
 mod timing;

@@ -6,7 +6,8 @@
 //! a protocol version that benchlab checks, so that the human lines on stderr are
 //! free to change.
 
-use serde_json::{json, Value};
+use crate::histogram::{Histogram, PER_OCTAVE};
+use serde_json::{json, Map, Value};
 
 /// Bumped whenever a field below changes meaning or shape; benchlab refuses any other.
 pub const PROTOCOL: u32 = 1;
@@ -42,6 +43,9 @@ pub struct Said {
     pub reclaim: Option<Value>,
     /// memory.app_cycle: each app's own memory cgroup's figures, as columns
     pub apps: Option<Value>,
+    /// IPC runs timing each transaction: per benchmark entry (named as its metrics are), the
+    /// histogram of every sample on the fixed grid of `histogram`
+    pub histograms: Vec<(String, Histogram)>,
 }
 
 impl Said {
@@ -70,6 +74,14 @@ impl Said {
         }
         if let Some(apps) = &self.apps {
             doc["apps"] = apps.clone();
+        }
+        if !self.histograms.is_empty() {
+            let of: Map<String, Value> = self
+                .histograms
+                .iter()
+                .map(|(name, h)| (name.clone(), h.to_json()))
+                .collect();
+            doc["histograms"] = json!({"per_octave": PER_OCTAVE, "unit": "ns", "of": of});
         }
         doc
     }
@@ -107,5 +119,20 @@ mod tests {
         assert!(doc["inheritance"].is_null());
         assert_eq!(checked(Some("x"))["benchlab"]["error"], "x");
         assert!(checked(None)["benchlab"]["error"].is_null());
+        assert!(doc.get("histograms").is_none());
+    }
+
+    #[test]
+    fn histograms_go_by_their_benchmark_with_the_grid() {
+        let mut said = Said::default();
+        let h = Histogram::of(&[1000, 2000]).unwrap();
+        said.histograms.push(("ipc.pipe.latency/other".into(), h));
+        let doc = said.to_json();
+        assert_eq!(doc["histograms"]["per_octave"], 8);
+        assert_eq!(doc["histograms"]["unit"], "ns");
+        assert_eq!(
+            doc["histograms"]["of"]["ipc.pipe.latency/other"]["first"],
+            79
+        );
     }
 }

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -189,3 +191,31 @@ def test_throughput_shows_google_benchmarks_time_cpu_and_iterations() -> None:
     assert [c.strip() for c in header.strip("┃ ").split("┃")][2:5] == ["Time", "CPU", "Iterations"]
     rows = [[c.strip() for c in line.strip("│ ").split("│")] for line in proc.stdout.splitlines() if line.startswith("│ ")]
     assert [(r[0], r[1], r[4]) for r in rows] == [("4", "pipe", "30"), ("8", "pipe", "30")]
+
+
+def bucket(ns: float) -> int:
+    """The probe's histogram bucket of a sample: the largest k with ns^8 >= 2^k, on exact integers."""
+    return max(0, (int(ns) ** 8).bit_length() - 1)
+
+
+def test_ipc_runs_keep_a_histogram_of_every_sample(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    proc = cli("compare", "-w", "ipc.pipe.pingpong roundtrips=2000", "-w", "ipc.unix.latency iterations=300",
+               "-V", "a", "-V", "b", "-n", "2", "--format", "json", "--export-html", str(page), check=True)  # fmt: skip
+    runs = [r for r in json.loads(proc.stdout)["runs"] if r["status"] == "ok"]
+    halves = {"ipc.unix.latency/other", *(["ipc.unix.latency/fifo"] if os.geteuid() == 0 else [])}
+    seen = set()
+    for run in runs:
+        of = run["details"]["histograms"]["of"]
+        assert set(of) == ({"ipc.pipe.pingpong"} if run["workload"] == "ipc.pipe.pingpong" else halves)
+        for name, histogram in of.items():
+            counts = histogram["counts"]
+            assert sum(counts) == (2000 if name == "ipc.pipe.pingpong" else 300)  # every timed transaction
+            assert counts[0] > 0 and counts[-1] > 0 and len(json.dumps(histogram)) < 1000
+            median = run["metrics"]["latency_p50" if name == "ipc.pipe.pingpong" else f"{name}:p50"]
+            rank = next(i for i, c in enumerate(itertools.accumulate(counts)) if c >= sum(counts) / 2)
+            assert abs(histogram["first"] + rank - bucket(median)) <= 1, (name, median, histogram)
+            seen.add(name)
+    assert seen == {"ipc.pipe.pingpong", *halves}
+    labels = set(re.findall(r'aria-label="([^"]*latency histogram)"', page.read_text()))
+    assert labels == {f"{name} latency histogram" for name in seen}

@@ -235,3 +235,67 @@ def test_a_percentile_no_run_has_is_a_gap_without_a_warning(tmp_path: Path) -> N
         warnings.simplefilter("error")
         page = render(report, "html")
     assert "t: x/fifo percentiles" in page
+
+
+def with_histograms(report: Report, keep: Any) -> Report:
+    """Workload t's runs with latency histograms in their details (`keep(run)`: its `of`, or None
+    for a run stored without) and percentile metrics, as an IPC workload's runs carry them."""
+    for run in report.runs:
+        if run["workload"] == "t":
+            run["metrics"].update({"x/other:p50": 1000.0, "x/other:p99": 3000.0})
+            of = keep(run)
+            run["details"] = {
+                **(run["details"] or {}),
+                **({"histograms": {"per_octave": 8, "unit": "ns", "of": of}} if of else {}),
+            }
+    return report
+
+
+def test_ipc_histograms_are_added_up_per_variant_and_drawn(tmp_path: Path) -> None:
+    # a: 2 samples in bucket 80 (1,000 ns) and 1 in 81 each run; b: 3 in bucket 88 (2,000 ns)
+    def keep(run: dict[str, Any]) -> dict[str, Any]:
+        return {"x/other": {"first": 80, "counts": [2, 1]} if run["variant"] == "a" else {"first": 88, "counts": [3]}}
+
+    report = with_histograms(report_of(tmp_path), keep)
+    runs = data.by_workload(report)["t"]
+    summed = runs.histograms["x/other"]
+    assert runs.without_histograms == 0 and list(summed.runs) == [10, 10]
+    assert (summed.counts[0, 80], summed.counts[0, 81], summed.counts[1, 88]) == (20, 10, 30)
+    assert summed.counts.sum() == 60 and "u" in data.by_workload(report) and not data.by_workload(report)["u"].histograms
+    page = render(report, "html")
+    (svg,) = [s for s in svgs(page) if 'aria-label="t: x/other latency histogram"' in s]
+    assert ">latency (us)</text>" in svg and ">share of samples (%)</text>" in svg and ">a</text>" in svg
+    assert "60 transactions of 20 runs" in page
+    assert "percentiles" not in page  # every run has its histogram: no percentile profile beside it
+
+
+def test_runs_without_histograms_keep_the_percentile_profile(tmp_path: Path) -> None:
+    report = with_histograms(
+        report_of(tmp_path), lambda run: {"x/other": {"first": 80, "counts": [1]}} if run["block"] < 4 else None
+    )
+    page = render(report, "html")
+    assert "t: x/other latency histogram" in page and "t: x/other percentiles" in page
+    assert "12 runs stored without histograms are left out" in page
+    older = render(with_histograms(report_of(tmp_path / "old"), lambda run: None), "html")
+    assert "latency histogram" not in older and "t: x/other percentiles" in older
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"first": -1, "counts": [1]}, {"first": 510, "counts": [1, 2, 3]}, {"first": 80, "counts": ["x"]},
+     {"first": 80, "counts": [-4]}, {"first": 80, "counts": [2**70]}, {"first": 80}, "not a histogram", None,
+     "another grid"],
+)  # fmt: skip
+def test_a_histogram_no_probe_writes_is_left_out_not_fatal(tmp_path: Path, bad: Any) -> None:
+    def keep(run: dict[str, Any]) -> dict[str, Any]:
+        return {"x/other": bad if run["block"] == 0 else {"first": 80, "counts": [1]}, HOSTILE: {"first": 90, "counts": [1]}}
+
+    report = with_histograms(report_of(tmp_path), keep)
+    if bad == "another grid":  # a probe counting 16 buckets to a doubling: its runs are not added to these
+        for run in report.runs:
+            if run["workload"] == "t" and run["block"] == 0:
+                run["details"]["histograms"] = {"per_octave": 16, "unit": "ns", "of": {"x/other": {"first": 1, "counts": [1]}}}  # type: ignore[index]
+    runs = data.by_workload(report)["t"]
+    assert runs.without_histograms == 2 and runs.histograms["x/other"].counts.sum() == 18
+    page = render(report, "html")
+    assert "t: x/other latency histogram" in page and "<b title" not in page.split('id="benchlab-data"')[0]

@@ -101,6 +101,37 @@ class Reclaim(BaseModel):
     zram: list[ZramSwap]
 
 
+HISTOGRAM_PER_OCTAVE = 8  # the probe's `histogram::PER_OCTAVE`: bucket k is [2^(k/8), 2^((k+1)/8)) ns
+HISTOGRAM_BUCKETS = 64 * HISTOGRAM_PER_OCTAVE  # the probe's `histogram::BUCKETS`: every u64 in one
+
+
+class Histogram(BaseModel):
+    """One benchmark entry's samples counted per bucket: `counts[i]` is bucket `first + i`."""
+
+    first: Annotated[int, Field(ge=0, lt=HISTOGRAM_BUCKETS)]
+    counts: Annotated[list[Annotated[int, Field(ge=0, lt=2**63)]], Field(min_length=1)]  # the probe's u64, as numpy adds them
+
+    @model_validator(mode="after")
+    def _on_the_grid(self) -> Histogram:
+        if self.first + len(self.counts) > HISTOGRAM_BUCKETS:
+            raise ValueError(f"a histogram reaches past bucket {HISTOGRAM_BUCKETS - 1}")
+        return self
+
+
+HistogramsOf = dict[Annotated[str, Field(max_length=200)], Histogram]  # a run's histograms per benchmark entry
+
+
+class Histograms(BaseModel):
+    """Every timed transaction of an IPC run, per benchmark entry (named as its metrics are), on
+    the probe's one fixed grid, so runs add up by adding counts: bucket k holds the samples in
+    [2^(k/8), 2^((k+1)/8)) ns. The grid is named in every document and only this one is read:
+    a probe counting on another grid is refused, not misdrawn."""
+
+    per_octave: Literal[8]  # HISTOGRAM_PER_OCTAVE
+    unit: Literal["ns"]
+    of: HistogramsOf
+
+
 class ProbeSaid(BaseModel):
     """benchlab's own fields of a probe document: `context.benchlab` in Google Benchmark
     JSON, `benchlab` in the Android latency JSON and in the answer of `--check`."""
@@ -112,6 +143,7 @@ class ProbeSaid(BaseModel):
     launches: Launches | None = None  # memory.app_cycle runs
     reclaim: Reclaim | None = None  # memory.app_cycle runs
     apps: Apps | None = None  # memory.app_cycle runs with per-app cgroups
+    histograms: Histograms | None = None  # ipc.pipe.pingpong and ipc.*.latency runs
 
 
 def probe_said(fields: object, where: str) -> ProbeSaid:
@@ -242,9 +274,9 @@ class ProbeWorkload:
 
     def details(self, finished: Finished) -> dict[str, Any]:
         """What a run keeps besides its metrics: an app cycle's launches, each app's accounting,
-        and what reclaim ran under."""
+        and what reclaim ran under; an IPC run's latency histograms."""
         said = self._document(finished)[1]
-        kept = {"launches": said.launches, "apps": said.apps, "reclaim": said.reclaim}
+        kept = {"launches": said.launches, "apps": said.apps, "reclaim": said.reclaim, "histograms": said.histograms}
         return {key: value.model_dump() for key, value in kept.items() if value is not None}
 
     def notes(self, finished: Finished) -> list[str]:

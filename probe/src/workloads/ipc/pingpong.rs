@@ -1,11 +1,14 @@
 //! ipc.pipe.pingpong: two processes pass a payload back and forth over a pair
 //! of pipes. The echoing child adds one to every byte, and the parent checks
 //! each reply, so a round trip that did not really cross both pipes fails
-//! the run. Each round trip is timed on its own to give the distribution.
+//! the run. Each round trip is timed on its own to give the distribution:
+//! its percentiles as metrics, every sample as a histogram (`crate::histogram`,
+//! in the protocol's `histograms`), built once the timing is over.
 //! It is the family's pipe channel (`channel::MECHANISMS[0]`) without the
 //! binder tests' protocol: a plain echo.
 
 use super::channel::{Channel, Mechanism, MECHANISMS};
+use crate::histogram::Histogram;
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
@@ -16,6 +19,9 @@ use rand_pcg::Pcg64;
 use std::time::Instant;
 
 pub struct PipePingPong;
+
+/// The workload's name, and its one benchmark entry's.
+const NAME: &str = "ipc.pipe.pingpong";
 
 /// The pipe pair of the IPC family's channels.
 static PIPE: &Mechanism = &MECHANISMS[0];
@@ -108,9 +114,9 @@ fn echo(channel: &mut dyn Channel, payload: usize) {
 
 impl Workload for PipePingPong {
     fn about(&self) -> About {
-        About { name: "ipc.pipe.pingpong", description: "two processes ping-pong a payload over a pair of pipes; round-trip latency distribution", version: 1, options: OPTIONS, metrics: METRICS }
+        About { name: NAME, description: "two processes ping-pong a payload over a pair of pipes; round-trip latency distribution", version: 1, options: OPTIONS, metrics: METRICS }
     }
-    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, String> {
         let roundtrips = opts.int("roundtrips")?;
         let warmup = opts.int("warmup")?;
         let payload = opts.int("payload")? as usize;
@@ -162,9 +168,12 @@ impl Workload for PipePingPong {
         }
         echoed?;
         samples.sort_unstable();
+        if let Some(histogram) = Histogram::of(&samples) {
+            said.histograms.push((NAME.into(), histogram));
+        }
         let n = roundtrips as f64;
         Ok(vec![Entry {
-            name: "ipc.pipe.pingpong".into(),
+            name: NAME.into(),
             iterations: roundtrips,
             threads: 1,
             real_time_ns: wall / n,

@@ -11,14 +11,17 @@ many runs there are, how many are embedded and which blocks, and the page says i
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import TypeAdapter, ValidationError
 
 from benchlab.stats.report_model import Report, Run
+from benchlab.workloads.probe import HISTOGRAM_BUCKETS, HISTOGRAM_PER_OCTAVE, HistogramsOf
 
 SCHEMA = "benchlab.html/1"
 RUNS_BYTES_MAX = 2_000_000  # the embedded runs' JSON: above it, every k-th block is kept (whole)
@@ -76,16 +79,102 @@ def script(report: Report, thinning: Thinning) -> str:
 
 
 @dataclass
+class Summed:
+    """One benchmark entry's latency histograms added up per variant: `counts[v, k]` samples of
+    variant v in bucket k of the probe's grid, from `runs[v]` runs."""
+
+    counts: np.ndarray
+    runs: np.ndarray
+
+
+@dataclass
 class WorkloadRuns:
     """One workload's successful, timed runs (no warm-up) as columns, for its plots: the variant
     as an index into the report's variants, the block, the start (seconds since the experiment's
-    first run; NaN where unknown) and each metric's values (NaN where a run lacks it)."""
+    first run; NaN where unknown), each metric's values (NaN where a run lacks it), and the
+    latency histograms its runs keep (IPC workloads), summed per entry, with how many runs
+    have none (stored before the probe sent them)."""
 
     workload: str
     variant: np.ndarray
     block: np.ndarray
     started: np.ndarray
     values: dict[str, np.ndarray] = field(default_factory=dict)
+    histograms: dict[str, Summed] = field(default_factory=dict)
+    without_histograms: int = 0
+
+
+Gathered = dict[str, tuple[list[int], list[Any], list[Any]]]  # entry -> variant, first bucket, counts of each run
+ENTRIES = TypeAdapter(HistogramsOf)  # a run's `{entry: {first, counts}}`, checked as the probe's are
+
+
+def _kept(run: Run) -> Any:
+    """A run's histograms as stored (`{entry: {first, counts}}`), unchecked; None without, or
+    counted on a grid other than the one this page adds up (a newer probe's)."""
+    details = run["details"]
+    kept = details.get("histograms") if isinstance(details, dict) else None
+    on_grid = isinstance(kept, dict) and kept.get("per_octave") == HISTOGRAM_PER_OCTAVE and kept.get("unit") == "ns"
+    return kept.get("of") if on_grid else None  # type: ignore[union-attr]
+
+
+def _checked(kept: Any) -> dict[str, Any] | None:
+    """The same checked by the probe's own model (`HistogramsOf`), None where it fails: the slow
+    way, taken only when the quick one met a value no probe writes (a bundle edited by hand)."""
+    try:
+        of = ENTRIES.validate_python(kept)
+    except ValidationError:
+        return None
+    return {name: h.model_dump() for name, h in of.items()} or None
+
+
+def _gathered(kept: list[Any], variant: list[int]) -> tuple[Gathered, int]:
+    """Each entry's histograms, run by run, and the number of runs without any."""
+    gathered: Gathered = {}
+    without = 0
+    for of, v in zip(kept, variant, strict=True):
+        if not of:
+            without += 1
+            continue
+        for name, histogram in of.items():
+            who, firsts, counts = gathered.setdefault(name, ([], [], []))
+            who.append(v)
+            firsts.append(histogram["first"])
+            counts.append(histogram["counts"])
+    return gathered, without
+
+
+def _added(who: list[int], firsts: list[Any], counts: list[Any], variants: int) -> Summed | None:
+    """One entry's histograms added per variant in one `bincount` over all their buckets; None
+    where a value is not a count on the grid."""
+    try:
+        lengths = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
+        flat = np.fromiter(itertools.chain.from_iterable(counts), dtype=np.int64, count=int(lengths.sum()))
+        start = np.fromiter(firsts, dtype=np.int64, count=len(firsts))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if (start < 0).any() or (start + lengths > HISTOGRAM_BUCKETS).any() or (flat < 0).any():
+        return None
+    offset = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    bucket: np.ndarray = np.repeat(start, lengths) + np.arange(len(flat)) - offset
+    key = np.repeat(np.asarray(who, dtype=np.int64), lengths) * HISTOGRAM_BUCKETS + bucket
+    total = np.bincount(key, weights=flat, minlength=variants * HISTOGRAM_BUCKETS)
+    return Summed(total.reshape(variants, HISTOGRAM_BUCKETS), np.bincount(who, minlength=variants))
+
+
+def summed(runs: list[Run], variant: np.ndarray, variants: int) -> tuple[dict[str, Summed], int]:
+    """Every entry's histograms added up per variant, and the runs without any. One Python pass
+    gathers the runs' count lists and numpy adds them, so 100,000 runs of a few dozen buckets
+    each cost a fraction of a second."""
+    kept, of_variant = [_kept(r) for r in runs], list(map(int, variant))
+    try:
+        gathered, without = _gathered(kept, of_variant)
+        added = {name: _added(*columns, variants) for name, columns in gathered.items()}
+    except (AttributeError, TypeError, KeyError):
+        added = {"": None}
+    if any(a is None for a in added.values()):
+        gathered, without = _gathered([_checked(of) for of in kept], of_variant)
+        added = {name: _added(*columns, variants) for name, columns in gathered.items()}
+    return {name: a for name, a in added.items() if a is not None}, without
 
 
 def by_workload(report: Report) -> dict[str, WorkloadRuns]:
@@ -105,11 +194,15 @@ def by_workload(report: Report) -> dict[str, WorkloadRuns]:
         rows = [list(m.values()) if tuple(m) == names else [m.get(n, math.nan) for n in names]
                 for m in (r["metrics"] for r in runs)]  # fmt: skip
         table = np.array(rows, dtype=float).reshape(len(runs), len(names))
+        variant = np.array([index[r["variant"]] for r in runs], dtype=np.int64)
+        histograms, without = summed(runs, variant, len(index))
         out[workload] = WorkloadRuns(
             workload=workload,
-            variant=np.array([index[r["variant"]] for r in runs], dtype=np.int64),
+            variant=variant,
             block=np.array([r["block"] for r in runs], dtype=np.int64),
             started=np.array([math.nan if r["started_at"] is None else r["started_at"] - first for r in runs], dtype=float),
             values={m: table[:, j] for j, m in enumerate(names)},
+            histograms=histograms,
+            without_histograms=without,
         )
     return out

@@ -20,6 +20,8 @@ from benchlab.report.html.data import WorkloadRuns
 from benchlab.report.html.tables import esc
 from benchlab.stats.families import PRIMARY, SCORED
 from benchlab.stats.report_model import MetricRow, Report
+from benchlab.workloads.probe import HISTOGRAM_BUCKETS
+from benchlab.workloads.probe import HISTOGRAM_PER_OCTAVE as PER_OCTAVE
 
 SCORED_FROM = "items_per_second"  # the rate a suite workload's score is computed from (stats/scores.py)
 QUANTILE = re.compile(r"^(?P<prefix>.*?)(?P<q>p\d+(?:_\d+)?|best|worst)$")
@@ -97,9 +99,55 @@ def metrics(report: Report, canvas: plots.Canvas, runs: WorkloadRuns) -> list[st
     return out
 
 
+def _histogram_median(counts: np.ndarray) -> float:
+    """The median of the samples counted (in ns), placed inside its bucket as if the bucket's
+    samples were spread evenly over its log width."""
+    cumulative = np.cumsum(counts)
+    half = cumulative[-1] / 2
+    k = int(np.searchsorted(cumulative, half))
+    before = cumulative[k - 1] if k else 0.0
+    return float(2.0 ** ((k + (half - before) / counts[k]) / PER_OCTAVE))
+
+
+def histograms(report: Report, canvas: plots.Canvas, runs: WorkloadRuns) -> list[str]:
+    """Per benchmark entry of an IPC workload (each half of a latency run), every timed
+    transaction of each variant's runs: the runs' histograms added up (they share the probe's
+    grid), as shares of the variant's samples so that variants of different run counts compare."""
+    metrics = list(runs.values)
+    place = {name: next((i for i, m in enumerate(metrics) if m.startswith(name)), len(metrics)) for name in runs.histograms}
+    out = []
+    for name in sorted(runs.histograms, key=place.__getitem__):  # in the order of their metrics: other before fifo
+        summed = runs.histograms[name]
+        totals = summed.counts.sum(axis=1)
+        present = np.flatnonzero(totals)
+        if not len(present):
+            continue
+        used = np.flatnonzero(summed.counts[present].sum(axis=0))
+        low, high = max(0, int(used[0]) - 1), min(HISTOGRAM_BUCKETS, int(used[-1]) + 2)  # an empty bucket each side
+        medians = np.array([_histogram_median(summed.counts[v]) for v in present])
+        factor, unit = _time_unit("ns", medians)
+        edges = 2.0 ** (np.arange(low, high + 1) / PER_OCTAVE) * factor
+        series = [plots.Shares(report.variants[v], plots.colour(v), summed.counts[v, low:high] / totals[v], m * factor)
+                  for v, m in zip(present, medians, strict=True)]  # fmt: skip
+        title = _title(runs.workload, f"{name} latency histogram")
+        caption = (
+            f"{title}: per variant every timed transaction of its runs ({int(totals.sum()):,} transactions of "
+            f"{int(summed.runs.sum()):,} runs), as its share of the variant's samples in buckets "
+            f"{2 ** (1 / PER_OCTAVE) - 1:.0%} wide ({PER_OCTAVE} to a doubling; both axes logarithmic, empty "
+            "buckets at the bottom); dashed: each variant's median"
+        )
+        if runs.without_histograms:
+            caption += f"; {runs.without_histograms:,} runs stored without histograms are left out"
+        out.append(figure(plots.histogram_figure(canvas, title, edges, series, unit), caption, half=True))
+    return out
+
+
 def percentiles(report: Report, canvas: plots.Canvas, runs: WorkloadRuns) -> list[str]:
-    """Latency percentiles: the probe keeps each run's percentiles (best, p50, p90, p99, p99.9,
-    worst), not every transaction, so the distribution drawn is of those, per run."""
+    """Latency percentiles, where runs were stored without histograms (older probes, other
+    benchmarks): each run's percentiles (best, p50, p90, p99, p99.9, worst), not every
+    transaction, so the distribution drawn is of those, per run."""
+    if runs.histograms and not runs.without_histograms:
+        return []
     groups: dict[str, list[str]] = defaultdict(list)
     for metric in runs.values:
         match = QUANTILE.match(metric)

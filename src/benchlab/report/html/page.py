@@ -3,9 +3,10 @@ fetched from anywhere; plots are inline SVG), readable at a laptop's width.
 
 In order: what changed (the better and worse rows with their change and 95% interval, then how
 many rows came out each way), the CPU suite's score bars, the sweep's curves, per workload its
-latency percentiles and, per outcome metric, every run per variant beside the runs in the order
-they ran, then the tables of the view (and the app-cycle and `--times` views where the report
-has them), failed runs and warnings, and the embedded data (see `data`).
+latency histograms (IPC workloads; each run's latency percentiles where runs have none) and,
+per outcome metric, every run per variant beside the runs in the order they ran, then the
+tables of the view (and the app-cycle and `--times` views where the report has them), failed
+runs and warnings, and the embedded data (see `data`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def _summary(report: Report) -> list[str]:
 def _workloads(report: Report, canvas: plots.Canvas) -> list[str]:
     out = []
     for workload, runs in data.by_workload(report).items():
-        body = [*figures.percentiles(report, canvas, runs), *figures.metrics(report, canvas, runs)]
+        body = [*figures.histograms(report, canvas, runs), *figures.percentiles(report, canvas, runs),
+                *figures.metrics(report, canvas, runs)]  # fmt: skip
         if body:
             out += [f"<h3>{esc(workload)}</h3>", *body]
     if out:

@@ -324,6 +324,42 @@ def percentile_figure(
 
 
 @dataclass
+class Shares:
+    """One variant's latency histogram: the share of its samples in each bucket (between the
+    figure's edges), and the median of its samples, in the figure's unit."""
+
+    name: str
+    colour: str
+    shares: np.ndarray
+    median: float
+
+
+def histogram_figure(canvas: Canvas, title: str, edges: np.ndarray, series: list[Shares], unit: str) -> str:
+    """Step lines of each variant's share of samples per bucket over the buckets' `edges`, both
+    axes logarithmic (the buckets are log-spaced, and a tail of a few samples in a million
+    shows), empty buckets drawn at the bottom; a dashed line at each variant's median."""
+    fig = Figure(figsize=(WIDTH * 0.5, 3.2))
+    fig.subplots_adjust(left=0.15, right=0.98, bottom=0.14, top=0.86)
+    ax = fig.subplots()
+    nonzero = [float(s.shares[s.shares > 0].min()) for s in series if (s.shares > 0).any()]
+    floor = 100 * min(nonzero, default=1.0) / 2
+    for s in series:
+        ax.stairs(np.maximum(100 * s.shares, floor), edges, baseline=floor, color=s.colour, linewidth=1.1, label=label(s.name))
+        ax.axvline(s.median, color=s.colour, linestyle="--", linewidth=0.9)
+    _axis(ax, "x", True)
+    if edges[-1] / edges[0] < 300:  # two decades or so: decades alone would leave one tick or none
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    _axis(ax, "y", True)
+    ax.set_xlim(float(edges[0]), float(edges[-1]))
+    ax.set_ylim(floor, 100.0)
+    ax.set_xlabel(label(f"latency ({unit})"))
+    ax.set_ylabel("share of samples (%)")
+    _title(ax, label(title, TITLE_MAX), bold=True)
+    ax.legend(loc="upper right")
+    return canvas.svg(fig, title)
+
+
+@dataclass
 class Bars:
     """One variant's scores over the categories (None: no score), with their 95% intervals."""
 

@@ -6,7 +6,8 @@
 //! transaction is timed on its own against `--deadline-us`; the server reports
 //! the CPU it handled the request on, so "same CPU" (Android's SYNC) is
 //! checked per transaction. Percentiles come from the exact samples (ns), not
-//! from buckets.
+//! from buckets; each half's samples are also sent whole as a histogram
+//! (`crate::histogram`, in the protocol's `histograms`), built after timing.
 //!
 //! One job per module: `config` (options), `wire` (what crosses between the
 //! processes), `ends` (server and client loops), `pairs` (forking and reaping

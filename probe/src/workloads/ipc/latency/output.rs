@@ -6,6 +6,7 @@ use super::config::Config;
 use super::pairs::Outcome;
 use super::stats::Half;
 use super::wire::PairResult;
+use crate::histogram::Histogram;
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::workload::Digest;
@@ -28,8 +29,9 @@ impl Outcome {
         (other, fifo)
     }
 
-    /// Google Benchmark entries `<name>/other` and, where it ran, `<name>/fifo`.
-    pub fn entries(&self, name: &str, config: &Config, said: &Said) -> Vec<Entry> {
+    /// Google Benchmark entries `<name>/other` and, where it ran, `<name>/fifo`, each with
+    /// the histogram of its samples in `said` under the entry's name.
+    pub fn entries(&self, name: &str, config: &Config, said: &mut Said) -> Vec<Entry> {
         let all: Vec<&PairResult> = self.pairs.iter().collect();
         let (other, fifo) = self.halves(config, &all);
         let transactions = other.n() + fifo.as_ref().map_or(0, Half::n);
@@ -43,6 +45,7 @@ impl Outcome {
             migrations,
             vec![],
         )];
+        keep_histogram(said, &entries[0].name, &other);
         if let Some(fifo) = fifo {
             let inheritance: Vec<Counter> = match &said.inheritance {
                 Some(i) if i.verdict != "SKIPPED" => {
@@ -62,6 +65,7 @@ impl Outcome {
                 migrations,
                 inheritance,
             ));
+            keep_histogram(said, &entries[1].name, &fifo);
         }
         entries
     }
@@ -95,6 +99,13 @@ impl Outcome {
             json!(said.inheritance.as_ref().map_or("OFF", |i| i.verdict)),
         );
         Value::Object(doc)
+    }
+}
+
+/// A half's histogram, under its entry's name, when it has samples.
+fn keep_histogram(said: &mut Said, name: &str, half: &Half) {
+    if let Some(histogram) = Histogram::of(&half.sorted) {
+        said.histograms.push((name.to_string(), histogram));
     }
 }
 
