@@ -30,6 +30,7 @@ from sqlalchemy import update
 sys.path.insert(0, str(Path(__file__).parent))
 from report_speed import DETAILS, build  # noqa: E402  (the same synthetic store as the table's speed check)
 
+from benchlab.cli.results import load_for_report  # noqa: E402
 from benchlab.report import render  # noqa: E402
 from benchlab.stats.analysis import analyze  # noqa: E402
 from benchlab.store import Store  # noqa: E402
@@ -69,7 +70,7 @@ def main() -> None:
         if args.histograms:
             with_histograms(store)
         start, cpu = time.perf_counter(), time.process_time()
-        data = store.load(store.require_experiment("big"), every_record=True)
+        data = load_for_report(store, store.require_experiment("big"), every_record=True)  # as `benchlab report` loads
         loaded = time.perf_counter()
         report = analyze(data).report()
         judged = time.perf_counter()

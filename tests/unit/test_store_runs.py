@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -85,3 +86,21 @@ def test_experiments_whose_runs_interleave_each_load_only_their_own_values(tmp_p
     }
     assert second.run_values() == {2: {"m1": 10.0, "wall": 0.0}, 4: {"m1": 11.0, "wall": 1.0}, 6: {"m1": 12.0, "wall": 2.0}}
     assert sorted(first.metrics.names) == ["late", "m0", "wall"] and sorted(second.metrics.names) == ["m1", "wall"]
+
+
+def test_details_read_back_as_written_even_where_only_pythons_json_reads_them(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "r.db"))
+    exp = store.create_experiment(
+        name="nan", spec={"name": "nan"}, workloads=[("w", "command", "v1")], variants=[("a", {}, True)]
+    )
+    host = store.host_id({"hostname": "h"})
+    written = [
+        {"ratio": float("nan"), "big": 2**64 - 1},
+        {"histograms": {"of": {"x": {"first": 88, "counts": [1, 0, 3]}}}, "é": "\u2028"},
+    ]
+    for block, details in enumerate(written):
+        store.record_run(exp, host_id=host, workload="w", variant="a", block=block, warmup=False, position=0, status="ok",
+                         started_at=1.0, ended_at=2.0, metrics=[Metric("wall", 1.0, "s", "lower")], details=details)  # fmt: skip
+    first, second = (r.details for r in store.load(exp, every_record=True).records)
+    assert first is not None and math.isnan(first["ratio"]) and first["big"] == 2**64 - 1  # NaN: orjson refuses it; a u64 counter stays exact
+    assert second == written[1]

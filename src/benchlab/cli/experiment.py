@@ -122,7 +122,7 @@ def execute(
     spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool, exports: Exports | None = None
 ) -> None:
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
-    from benchlab.cli.results import check_exports, open_store, print_report, write_exports
+    from benchlab.cli.results import check_exports, load_for_report, open_store, print_report, write_exports
     from benchlab.runner import Prepared, Runner
     from benchlab.stats.analysis import analyze
     from benchlab.stats.verdict import plan_warning
@@ -141,7 +141,7 @@ def execute(
 
     with BarProgress() as progress:
         exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
-    analysis = analyze(store.load(exp, every_record=needs_runs(fmt, *exports)))
+    analysis = analyze(load_for_report(store, exp, every_record=needs_runs(fmt, *exports)))
     drawn = analysis.report()
     print_report(drawn, fmt)
     write_exports(drawn, exports)
