@@ -102,5 +102,7 @@ def test_details_read_back_as_written_even_where_only_pythons_json_reads_them(tm
         store.record_run(exp, host_id=host, workload="w", variant="a", block=block, warmup=False, position=0, status="ok",
                          started_at=1.0, ended_at=2.0, metrics=[Metric("wall", 1.0, "s", "lower")], details=details)  # fmt: skip
     first, second = (r.details for r in store.load(exp, every_record=True).records)
-    assert first is not None and math.isnan(first["ratio"]) and first["big"] == 2**64 - 1  # NaN: orjson refuses it; a u64 counter stays exact
+    assert (
+        first is not None and math.isnan(first["ratio"]) and first["big"] == 2**64 - 1
+    )  # NaN: orjson refuses it; a u64 counter stays exact
     assert second == written[1]
