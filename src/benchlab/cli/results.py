@@ -147,7 +147,7 @@ def list_(db: Db = None) -> None:
     rows = store.list_experiments()
     table = Table(title=safe.text(f"experiments in {store.target}", limit=safe.LINE_MAX), title_justify="left")
     for col in ("name", "created", "runs", "failed", "last run"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # a name is never cut to an ellipsis
     for r in rows:
         table.add_row(safe.text(r["name"]), _when(r["created_at"]), str(r["runs"] or 0), str(r["failed"] or 0), _when(r["last"]))
     out.print(table)
@@ -165,7 +165,7 @@ def show(name: Annotated[str, typer.Argument()], db: Db = None) -> None:
         out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False)
     table = Table(title="runs", title_justify="left")
     for col in ("workload", "variant", "ok", "failed", "timeout", "warm-up"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     counts: Counter[tuple[str, str, str]] = Counter()
     for run in data.records:
         counts[(run.workload, run.variant, "warm-up" if run.warmup else run.status)] += 1

@@ -25,7 +25,7 @@ def workloads(fmt: Annotated[str, typer.Option("--format", "-f", help="table or 
         return
     table = Table(title="built-in workloads (benchlab-probe)", title_justify="left", show_lines=True)
     for col in ("workload", "description", "options (default)", "metrics"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for w in items.values():
         quick = w.get("quick") or {}
         shortened = {name: f" (--quick: {value})" for name, value in quick.items()}

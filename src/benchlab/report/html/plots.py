@@ -177,7 +177,7 @@ def _strip(ax: Axes, series: list[Values], rng: np.random.Generator) -> None:
                 ax.vlines(i, lo, hi, color="black", linewidth=1.2, zorder=3)
                 ax.hlines([lo, hi], i - 0.12, i + 0.12, color="black", linewidth=1.0, zorder=3)
     names = [label(s.name) for s in series]
-    if len(series) > 4 or sum(map(len, names)) > 8 * len(series):  # slanted, ending under their variant: no collision
+    if _slanted(names):  # ending under their variant: no collision
         ax.set_xticks(range(len(series)), names, rotation=30, ha="right", rotation_mode="anchor")
     else:
         ax.set_xticks(range(len(series)), names)
@@ -224,10 +224,19 @@ def _run_order(ax: Axes, series: list[Values], unit: str) -> None:
         ax.legend(loc="best", ncols=1 + len(present) // 5)
 
 
+def _slanted(names: list[str]) -> bool:
+    """Variant names too many or too long to sit level under their places on an axis."""
+    return len(names) > 4 or sum(map(len, names)) > 8 * len(names)
+
+
 def metric_figure(canvas: Canvas, title: str, y_label: str, series: list[Values], order_unit: str) -> str:
-    """The distribution of a metric per variant beside its values in run order, sharing the y axis."""
-    fig = Figure(figsize=(WIDTH, 3.1))
-    fig.subplots_adjust(left=0.08, right=0.99, bottom=0.2, top=0.85, wspace=0.08)
+    """The distribution of a metric per variant beside its values in run order, sharing the y axis;
+    the figure grows below its axes by what slanted names need (half their length at 30 degrees)."""
+    names = [label(s.name) for s in series]
+    under = 0.45 + (0.033 * max(map(len, names), default=0) if _slanted(names) else 0.15)  # inches
+    height = 2.6 + under
+    fig = Figure(figsize=(WIDTH, height))
+    fig.subplots_adjust(left=0.08, right=0.99, bottom=under / height, top=1 - 0.45 / height, wspace=0.08)
     strip, order = fig.subplots(1, 2, sharey=True, width_ratios=[2, 3])
     _axis(strip, "y", _log_worthy([s.values for s in series]))
     _strip(strip, series, np.random.default_rng(0))
