@@ -182,6 +182,8 @@ def test_experiments_and_bundles_through_the_cli(tmp_path: Path) -> None:
     assert "tuesday" in listed and "monday" not in listed  # read, never imported
     both = cli("diff", f"{tmp_path}/monday.json:x", f"{tmp_path}/tuesday.json:x", "--db", str(tmp_path / "none.db"), check=True)
     assert "worse" in both.stdout and not (tmp_path / "none.db").exists()
+    footer = " ".join(both.stdout.split())  # the footer as one line, however the table folded it
+    assert "unpaired (a diff): two-sample Hodges-Lehmann and Mann-Whitney" in footer and "paired t-test" not in footer
 
 
 def test_a_file_and_an_experiment_of_one_name_read_the_experiment_and_say_so(tmp_path: Path, store: Store) -> None:

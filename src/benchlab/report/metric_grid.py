@@ -51,7 +51,12 @@ def footer(report: Report) -> str:
         if sequential
         else ""
     )
+    tests = (
+        "unpaired (a diff): two-sample Hodges-Lehmann and Mann-Whitney"
+        if report.experiment.sides
+        else f"below 6 blocks a paired t-test{looks}"
+    )
     return (
         f"{len(judged)} comparisons; {report.correction} correction at alpha={report.alpha}; "
-        f"same = 90% CI within ±{report.margin:.1%}; below 6 blocks a paired t-test{looks}; " + cells.family_note()
+        f"same = 90% CI within ±{report.margin:.1%}; {tests}; " + cells.family_note()
     )
