@@ -6,8 +6,8 @@ import pytest
 
 from benchlab.report import render
 from benchlab.report.times_grid import grid, ratio
-from benchlab.stats.judge import PARAMETRIC
 from benchlab.stats.report_model import Experiment, MetricRow, Report
+from benchlab.stats.test_choice import PARAMETRIC
 
 
 def row(variant: str, metric: str, median: float, best: float, change: float | None, ci: list[float | None], *,

@@ -7,9 +7,8 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from benchlab.stats.judge import PARAMETRIC
 from benchlab.stats.report_model import GeomeanRow, Judgement, MetricRow, Report, ScoreRow
-from benchlab.stats.sequential import FIRST_LOOK, SMALL_N
+from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
 from benchlab.suite.baseline import SECTION_TITLES
 
 SHIFT = "shift"  # marks a change that is a raw shift, not a ratio (see shift_note)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from benchlab.errors import SpecError
 from benchlab.report.views import View
-from benchlab.stats.environments import host_labels
 from benchlab.stats.report_model import Report, Run
 
 # Formats that hold every run and every view at once: the data is loaded with every run for them
@@ -57,6 +56,8 @@ def samples(report: Report) -> list[Sample]:
     for run in report.runs:
         if run["status"] == "ok" and not run["warmup"]:
             grouped[(run["workload"], run["variant"])][run["host"]].append(run)
+    from benchlab.stats.environments import host_labels  # it loads the store (SQLAlchemy): only for these formats
+
     labels = host_labels({int(h): fp for h, fp in report.experiment.hosts.items()})
     variants = list(dict.fromkeys([*report.variants, *(v for _, v in grouped)]))
     found = []

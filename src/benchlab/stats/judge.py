@@ -34,11 +34,11 @@ from benchlab.stats.estimators import (
 )
 from benchlab.stats.families import GEOMEAN, JUDGED, PRIMARY, shares
 from benchlab.stats.report_model import number, pair
-from benchlab.stats.sequential import FIRST_LOOK, SMALL_N, nominal_level, sequential_p
+from benchlab.stats.sequential import nominal_level, sequential_p
+from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
 from benchlab.stats.verdict import DECIDED, NOT_JUDGED, UNCLEAR, blocks_needed, verdict
 
 LEVELS = (0.95, 0.90)  # the change's interval, and the one TOST compares with the margin
-PARAMETRIC = "t (parametric)"
 
 KEY_SHIFT = 32  # pairing key = host << 32 | block
 

@@ -27,12 +27,11 @@ import numpy as np
 from scipy import stats
 
 from benchlab.stats.estimators import signed_rank_p_exact
+from benchlab.stats.test_choice import SMALL_N
 
-SMALL_N = 6  # from this many pairs on, the exact signed-rank test; below it, the paired t
 PATHS = 100_000
 SEED = 20261124
 TAIL = 200  # below the TAIL-th smallest simulated minimum the estimate is extrapolated
-FIRST_LOOK = 3
 
 
 def paired_p(d: np.ndarray) -> np.ndarray:

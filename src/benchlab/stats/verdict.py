@@ -7,7 +7,7 @@ import math
 from scipy import stats
 
 from benchlab.stats.families import PRIMARY, SECONDARY, shares
-from benchlab.stats.sequential import FIRST_LOOK, SMALL_N
+from benchlab.stats.test_choice import FIRST_LOOK, SMALL_N
 
 BETTER, WORSE, SAME, UNCLEAR, NOT_JUDGED = "better", "worse", "same", "unclear", "-"
 DECIDED = (BETTER, WORSE, SAME)
