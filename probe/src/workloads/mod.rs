@@ -10,16 +10,17 @@ mod sys_spawn;
 
 use crate::workload::Workload;
 
-/// A fresh private anonymous read-write mapping of `bytes`, kept for the process's life; the
-/// one way the workloads that model memory (spawn's address space, the app cycle's apps) get it.
-pub fn map_anonymous(bytes: usize) -> Result<*mut u8, String> {
+/// A fresh anonymous read-write mapping of `bytes`, kept for the process's life; `sharing` is
+/// `MAP_PRIVATE` (spawn's address space, the app cycle's apps) or `MAP_SHARED` (memory an IPC
+/// workload shares with the children it forks): the one way the workloads get such memory.
+pub fn map_anonymous(bytes: usize, sharing: libc::c_int) -> Result<*mut u8, String> {
     // SAFETY: a new mapping that nothing else refers to.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             bytes,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            sharing | libc::MAP_ANONYMOUS,
             -1,
             0,
         )

@@ -198,7 +198,7 @@ fn grow(bytes: usize) -> Result<(), String> {
     if bytes == 0 {
         return Ok(());
     }
-    let base = super::map_anonymous(bytes)?;
+    let base = super::map_anonymous(bytes, libc::MAP_PRIVATE)?;
     for page in (0..bytes).step_by(4096) {
         // SAFETY: a byte inside the mapping just made, written only within its length.
         unsafe { base.add(page).write_volatile(page as u8 | 1) };

@@ -140,7 +140,7 @@ struct Region {
 impl Region {
     fn map(pages: usize) -> Result<Region, String> {
         let bytes = pages.max(1) * PAGE;
-        let p = crate::workloads::map_anonymous(bytes)?;
+        let p = crate::workloads::map_anonymous(bytes, libc::MAP_PRIVATE)?;
         // SAFETY: advice on our own mapping; failure only means huge pages stay possible.
         unsafe { libc::madvise(p as *mut libc::c_void, bytes, libc::MADV_NOHUGEPAGE) };
         Ok(Region {

@@ -277,21 +277,7 @@ fn socket_pair(kind: i32) -> Result<Pair, String> {
 
 /// Anonymous memory shared with the child-to-be, left mapped for the process's life.
 pub fn shared(len: usize) -> Result<*mut u8, String> {
-    // SAFETY: a fresh anonymous shared mapping.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(os_error("mmap"));
-    }
-    Ok(p as *mut u8)
+    crate::workloads::map_anonymous(len, libc::MAP_SHARED)
 }
 
 /// One word of fresh shared memory, zero, for this process and those it forks next.
