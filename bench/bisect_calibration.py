@@ -56,10 +56,8 @@ def run(name: str, bisects: int, rng: np.random.Generator, *, naive: bool) -> st
         levels = [sum(size for size, at in zip(steps, places, strict=True) if i >= at) for i in range(n)]
         truth = places[0] if places else None
         names = [str(i) for i in range(n)]
-        if naive:
-            out = bisect(names, bisect_judge(rng, levels, noise=noise, first=FIRST, last=LAST, nominal_alpha=ALPHA), alpha=ALPHA)
-        else:
-            out = bisect(names, bisect_judge(rng, levels, noise=noise, first=FIRST, last=LAST), alpha=ALPHA)
+        nominal = ALPHA if naive else None
+        out = bisect(names, bisect_judge(rng, levels, noise=noise, first=FIRST, last=LAST, nominal_alpha=nominal), alpha=ALPHA)
         statuses[out.status] += 1
         errors += wrong(out, truth)
         blocks.append(sum(s.judgement.blocks for s in out.steps))

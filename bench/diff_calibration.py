@@ -37,9 +37,7 @@ def main() -> None:
     for runs in RUNS:
         rates = []
         for noise in NOISE:
-            false = sum(
-                any(r.verdict in ("better", "worse") for r in simulate_diff(rng, runs=runs, noise=noise)) for _ in range(n)
-            )
+            false = sum(_any_decided(simulate_diff(rng, runs=runs, noise=noise)) for _ in range(n))
             rates.append(false / n)
         print(f"{runs[0]:>3}+{runs[1]:<4} " + "".join(f"{r:>12.1%}" for r in rates))
     print(f"\npower at 5% noise: share of {n} diffs calling the wall-time change 'worse'")
