@@ -72,7 +72,7 @@ def resolve(argument: str, database: Callable[[], Store | None]) -> Side:
             f"'{argument}' is neither an experiment {where} nor a bundle file",
             hint="`benchlab list` shows the experiments; `benchlab export NAME` writes a bundle",
         )
-    last = next((e["last"] for e in store.list_experiments() if e["name"] == exp.name), None)
+    last = store.list_experiments(exp.name)[0]["last"]
     side = Side(argument, f"database {store.shown}", store.load(exp), variant or None, last)
     if Path(argument).is_file():
         side.notes.append(f"'{argument}' is an experiment and a file; the experiment was read (write ./{argument} for the file)")

@@ -141,8 +141,8 @@ def calibrations(conn: Connection, host_ids: set[int]) -> list[Calibration]:
     return list(latest.values())
 
 
-def experiment_list(conn: Connection) -> list[dict[str, Any]]:
-    """Every experiment with its run counts, oldest first."""
+def experiment_list(conn: Connection, name: str | None = None) -> list[dict[str, Any]]:
+    """Every experiment (or the one of `name`) with its run counts and last run, oldest first."""
     r, e = t.run.c, t.experiment.c
     counts = (
         select(
@@ -159,6 +159,8 @@ def experiment_list(conn: Connection) -> list[dict[str, Any]]:
         .select_from(t.experiment.outerjoin(counts, counts.c.experiment_id == e.id))
         .order_by(e.created_at)
     )
+    if name is not None:
+        query = query.where(e.name == name)
     return [dict(row) for row in conn.execute(query).mappings()]
 
 

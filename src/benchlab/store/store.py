@@ -125,9 +125,9 @@ class Store:
             raise StoreError(f"no experiment named '{name}' in {self.target}", hint="`benchlab list` shows what is stored")
         return record
 
-    def list_experiments(self) -> list[dict[str, Any]]:
+    def list_experiments(self, name: str | None = None) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
-            return reading.experiment_list(conn)
+            return reading.experiment_list(conn, name)
 
     # -- runs ----------------------------------------------------------------
     def stored_keys(self, exp: ExperimentRecord, host_id: int) -> set[tuple[str, str, int, bool]]:
