@@ -82,7 +82,7 @@ def _value(value: float | None, unit: str, line: Line) -> str:
     if value is None:
         return ""
     if line.unit in cells.SECONDS and unit in cells.SECONDS:
-        value, unit = value * cells.SECONDS[unit] / cells.SECONDS[line.unit], line.unit
+        value, unit = cells.in_unit(value, unit, line.unit), line.unit
     return cells.quantity(value, "" if unit in BARE else unit)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from benchlab.stats.report_model import GeomeanRow, Judgement, MetricRow, Report, ScoreRow
 from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
@@ -72,10 +72,11 @@ def no_change(row: MetricRow | GeomeanRow) -> str:
     return "n/a: baseline median 0" if zero else "n/a"
 
 
-def row_change(row: MetricRow | GeomeanRow) -> str:
+def row_change(row: MetricRow | GeomeanRow, shown: Callable[..., str] = change) -> str:
+    """A row's change as `shown` says it (a percentage, or `--times`' speed ratio), or why there is none."""
     if row.change is None:
         return no_change(row)
-    return change(row.change, row.change_ci, log_scale=row.log_scale, missing=no_interval(row))
+    return shown(row.change, row.change_ci, log_scale=row.log_scale, missing=no_interval(row))
 
 
 def shift_note(rows: Sequence[MetricRow | ScoreRow]) -> str:

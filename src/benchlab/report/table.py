@@ -3,6 +3,7 @@ terminal's width (`layout`), or for 100 columns where the output is a pipe or a 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Sequence
 from typing import Any
@@ -27,15 +28,11 @@ def _line(text: str, style: str = "") -> Text:
 
 def _escaped(grid: Grid) -> Grid:
     """The grid as it is shown, control characters escaped, so that it is measured as it is drawn."""
-    return Grid(
+    return dataclasses.replace(
+        grid,
         title=safe.text(grid.title, limit=safe.LINE_MAX),
         header=[safe.text(name) for name in grid.header],
         rows=[[safe.text(c) for c in cols] for cols in grid.rows],
-        emphasis=grid.emphasis,
-        verdict_columns=grid.verdict_columns,
-        names=grid.names,
-        shared=grid.shared,
-        group=grid.group,
     )
 
 

@@ -95,9 +95,7 @@ def grid(report: Report) -> Grid:
                 [
                     time(row.best),
                     time(row.median),
-                    ratio(row.change, row.change_ci, log_scale=row.log_scale, missing=cells.no_interval(row))
-                    if row.change is not None
-                    else cells.no_change(row),
+                    cells.row_change(row, ratio),
                 ]
                 if row
                 else ["", "", ""]

@@ -264,13 +264,17 @@ class Report(Model):
         have these types, and validating 100,000 of them would cost more than the analysis."""
         return self.model_copy(update={"runs": runs})
 
+    def document(self, runs: list[Run]) -> dict[str, Any]:
+        """The JSON report as plain values, with `runs` as its runs (all of them, or those a page
+        embeds). The runs, plain JSON values already, are passed as they are."""
+        document = self.model_dump(mode="json", by_alias=True, exclude={"runs"})
+        document["runs"] = runs
+        return document
+
     def to_json(self) -> str:
         """The JSON report; json.dumps (not pydantic's writer) so that every control and
-        non-ASCII character in stored text is escaped (see report/safe.py). The runs, plain
-        JSON values already, are passed as they are."""
-        document = self.model_dump(mode="json", by_alias=True, exclude={"runs"})
-        document["runs"] = self.runs
-        return json.dumps(document, indent=2) + "\n"
+        non-ASCII character in stored text is escaped (see report/safe.py)."""
+        return json.dumps(self.document(self.runs), indent=2) + "\n"
 
 
 def json_schema() -> dict[str, Any]:

@@ -69,10 +69,8 @@ def script(report: Report, thinning: Thinning) -> str:
     so that no stored text (`</script>`, `<!--`) can end the element or open markup; every other
     control and non-ASCII character is escaped by json.dumps itself."""
     kept = [_slim(r) for r in report.runs if thinning.every == 1 or r["block"] % thinning.every == 0]
-    document: dict[str, Any] = report.model_dump(mode="json", by_alias=True, exclude={"runs"})
-    document["runs"] = kept
     text = json.dumps(
-        {"schema": SCHEMA, "report": document, "thinning": {**thinning.__dict__, "note": thinning.note()}},
+        {"schema": SCHEMA, "report": report.document(kept), "thinning": {**thinning.__dict__, "note": thinning.note()}},
         separators=(",", ":"),
     )
     return text.translate(SCRIPT_SAFE)

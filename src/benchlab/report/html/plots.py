@@ -17,7 +17,6 @@ run-order plot draws per time bin the median and the range (min to max) instead 
 
 from __future__ import annotations
 
-import html
 import io
 import math
 import re
@@ -34,6 +33,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
 from benchlab.report import safe
+from benchlab.report.html.tables import esc
 
 STRIP_MAX = 300  # runs of one variant drawn as points in a strip plot; above, a violin
 ORDER_MAX = 400  # runs of one variant drawn as points in the run-order plot; above, binned
@@ -113,8 +113,7 @@ class Canvas:
         for pattern in CUT:
             text = pattern.sub("", text)
         # a name for screen readers and for tests: the figure's title, escaped for an attribute
-        aria = html.escape(safe.text(title), quote=True)
-        return text.replace("<svg ", f'<svg role="img" aria-label="{aria}" class="plot" ', 1)
+        return text.replace("<svg ", f'<svg role="img" aria-label="{esc(title)}" class="plot" ', 1)
 
 
 @dataclass
