@@ -42,7 +42,6 @@ def check(view: View) -> None:
 
 
 def render(report: Report, view: View = "auto") -> str:
-    check(view)
     header = side_lines(report.experiment)
     lines = header or [f"experiment: {report.experiment.name}", *_host_lines(report)]
     lines = [safe.text(line, limit=safe.LINE_MAX) for line in lines]

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchlab.measure.rusage import RESERVED
-from benchlab.report.samples import Sample, check_whole, samples
+from benchlab.report.samples import Sample, samples
 from benchlab.report.views import View
 from benchlab.stats.report_model import Report
 
@@ -84,7 +84,7 @@ def _name(sample: Sample, benchmark: str) -> str:
     """`WORKLOAD[/BENCHMARK]/variant:VARIANT`; a built-in's benchmarks are named after it already
     (`sys.spawn/fork`), so its name is not said twice."""
     named = benchmark if benchmark.startswith(f"{sample.workload}/") else "/".join(p for p in (sample.workload, benchmark) if p)
-    return f"{named}/variant:{sample.label}"
+    return f"{named}/variant:{sample.variant}"
 
 
 def _entries(sample: Sample, identity: dict[str, Any], fields: dict[str, str], unit: str) -> list[dict[str, Any]]:
@@ -140,5 +140,4 @@ def document(report: Report) -> dict[str, Any]:
 
 
 def render(report: Report, view: View = "auto") -> str:
-    check_whole("gbench", view)
     return json.dumps(document(report), indent=2) + "\n"

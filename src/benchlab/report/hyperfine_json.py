@@ -21,7 +21,7 @@ import json
 import statistics
 from typing import Any
 
-from benchlab.report.samples import Sample, check_whole, samples
+from benchlab.report.samples import Sample, samples
 from benchlab.report.views import View
 from benchlab.stats.report_model import Report
 
@@ -32,7 +32,7 @@ def _result(sample: Sample, parameters: dict[str, Any]) -> dict[str, Any]:
     timed = [run for run in sample.runs if "wall" in run["metrics"]]
     times = [run["metrics"]["wall"] for run in timed]
     result: dict[str, Any] = {
-        "command": f"{sample.label}: {sample.workload}",
+        "command": f"{sample.variant}: {sample.workload}",
         "mean": statistics.fmean(times),
         "stddev": statistics.stdev(times) if len(times) > 1 else None,
         "median": statistics.median(times),
@@ -61,5 +61,4 @@ def results(report: Report) -> list[dict[str, Any]]:
 
 
 def render(report: Report, view: View = "auto") -> str:
-    check_whole("hyperfine", view)
     return json.dumps({"results": results(report)}, indent=2) + "\n"

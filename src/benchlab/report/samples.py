@@ -4,10 +4,10 @@ benchmark's repetitions. The formats that peers read (hyperfine_json, gbench_for
 these groups, so they name and order them alike.
 
 Warm-up runs are left out (hyperfine and Google Benchmark leave theirs out too), and so are
-failed runs, which have no metrics: benchlab's own report lists them. A variant whose runs
-came from several hosts (merged with `benchlab import`) is one group per host, labelled as
-the report labels such columns (`variant@host`); a variant that ran on one host, a virtual
-machine's guest included, is one group under its own name.
+failed runs, which have no metrics: benchlab's own report lists them. Groups are the report's
+columns: where runs came from several hosts (merged with `benchlab import`) the analysis has
+named each run's variant `variant@host` already (`stats.environments.split_by_host`), and a
+virtual machine's guest is one column with its machine's native runs.
 """
 
 from __future__ import annotations
@@ -32,14 +32,8 @@ def check_whole(fmt: str, view: View) -> None:
 @dataclass(frozen=True)
 class Sample:
     workload: str
-    variant: str
-    host: str | None  # the host's label where the variant ran on several, else None
+    variant: str  # as the report's columns name it
     runs: list[Run]
-
-    @property
-    def label(self) -> str:
-        """The variant as the report's columns name it: `variant@host` where it ran on several hosts."""
-        return self.variant if self.host is None else f"{self.variant}@{self.host}"
 
 
 def workload_order(report: Report) -> list[str]:
@@ -50,21 +44,16 @@ def workload_order(report: Report) -> list[str]:
 
 
 def samples(report: Report) -> list[Sample]:
-    """Every workload x variant (x host) with at least one successful timed run: workloads in the
-    spec's order, variants in the report's (the baseline first), runs in the order they ran."""
-    grouped: dict[tuple[str, str], dict[int, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    """Every workload x variant with at least one successful timed run: workloads in the spec's
+    order, variants in the report's (the baseline first), runs in the order they ran."""
+    grouped: dict[tuple[str, str], list[Run]] = defaultdict(list)
     for run in report.runs:
         if run["status"] == "ok" and not run["warmup"]:
-            grouped[(run["workload"], run["variant"])][run["host"]].append(run)
-    from benchlab.stats.environments import host_labels  # it loads the store (SQLAlchemy): only for these formats
-
-    labels = host_labels({int(h): fp for h, fp in report.experiment.hosts.items()})
+            grouped[(run["workload"], run["variant"])].append(run)
     variants = list(dict.fromkeys([*report.variants, *(v for _, v in grouped)]))
-    found = []
-    for workload in workload_order(report):
-        for variant in variants:
-            by_host = grouped.get((workload, variant), {})
-            for host, runs in sorted(by_host.items()):
-                label = labels.get(host, f"host{host}") if len(by_host) > 1 else None
-                found.append(Sample(workload, variant, label, runs))
-    return found
+    return [
+        Sample(workload, variant, grouped[(workload, variant)])
+        for workload in workload_order(report)
+        for variant in variants
+        if (workload, variant) in grouped
+    ]
