@@ -59,7 +59,7 @@ def _fields(names: list[str]) -> dict[str, dict[str, str]]:
         return found
     if "real_time" in names:
         return {"": {m: m for m in names if m not in RESERVED}}
-    return {}
+    return {"": {}} if "wall" in names else {}
 
 
 def _values(run_metrics: dict[str, float], fields: dict[str, str]) -> dict[str, float]:
@@ -128,7 +128,7 @@ def document(report: Report) -> dict[str, Any]:
     instances: dict[int, int] = {}
     for sample in samples(report):
         names = list(dict.fromkeys(metric for run in sample.runs for metric in run["metrics"]))
-        by_benchmark = _fields(names) or ({"": {}} if "wall" in names else {})
+        by_benchmark = _fields(names)
         for benchmark, fields in by_benchmark.items():
             unit = units.get((sample.workload, fields["real_time"]), "ns") if fields else "ns"
             family = families.setdefault((sample.workload, benchmark), len(families))

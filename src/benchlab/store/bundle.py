@@ -16,7 +16,6 @@ import math
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -409,7 +408,7 @@ def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: 
     """The bundle's runs, their hosts, metrics and details, in the caller's transaction, through
     the insert path live runs take."""
     used = {run.host for run in bundle.runs}
-    host_ids = {key: host_row(conn, _facts(facts)) for key, facts in bundle.hosts.items() if key in used}
+    host_ids = {key: host_row(conn, host_facts(facts)) for key, facts in bundle.hosts.items() if key in used}
     runs = [
         NewRun(
             workload=run.workload,
@@ -425,7 +424,7 @@ def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: 
             exit_code=run.exit_code,
             message=run.message,
             stderr_tail=run.stderr_tail,
-            details=run.details.model_dump(mode="json", exclude_unset=True) if run.details else None,
+            details=run_details(run),
             uuid=run.uuid,
         )  # fmt: skip
         for run in bundle.runs
@@ -433,6 +432,11 @@ def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: 
     store.runs.insert(conn, exp, runs)
 
 
-def _facts(facts: HostFacts) -> Mapping[str, Any]:
+def host_facts(facts: HostFacts) -> dict[str, Any]:
     """A fingerprint as it was written: the facts the bundle holds, no defaults added."""
     return facts.model_dump(exclude_unset=True)
+
+
+def run_details(run: BundleRun) -> dict[str, Any] | None:
+    """A run's details as they were written, no defaults added."""
+    return run.details.model_dump(mode="json", exclude_unset=True) if run.details else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchlab.store.bundle import CheckedBundle
+from benchlab.store.bundle import CheckedBundle, host_facts, run_details
 from benchlab.store.experiments import spec_digest
 from benchlab.store.records import ExperimentData, ExperimentRecord, MetricColumns, RunRecord, RunTable
 
@@ -67,9 +67,9 @@ def bundle_data(checked: CheckedBundle) -> ExperimentData:
             r.started_at,
             r.ended_at,
             True,
-            r.details.model_dump(mode="json", exclude_unset=True) if r.details else None,
+            run_details(r),
         )  # fmt: skip
         for run_id, r in enumerate(runs, start=1)
     ]
-    facts = {hosts[key]: fp.model_dump(exclude_unset=True) for key, fp in bundle.hosts.items()}
+    facts = {hosts[key]: host_facts(fp) for key, fp in bundle.hosts.items()}
     return ExperimentData(experiment, table, records, metrics, info_by_metric, facts, [], every_record=True)
