@@ -94,14 +94,7 @@ impl RunCgroup {
     /// Kills the processes the workload left behind in the cgroup (they leave it once they have exited).
     pub fn kill_left(&self) {
         let Some(dir) = self.dir.as_ref() else { return };
-        let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-        for pid in procs
-            .split_whitespace()
-            .filter_map(|p| p.parse::<libc::pid_t>().ok())
-        {
-            // SAFETY: signalling a process id read from our own run's cgroup.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+        kill_procs(dir);
     }
 
     /// Removes the cgroup; processes the workload left behind are killed first, as benchlab
@@ -132,15 +125,20 @@ fn remove_nested(dir: &std::path::Path) {
             continue;
         }
         remove_nested(&path);
-        let procs = fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
-        for pid in procs
-            .split_whitespace()
-            .filter_map(|p| p.parse::<libc::pid_t>().ok())
-        {
-            // SAFETY: signalling a process id read from a cgroup inside our own run's.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+        kill_procs(&path);
         let _ = fs::remove_dir(&path);
+    }
+}
+
+/// SIGKILL to every process in a cgroup (the run's, or one nested in it).
+fn kill_procs(dir: &std::path::Path) {
+    let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    for pid in procs
+        .split_whitespace()
+        .filter_map(|p| p.parse::<libc::pid_t>().ok())
+    {
+        // SAFETY: signalling a process id read from our own run's cgroup or one inside it.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
 

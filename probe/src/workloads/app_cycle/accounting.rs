@@ -7,12 +7,12 @@
 use std::fs;
 use std::path::PathBuf;
 
-/// What each app's cgroup counted, as memory.stat names it (cgroup v1 and v2 alike); the run's
-/// details call them refault_anon, refault_file and majflt.
-pub const COUNTED: [&str; 3] = [
-    "workingset_refault_anon",
-    "workingset_refault_file",
-    "pgmajfault",
+/// What each app's cgroup counted: the name the run's details give it, and memory.stat's (cgroup
+/// v1 and v2 alike).
+pub const COUNTED: [(&str, &str); 3] = [
+    ("refault_anon", "workingset_refault_anon"),
+    ("refault_file", "workingset_refault_file"),
+    ("majflt", "pgmajfault"),
 ];
 
 pub struct AppCgroups {
@@ -74,14 +74,8 @@ impl AppCgroups {
                     .iter()
                     .find_map(|f| fs::read_to_string(dir.join(f)).ok())
                     .and_then(|t| t.trim().parse().ok());
-                let stat = fs::read_to_string(dir.join("memory.stat")).unwrap_or_default();
-                let value = |key: &str| {
-                    stat.lines().find_map(|l| {
-                        let (k, v) = l.split_once(' ')?;
-                        (k == key).then(|| v.trim().parse().ok()).flatten()
-                    })
-                };
-                (peak, COUNTED.map(value))
+                let stat = super::kernel::numbers(dir.join("memory.stat"));
+                (peak, COUNTED.map(|(_, key)| stat.get(key).copied()))
             })
             .collect()
     }

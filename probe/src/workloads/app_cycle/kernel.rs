@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::fs;
 
 /// `name value` lines (vmstat) or `Name: value kB` lines (meminfo), as numbers.
-fn numbers(path: &str) -> BTreeMap<String, u64> {
+/// The `name value` lines of a kernel file (vmstat, a cgroup's memory.stat), empty where it is missing.
+pub(super) fn numbers(path: impl AsRef<std::path::Path>) -> BTreeMap<String, u64> {
     let text = fs::read_to_string(path).unwrap_or_default();
     text.lines()
         .filter_map(|line| {

@@ -1106,10 +1106,7 @@ fn stall_within(stalls: &[reclaim_trace::Stall], longest: u64, from: u64, to: u6
 fn app_details(read: &[(Option<u64>, [Option<u64>; 3])]) -> serde_json::Value {
     let mut doc =
         serde_json::json!({"peak_bytes": read.iter().map(|(peak, _)| *peak).collect::<Vec<_>>()});
-    for (i, key) in ["refault_anon", "refault_file", "majflt"]
-        .iter()
-        .enumerate()
-    {
+    for (i, (key, _)) in accounting::COUNTED.iter().enumerate() {
         doc[*key] = read
             .iter()
             .map(|(_, counted)| counted[i])
