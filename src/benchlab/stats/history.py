@@ -34,6 +34,7 @@ from benchlab.errors import SpecError, StoreError
 from benchlab.stats import changepoints
 from benchlab.stats.analysis import build_series
 from benchlab.stats.estimators import hodges_lehmann_two_sample, median_ci
+from benchlab.stats.judge import as_fraction
 from benchlab.stats.report_model import Model, Number, Pair, number, pair
 from benchlab.store import ExperimentData, Store
 
@@ -209,11 +210,10 @@ def _change_point(c: _Collected, start: int, found: changepoints.Found, end: int
     log_scale = bool(before.min() > 0 and after.min() > 0)
     if log_scale:
         shift, ((lo, hi),) = hodges_lehmann_two_sample(np.log(after), np.log(before))
-        change, ci = math.expm1(shift), (math.expm1(lo), math.expm1(hi))
     else:
         shift, ((lo, hi),) = hodges_lehmann_two_sample(after, before)
-        scale = abs(before_median) or math.nan
-        change, ci = shift / scale, (lo / scale, hi / scale)
+    to_frac = as_fraction(log_scale, before_median)
+    change, ci = to_frac(shift), (to_frac(lo), to_frac(hi))
     return ChangePoint(
         index=found.index, before=c.points[found.index - 1].experiment, after=c.points[found.index].experiment,
         before_median=before_median, after_median=float(np.median(after)), change=number(change), change_ci=pair(ci),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -223,6 +224,23 @@ def _to_fraction(x: float) -> float:
     return math.expm1(x) if not math.isnan(x) else NAN
 
 
+def as_fraction(log_scale: bool, baseline_median: float) -> Callable[[float], float]:
+    """How a change on the scale it was estimated on reads as a fraction of the baseline (a report's
+    rows, a history's change points): exp(x) - 1 for a log ratio; for a raw shift (the values
+    reach zero or below) the shift over the size of the baseline's median, no shift being no
+    change even over a median of 0."""
+    if log_scale:
+        return _to_fraction
+    scale = abs(baseline_median) if baseline_median and not math.isnan(baseline_median) else NAN
+
+    def shift_fraction(x: float) -> float:
+        if x == 0:
+            return 0.0
+        return x / scale if not math.isnan(scale) else NAN
+
+    return shift_fraction
+
+
 def _best(values: np.ndarray, direction: str) -> float:
     """Best of N, as people quote whole-command timings ("best of 5 runs")."""
     if not len(values):
@@ -245,16 +263,7 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
         est = two_sample_estimate(np.log(v_all), np.log(b_all), levels)
     else:
         est = two_sample_estimate(v_all, b_all, levels)
-    if log_scale:
-        to_frac = _to_fraction
-    else:
-        scale = base_med if base_med and not math.isnan(base_med) else NAN
-
-        def to_frac(x: float) -> float:
-            if x == 0:
-                return 0.0
-            return x / abs(scale) if not math.isnan(scale) else NAN
-
+    to_frac = as_fraction(log_scale, base_med)
     return Row(
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
         variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
