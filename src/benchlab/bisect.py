@@ -18,13 +18,13 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from benchlab.errors import SpecError
-from benchlab.measure.rusage import CHARACTERISTICS
 from benchlab.runner import Prepared, Progress, Runner
 from benchlab.spec import ExperimentSpec, VariantSpec
 from benchlab.spec.fields import NAME_MAX
 from benchlab.spec.models import MetricSettings, UntilDecided
 from benchlab.stats.analysis import Analysis, analyze
 from benchlab.stats.bisection import ROLES, Judgement, Pair, settled
+from benchlab.stats.families import CHARACTERISTIC, classify
 from benchlab.stats.judge import Row
 from benchlab.stats.verdict import NOT_JUDGED, UNCLEAR
 from benchlab.store import ExperimentRecord, Store
@@ -70,9 +70,9 @@ class StepExperiments:
     ) -> None:
         self.open_store, self.spec, self.workload, self.metric = open_store, spec, workload, metric
         self.until, self.resume, self.progress = until, resume, progress
-        settings = spec.workload(workload).metrics.get(metric)
-        direction = settings.direction if settings is not None else None
-        if direction == "none" or (direction is None and metric in CHARACTERISTICS):
+        # judged as a report judges it (`classify`); a launcher's metrics are stored with a direction,
+        # and a workload's own metric without one is caught once it has run (`_watched`)
+        if classify(spec.workload(workload).model_dump(mode="json"), metric, "lower")[0] == CHARACTERISTIC:
             raise SpecError(
                 f"{metric!r} is not judged (it has no direction): give it one in the workload's metrics, or bisect another",
                 where="--metric",
