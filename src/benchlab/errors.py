@@ -48,6 +48,11 @@ class StoreError(BenchlabError):
     exit_code = 4
 
 
+class AlreadyStored(StoreError):
+    """A run's key (experiment, host, workload, variant, block, warm-up) is stored already: another
+    process on this host stored it meanwhile (a fleet's redelivered block, a second --resume)."""
+
+
 class WorkloadFailed(BenchlabError):
     """A run did not produce trustworthy metrics; stored as failed, never raised past the runner.
     `process_exit_code` is what the workload's process exited with (stored with the run), not

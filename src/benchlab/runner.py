@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from benchlab.errors import EnvironmentProblem, Interrupted, SpecError, StoreError, WorkloadFailed
+from benchlab.errors import AlreadyStored, EnvironmentProblem, Interrupted, SpecError, StoreError, WorkloadFailed
 from benchlab.measure.cgroup import clear_stale_runs
 from benchlab.measure.guest import GuestExecutor
 from benchlab.measure.host import fingerprint, machine_state
@@ -91,11 +91,14 @@ def _check_metric_settings(workload: Workload, where: str) -> None:
 LENGTH = ("blocks", "until_decided")  # what a resumed experiment may change: how long it runs
 
 
-def _without_length(spec: dict[str, object]) -> dict[str, object]:
-    return {k: v for k, v in spec.items() if k not in LENGTH}
+def identity_digest(spec: dict[str, Any]) -> str:
+    """The digest of what an experiment is, whatever its length: a resume may add blocks, and a
+    fleet's task signed before that still names the same experiment."""
+    return spec_digest({k: v for k, v in spec.items() if k not in LENGTH})
 
 
 Decided = Callable[[ExperimentRecord], bool]
+Selected = Callable[[PlannedRun], bool]  # which planned runs this invocation may run (a fleet's task: one block)
 
 
 def _keep_sequential(stored: dict[str, int] | None, spec: dict[str, object]) -> dict[str, object]:
@@ -194,7 +197,7 @@ class Runner:
                 f"an experiment named '{spec.name}' already exists in {self.store.target}",
                 hint="continue it with --resume, or choose another name",
             )
-        if spec_digest(_without_length(existing.spec)) != spec_digest(_without_length(spec_json)):
+        if identity_digest(existing.spec) != identity_digest(spec_json):
             raise SpecError(
                 f"the spec of '{spec.name}' changed since it started; resuming would mix two experiments",
                 hint="restore the spec or start a new experiment under another name",
@@ -236,10 +239,14 @@ class Runner:
     def _local_fingerprint(self) -> dict[str, object]:
         return fingerprint()
 
-    def run(self, prepared: Prepared, *, resume: bool = False, decided: Decided | None = None) -> ExperimentRecord:
-        """Runs what the plan has not stored yet. In sequential mode (the spec's `until_decided`)
-        the plan runs to `max_blocks`, and after each block from `min_blocks` on `decided` (which
-        the caller gives: the runner never judges) says whether to stop.
+    def run(
+        self, prepared: Prepared, *, resume: bool = False, decided: Decided | None = None, only: Selected | None = None
+    ) -> ExperimentRecord:
+        """Runs what the plan has not stored yet (of it, what `only` selects). In sequential mode
+        (the spec's `until_decided`) the plan runs to `max_blocks`, and after each block from
+        `min_blocks` on `decided` (which the caller gives: the runner never judges) says whether to stop.
+        A run that another process on this host stored meanwhile (a fleet's block delivered
+        twice) is skipped, never stored twice.
 
         The machine is held for the whole experiment (`MachineLock`: alone when its variants change
         knobs, swap or memory), and what runners killed before left behind (processes, cgroups) is
@@ -260,7 +267,7 @@ class Runner:
             exp = self.open_experiment(prepared, resume=resume)
             self.recorded = 0
             try:
-                return self._run(prepared, exp, places, decided)
+                return self._run(prepared, exp, places, decided, only)
             except BaseException:
                 if created and self.recorded == 0:
                     self.store.drop_experiment(exp)
@@ -272,6 +279,7 @@ class Runner:
         exp: ExperimentRecord,
         places: dict[str, tuple[Executor, dict[str, object]]],
         decided: Decided | None,
+        only: Selected | None,
     ) -> ExperimentRecord:
         spec = prepared.spec
         self.executors = {name: executor for name, (executor, _) in places.items()}
@@ -285,6 +293,8 @@ class Runner:
             warmup=spec.warmup,
             seed=spec.seed,
         )  # a longer plan starts with the same blocks in the same order, so stored runs stay in place
+        if only is not None:
+            plan = [p for p in plan if only(p)]
         stored = {host: self.store.stored_keys(exp, host) for host in set(self.host_ids.values())}
         todo = [p for p in plan if p.key not in stored[self.host_ids[p.variant]]]
         self.progress.start(len(plan), len(plan) - len(todo))
@@ -293,8 +303,12 @@ class Runner:
         try:
             for i, planned in enumerate(plan):
                 if planned.key in pending:
-                    status = self._run_one(prepared, exp, self.host_ids[planned.variant], planned)
-                    self.progress.advance(planned, status)
+                    try:
+                        status = self._run_one(prepared, exp, self.host_ids[planned.variant], planned)
+                    except AlreadyStored as exc:
+                        self.progress.note(f"{exc.message}: another process stored it meanwhile")
+                    else:
+                        self.progress.advance(planned, status)
                     done += 1
                 # looks at every block end from min_blocks on, but on resume not through blocks stored
                 # whole before (their look happened then): from the last of them on

@@ -66,7 +66,7 @@ def test_the_command_line_starts_without_the_heavy_libraries() -> None:
     """Every command pays for what `benchlab` imports before it parses its arguments (0.33 s on this
     VM; 1.0 s once a report module pulled in scipy and SQLAlchemy): the libraries a command needs
     load inside it, only for it."""
-    heavy = ("scipy", "sqlalchemy", "matplotlib", "pandas", "otava", "orjson")
+    heavy = ("scipy", "sqlalchemy", "matplotlib", "pandas", "otava", "orjson", "celery", "kombu")
     code = f"import sys, benchlab.entry, benchlab.cli; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == []

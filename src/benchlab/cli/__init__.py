@@ -27,7 +27,7 @@ from typing import Annotated
 import typer
 
 from benchlab import interrupts
-from benchlab.cli import bisect, calibrate, container, db, diff, experiment, history, ipc, results, score, system, vm
+from benchlab.cli import bisect, calibrate, container, db, diff, experiment, fleet, history, ipc, results, score, system, vm
 from benchlab.cli.console import err
 from benchlab.errors import BenchlabError, Interrupted
 from benchlab.report import safe
@@ -40,7 +40,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (experiment, score, results, diff, history, system, container, vm, ipc, calibrate, db, bisect):
+for module in (experiment, fleet, score, results, diff, history, system, container, vm, ipc, calibrate, db, bisect):
     module.register(app)
 
 

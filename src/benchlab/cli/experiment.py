@@ -12,6 +12,7 @@ import typer
 from pydantic import ValidationError
 
 from benchlab.cli.console import err, out
+from benchlab.cli.fleet import Broker, BrokerCa, ConsumerTimeout, Fleet, FleetTarget, KeyFile
 from benchlab.cli.options import Db, Exports, Format, MaxBlocks, MinBlocks, with_exports
 from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
@@ -119,7 +120,14 @@ def _quick_workload(workload: WorkloadSpec) -> dict[str, object]:
 
 
 def execute(
-    spec: ExperimentSpec, *, db: str | None, resume: bool, fmt: str, allow_failures: bool, exports: Exports | None = None
+    spec: ExperimentSpec,
+    *,
+    db: str | None,
+    resume: bool,
+    fmt: str,
+    allow_failures: bool,
+    exports: Exports | None = None,
+    fleet: FleetTarget | None = None,
 ) -> None:
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
     from benchlab.cli.results import check_exports, load_for_report, open_store, print_report, write_exports
@@ -139,8 +147,11 @@ def execute(
     def decided(exp: ExperimentRecord) -> bool:
         return not analyze(store.load(exp)).undecided()
 
-    with BarProgress() as progress:
-        exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
+    if fleet is not None:
+        exp = fleet.run(prepared, store, resume=resume)
+    else:
+        with BarProgress() as progress:
+            exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
     analysis = analyze(load_for_report(store, exp, every_record=needs_runs(fmt, *exports)))
     drawn = analysis.report()
     print_report(drawn, fmt)
@@ -162,13 +173,19 @@ def run(
     blocks: Blocks = None,
     quick: Quick = False,
     exports: Exports | None = None,
+    fleet: Fleet = None,
+    broker: Broker = None,
+    key: KeyFile = None,
+    broker_ca: BrokerCa = None,
+    consumer_timeout: ConsumerTimeout = None,
 ) -> None:
     """Run the experiment a spec describes and print its verdict table."""
     if until_decided and (blocks is not None or quick):
         flag = "--blocks" if blocks is not None else "--quick"
         raise SpecError(f"{flag} fixes how many blocks run, --until-decided lets the results decide; give one", where=flag)
     spec_ = sequential(shortened(load_spec(spec), blocks, quick), until_decided, min_blocks, max_blocks)
-    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports)
+    target = None if fleet is None else FleetTarget.of(fleet, broker, key, broker_ca, consumer_timeout)
+    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, fleet=target)
 
 
 @with_exports

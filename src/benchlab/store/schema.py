@@ -29,7 +29,7 @@ from sqlalchemy import (
 # What `schema_version` holds. Release 0.1.0 knew nothing of alembic and read only this number: it
 # refuses any higher one ("newer than this benchlab; upgrade benchlab") instead of writing into a
 # database whose columns it does not know, so every migration raises it.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -131,6 +131,29 @@ run_detail = Table(
     metadata,
     Column("run_id", ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
     Column("details", Text, nullable=False),
+)
+
+# A fleet's task is one block of one workload (`benchlab run --fleet`); each delivery of it to a
+# worker is an attempt, numbered per block. The runs themselves stay keyed by `run_once`: an
+# attempt says who ran a block and how it ended (done, skipped as already stored, refused), and
+# `runs` counts what it stored, for the driver's progress. Operational, not results: bundles
+# leave it out.
+fleet_task = Table(
+    "fleet_task",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("experiment_id", ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
+    Column("workload_id", ForeignKey("workload.id", ondelete="CASCADE"), nullable=False),
+    Column("block", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("worker", String(200), nullable=False),
+    Column("host_id", ForeignKey("host.id"), nullable=False),
+    Column("state", String(10), nullable=False),  # running | done | skipped | refused | failed
+    Column("runs", Integer, nullable=False),
+    Column("message", Text),
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float),
+    UniqueConstraint("experiment_id", "workload_id", "block", "attempt", name="attempt_once"),
 )
 
 bundle_import = Table(

@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
-from benchlab.errors import StoreError
+from benchlab.errors import AlreadyStored, StoreError
 from benchlab.metrics import Metric
-from benchlab.store import experiments, hosts, reading, url
+from benchlab.store import experiments, fleet, hosts, reading, url
 from benchlab.store import schema as t
 from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
 from benchlab.store.runs import RunWriter
@@ -164,7 +164,7 @@ class Store:
                 self.runs.insert(conn, exp, [run])
         except IntegrityError as exc:
             if is_unique_violation(exc):
-                raise StoreError(
+                raise AlreadyStored(
                     f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
                 ) from None
             raise StoreError(f"the database refused run {workload}/{variant} block {block}: {reason(exc)}") from None
@@ -177,6 +177,36 @@ class Store:
         """Everything stored about an experiment (`reading.load`)."""
         with self.engine.connect() as conn:
             return reading.load(conn, exp, every_record=every_record)
+
+    # -- a fleet's attempts (store/fleet.py) ---------------------------------
+    def begin_attempt(self, exp: ExperimentRecord, workload: str, block: int, *, worker: str, host_id: int) -> int:
+        """A new attempt at a block, numbered after the last one; tried again where another worker
+        numbered the same attempt at the same moment."""
+        tried = 0
+        while True:
+            try:
+                with self.transaction() as conn:
+                    return fleet.begin_attempt(conn, exp, workload, block, worker=worker, host_id=host_id)
+            except IntegrityError:
+                tried += 1
+                if tried == 5:
+                    raise StoreError(f"could not number an attempt at {workload} block {block + 1}") from None
+
+    def count_attempt_run(self, attempt_id: int) -> None:
+        with self.transaction() as conn:
+            fleet.count_run(conn, attempt_id)
+
+    def end_attempt(self, attempt_id: int, state: str, message: str | None = None) -> None:
+        with self.transaction() as conn:
+            fleet.end_attempt(conn, attempt_id, state, message)
+
+    def complete_blocks(self, exp: ExperimentRecord) -> frozenset[tuple[str, int]]:
+        with self.engine.connect() as conn:
+            return fleet.complete_blocks(conn, exp)
+
+    def fleet_progress(self, exp: ExperimentRecord) -> fleet.FleetProgress:
+        with self.engine.connect() as conn:
+            return fleet.progress(conn, exp)
 
     def record_calibration(self, calibration: Calibration) -> None:
         with self.transaction() as conn:

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, inspect, select, text
 
 from benchlab.store import schema as t
 
-HEAD = "0002_drop_run_attempt"
+HEAD = "0003_fleet_task"
 BASELINE = "0001_baseline"  # release 0.1.0's schema, which predates alembic
 VERSION_TABLE = "alembic_version"
 

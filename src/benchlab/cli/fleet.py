@@ -1,0 +1,172 @@
+"""`benchlab worker`, and what `benchlab run --fleet` adds to a run: the options, the progress."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from benchlab.cli.console import err
+from benchlab.cli.options import Db
+from benchlab.errors import SpecError
+from benchlab.report import safe
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from benchlab.runner import Prepared
+    from benchlab.store import ExperimentRecord, Store
+    from benchlab.store.fleet import FleetProgress
+
+PANEL = "Fleet (Celery over RabbitMQ; see docs/fleet.md)"
+Broker = Annotated[
+    str | None,
+    typer.Option(
+        "--broker", help="RabbitMQ URL, amqp://USER:PASSWORD@HOST/VHOST or amqps:// [env: BENCHLAB_BROKER]", rich_help_panel=PANEL
+    ),
+]
+KeyFile = Annotated[
+    Path | None,
+    typer.Option("--key", help="the fleet's shared key file (chmod 600) [env: BENCHLAB_FLEET_KEY]", rich_help_panel=PANEL),
+]
+BrokerCa = Annotated[
+    Path | None,
+    typer.Option("--broker-ca", help="with amqps://: the authority the broker's certificate is signed by", rich_help_panel=PANEL),
+]
+Fleet = Annotated[
+    str | None,
+    typer.Option("--fleet", help="run on the workers of this pool instead of here", rich_help_panel=PANEL),
+]
+ConsumerTimeout = Annotated[
+    float | None,
+    typer.Option(
+        "--consumer-timeout", help="the broker's consumer_timeout in seconds (default RabbitMQ's 1800)", rich_help_panel=PANEL
+    ),
+]
+
+
+def _broker(url: str | None) -> str:
+    from benchlab.fleet.app import check_broker
+
+    return check_broker(url or os.environ.get("BENCHLAB_BROKER"))
+
+
+def _key(path: Path | None) -> bytes:
+    from benchlab.fleet.envelope import default_key_file, read_key
+
+    path = path or default_key_file()
+    if path is None:
+        raise SpecError("no fleet key: give --key FILE (or set BENCHLAB_FLEET_KEY)")
+    return read_key(path)
+
+
+class FleetBar:
+    """The driver's view of a fleet: runs stored of all, and per worker what it stored and runs now."""
+
+    def __init__(self) -> None:
+        self.bar = Progress(
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[workers]}", markup=False),
+            console=err,
+            transient=True,
+        )
+        self.task = self.bar.add_task("runs", total=0, workers="waiting for workers")
+
+    def __enter__(self) -> FleetBar:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.bar.stop()
+
+    def show(self, progress: FleetProgress, total: int) -> None:
+        workers = " · ".join(
+            f"{name} {runs}" + (f" ({progress.running[name]})" if name in progress.running else "")
+            for name, runs in sorted(progress.per_worker.items())
+        )
+        text = safe.text(workers or "waiting for workers", limit=safe.LINE_MAX)
+        self.bar.update(self.task, total=total, completed=min(progress.runs, total), workers=text)
+
+
+@dataclass(frozen=True)
+class FleetTarget:
+    """Where `run --fleet` sends an experiment, checked before anything is stored."""
+
+    pool: str
+    broker: str
+    key: bytes
+    ca_file: Path | None
+    consumer_timeout: float
+
+    @classmethod
+    def of(
+        cls, pool: str, broker: str | None, key: Path | None, ca_file: Path | None, consumer_timeout: float | None
+    ) -> FleetTarget:
+        from benchlab.fleet.app import DEFAULT_CONSUMER_TIMEOUT, check_pool
+
+        return cls(check_pool(pool), _broker(broker), _key(key), ca_file, consumer_timeout or DEFAULT_CONSUMER_TIMEOUT)
+
+    def run(self, prepared: Prepared, store: Store, *, resume: bool) -> ExperimentRecord:
+        from benchlab.fleet import driver
+
+        warning = driver.consumer_timeout_warning(prepared, self.consumer_timeout)
+        if warning:
+            err.print(f"warning: {safe.text(warning, limit=safe.LINE_MAX)}", style="yellow", highlight=False)
+        with FleetBar() as bar:
+            return driver.run_on_fleet(
+                prepared, store, bar, pool=self.pool, broker=self.broker, key=self.key, resume=resume, ca_file=self.ca_file
+            )
+
+
+class _Stamped(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return safe.text(super().format(record), limit=safe.LINE_MAX)
+
+
+def worker(
+    pool: Annotated[str, typer.Option("--pool", help="the pool of identical machines this one serves")],
+    broker: Broker = None,
+    db: Db = None,
+    key: KeyFile = None,
+    allow: Annotated[
+        list[str],
+        typer.Option("--allow", help="a program tasks may run here (repeat); built-in workloads need none"),
+    ] = [],  # noqa: B006
+    allow_shell: Annotated[
+        bool, typer.Option("--allow-shell", help="let tasks run shells, and so any text given to them")
+    ] = False,
+    name: Annotated[str | None, typer.Option("--name", help="this worker's name in progress and logs (default HOST-PID)")] = None,
+    broker_ca: BrokerCa = None,
+) -> None:
+    """Serve a pool: take one block at a time from its queue, run it here, store each run."""
+    from benchlab.fleet.allowlist import AllowList
+    from benchlab.fleet.app import check_pool
+    from benchlab.fleet.worker import WorkerSettings, serve
+    from benchlab.store import Store, default_db
+
+    check_pool(pool)
+    url, secret = _broker(broker), _key(key)
+    allowed = AllowList.of(allow, shell=allow_shell)
+    target = db or default_db()
+    Store(target, create=False, migrate=False).engine.dispose()  # a database it cannot reach is refused now, not per task
+    named = {"name": name} if name else {}
+    settings = WorkerSettings(pool=pool, db=target, key=secret, allow=allowed, **named)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Stamped("%(asctime)s %(levelname)s %(message)s"))
+    log = logging.getLogger("benchlab.fleet")
+    log.addHandler(handler)
+    log.propagate = False
+    raise typer.Exit(serve(settings, broker=url, ca_file=broker_ca))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(worker)

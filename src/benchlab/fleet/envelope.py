@@ -1,0 +1,98 @@
+"""A fleet task as it travels: what to run, sealed with an HMAC under the fleet's shared key.
+
+Celery's own message signing (the `auth` serializer) needs an X.509 certificate per sender and
+the `cryptography` package; a lab whose driver and workers share one key file is served by an
+HMAC-SHA256 over the task's canonical JSON (the standard library's `hmac`), which is what the
+issue allows and what this does. The task names no command: it names an experiment, the digest
+of its spec, a workload and a block; the worker reads the spec from the database and runs it
+only where that spec's digest is the signed one, so whoever can write the database but lacks
+the key cannot make a worker run anything. A replayed task is harmless: its block is stored
+already, and the worker skips it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import stat
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from benchlab.errors import EnvironmentProblem
+
+MIN_KEY_BYTES = 32
+FORMAT = 1  # the envelope's version: a worker refuses a format it does not know
+
+
+class Forged(Exception):
+    """A message that is not what a holder of the key sent: refused, logged, never run."""
+
+
+@dataclass(frozen=True)
+class BlockTask:
+    """One block of one workload of a stored experiment, for one pool."""
+
+    pool: str
+    experiment: str
+    spec_hash: str
+    workload: str
+    block: int
+
+
+def read_key(path: Path) -> bytes:
+    """The shared key: at least 32 bytes, in a file no other user may read (a key others can
+    read lets them command every worker of the fleet)."""
+    try:
+        info = path.stat()
+        key = path.read_bytes()
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read the fleet key {path}: {exc.strerror or exc}") from None
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise EnvironmentProblem(
+            f"the fleet key {path} is readable by other users", hint=f"chmod 600 {path} (and give it to the fleet only)"
+        )
+    if len(key.strip()) < MIN_KEY_BYTES:
+        raise EnvironmentProblem(
+            f"the fleet key {path} holds {len(key.strip())} bytes, fewer than {MIN_KEY_BYTES}",
+            hint=f"make one with: (umask 077; head -c {MIN_KEY_BYTES} /dev/urandom | base64 > {path})",
+        )
+    return key.strip()
+
+
+def default_key_file() -> Path | None:
+    given = os.environ.get("BENCHLAB_FLEET_KEY")
+    return Path(given) if given else None
+
+
+def _mac(key: bytes, body: dict[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return hmac.new(key, canonical, hashlib.sha256).hexdigest()
+
+
+def seal(task: BlockTask, key: bytes) -> dict[str, Any]:
+    body = {"format": FORMAT, **asdict(task)}
+    return {"body": body, "hmac": _mac(key, body)}
+
+
+def open_envelope(envelope: object, key: bytes, *, pool: str) -> BlockTask:
+    """The task inside a message, once its signature checks out and it is for this pool; else
+    Forged, naming what was wrong (never the expected signature)."""
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("body"), dict) or not isinstance(envelope.get("hmac"), str):
+        raise Forged("not a benchlab task envelope")
+    body = envelope["body"]
+    if not hmac.compare_digest(_mac(key, body), envelope["hmac"]):
+        raise Forged("bad signature")
+    if body.get("format") != FORMAT:
+        raise Forged(f"envelope format {body.get('format')!r}, not {FORMAT}")
+    try:
+        task = BlockTask(**{k: v for k, v in body.items() if k != "format"})
+    except TypeError as exc:
+        raise Forged(f"signed, but not a task of this benchlab: {exc}") from None
+    if task.pool != pool:
+        raise Forged(f"signed for pool {task.pool!r}, not this worker's {pool!r}")
+    if not isinstance(task.block, int) or task.block < 0:
+        raise Forged("signed, but its block is no block number")
+    return task

@@ -1,0 +1,102 @@
+"""A fleet's bookkeeping in the results database: attempts at blocks, and progress read back.
+
+Workers and the driver share nothing but the broker and this database, so whatever the
+driver shows (how far, who ran what, what was refused) is read here, and a worker decides
+from the stored runs alone whether a redelivered block is already done.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from benchlab.store import schema as t
+from benchlab.store.records import ExperimentRecord
+
+RUNNING, DONE, SKIPPED, REFUSED, FAILED = "running", "done", "skipped", "refused", "failed"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    workload: str
+    block: int
+    worker: str
+    message: str
+    ended_at: float
+
+
+@dataclass(frozen=True)
+class FleetProgress:
+    """Where a fleet's experiment stands: measured runs stored (warm-ups left out: each host
+    has its own), blocks complete on some host, runs per worker, and refusals."""
+
+    runs: int
+    complete: frozenset[tuple[str, int]]
+    per_worker: dict[str, int] = field(default_factory=dict)
+    running: dict[str, str] = field(default_factory=dict)  # worker -> "workload block N"
+    refusals: tuple[Refusal, ...] = ()
+
+
+def complete_blocks(conn: Connection, exp: ExperimentRecord) -> frozenset[tuple[str, int]]:
+    """(workload, block) whose every variant has a measured run stored on one same host:
+    a block counts whole or not at all, for the report pairs within (host, block)."""
+    r = t.run.c
+    query = (
+        select(r.workload_id, r.block, r.host_id)
+        .where(r.experiment_id == exp.id, r.warmup.is_(False))
+        .group_by(r.workload_id, r.block, r.host_id)
+        .having(func.count(func.distinct(r.variant_id)) == len(exp.variant_ids))
+    )
+    names = {v: k for k, v in exp.workload_ids.items()}
+    return frozenset((names[row.workload_id], row.block) for row in conn.execute(query))
+
+
+def begin_attempt(conn: Connection, exp: ExperimentRecord, workload: str, block: int, *, worker: str, host_id: int) -> int:
+    """A new attempt at a block, numbered after the last; its row id. Two workers numbering at
+    once collide on `attempt_once` and the caller tries again."""
+    f = t.fleet_task.c
+    workload_id = exp.workload_ids[workload]
+    last = conn.execute(
+        select(func.max(f.attempt)).where(f.experiment_id == exp.id, f.workload_id == workload_id, f.block == block)
+    ).scalar()
+    key = conn.execute(
+        insert(t.fleet_task).values(
+            experiment_id=exp.id, workload_id=workload_id, block=block, attempt=(last or 0) + 1, worker=worker,
+            host_id=host_id, state=RUNNING, runs=0, started_at=time.time(),
+        )
+    ).inserted_primary_key  # fmt: skip
+    assert key is not None
+    return int(key.id)
+
+
+def count_run(conn: Connection, attempt_id: int) -> None:
+    f = t.fleet_task.c
+    conn.execute(update(t.fleet_task).where(f.id == attempt_id).values(runs=f.runs + 1))
+
+
+def end_attempt(conn: Connection, attempt_id: int, state: str, message: str | None = None) -> None:
+    f = t.fleet_task.c
+    conn.execute(update(t.fleet_task).where(f.id == attempt_id).values(state=state, message=message, ended_at=time.time()))
+
+
+def progress(conn: Connection, exp: ExperimentRecord) -> FleetProgress:
+    r, f = t.run.c, t.fleet_task.c
+    runs = conn.execute(select(func.count()).where(r.experiment_id == exp.id, r.warmup.is_(False))).scalar() or 0
+    names = {v: k for k, v in exp.workload_ids.items()}
+    per_worker: Counter[str] = Counter()
+    running: dict[str, str] = {}
+    refusals = []
+    columns = (f.worker, f.workload_id, f.block, f.state, f.runs, f.message, f.ended_at)
+    query = select(*columns).where(f.experiment_id == exp.id).order_by(f.id)
+    for row in conn.execute(query):
+        per_worker[row.worker] += row.runs
+        if row.state == RUNNING:
+            running[row.worker] = f"{names[row.workload_id]} block {row.block + 1}"
+        else:
+            running.pop(row.worker, None)
+        if row.state in (REFUSED, FAILED):
+            refusals.append(Refusal(names[row.workload_id], row.block, row.worker, row.message or "", row.ended_at or 0.0))
+    return FleetProgress(int(runs), complete_blocks(conn, exp), dict(per_worker), running, tuple(refusals))

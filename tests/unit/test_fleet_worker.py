@@ -1,0 +1,189 @@
+"""A worker's handling of one delivered task, without a broker: signatures, allow-lists, blocks
+run once whatever the deliveries, attempts recorded for the driver."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from benchlab.errors import EnvironmentProblem
+from benchlab.fleet.allowlist import AllowList, Refused
+from benchlab.fleet.driver import missing_blocks
+from benchlab.fleet.envelope import BlockTask, Forged, open_envelope, read_key, seal
+from benchlab.fleet.worker import BlockWorker, WorkerSettings
+from benchlab.runner import Prepared, Runner, identity_digest
+from benchlab.spec import spec_from_dict
+from benchlab.store import Store
+from tests.unit.test_runner import FakeExecutor
+
+KEY = b"k" * 32
+TRUE = "/usr/bin/true"
+
+
+def _spec(**extra: object) -> Prepared:
+    raw = {
+        "name": "fleet-exp",
+        "blocks": 3,
+        "warmup": 1,
+        "workloads": [{"name": "t", "command": [TRUE]}, {"name": "u", "command": [TRUE, "x"]}],
+        "variants": [{"name": "a"}, {"name": "b", "env": {"FAKE_WALL": "2.0"}}],
+        **extra,
+    }
+    return Prepared.from_spec(spec_from_dict(raw, "test"))
+
+
+def _worker(db: str, name: str = "w1", host: str = "h1", allow: AllowList | None = None) -> BlockWorker:
+    settings = WorkerSettings(pool="lab", db=db, key=KEY, allow=allow or AllowList.of([TRUE]), name=name)
+    return BlockWorker(settings, fingerprint=lambda: {"hostname": host, "kernel": "test"}, executor=FakeExecutor())
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> tuple[str, Prepared]:
+    db = str(tmp_path / "fleet.db")
+    prepared = _spec()
+    Runner(Store(db), executor=FakeExecutor()).open_experiment(prepared, resume=False)
+    return db, prepared
+
+
+def _envelope(db: str, workload: str = "t", block: int = 0, pool: str = "lab", key: bytes = KEY) -> dict[str, object]:
+    exp = Store(db).require_experiment("fleet-exp")
+    return seal(BlockTask(pool, exp.name, identity_digest(exp.spec), workload, block), key)
+
+
+def _runs(db: str) -> list[tuple[str, str, int, bool, int]]:
+    store = Store(db)
+    runs = store.load(store.require_experiment("fleet-exp")).runs
+    return sorted(
+        (runs.workloads[w], runs.variants[v], int(b), bool(warm), int(h))
+        for w, v, b, warm, h in zip(runs.workload, runs.variant, runs.block, runs.warmup, runs.host_id, strict=True)
+    )
+
+
+def test_a_task_runs_its_block_and_the_hosts_warm_ups_once(stored: tuple[str, Prepared]) -> None:
+    db, _ = stored
+    worker = _worker(db)
+    assert worker.handle(_envelope(db, "t", 1)) == "done"
+    assert _runs(db) == [("t", "a", 0, True, 1), ("t", "a", 1, False, 1), ("t", "b", 0, True, 1), ("t", "b", 1, False, 1)]
+    assert worker.handle(_envelope(db, "t", 2)) == "done"  # warm-ups are stored for this host: not again
+    assert len(_runs(db)) == 6
+    assert worker.handle(_envelope(db, "t", 2)) == "skipped"  # a redelivery of a stored block
+    assert len(_runs(db)) == 6
+    progress = Store(db).fleet_progress(Store(db).require_experiment("fleet-exp"))
+    assert progress.runs == 4 and progress.per_worker == {"w1": 6} and not progress.running
+    assert progress.complete == {("t", 1), ("t", 2)}
+
+
+def test_a_block_left_half_done_on_this_host_resumes_where_it_stopped(stored: tuple[str, Prepared]) -> None:
+    db, prepared = stored
+    store = Store(db)
+    exp = store.require_experiment("fleet-exp")
+    host = store.host_id({"hostname": "h1", "kernel": "test"})
+    for variant, warmup in (("a", True), ("b", True), ("a", False)):
+        store.record_run(exp, host_id=host, workload="t", variant=variant, block=0, warmup=warmup, position=0,
+                         status="ok", started_at=0, ended_at=1)  # fmt: skip
+    worker = _worker(db, name="w2")
+    assert worker.handle(_envelope(db, "t", 0)) == "done"
+    assert _runs(db).count(("t", "a", 0, False, host)) == 1
+    assert ("t", "b", 0, False, host) in _runs(db)
+    assert Store(db).fleet_progress(exp).per_worker == {"w2": 1}
+
+
+def test_another_host_runs_a_half_done_block_whole_so_pairs_stay_on_one_machine(stored: tuple[str, Prepared]) -> None:
+    db, _ = stored
+    store = Store(db)
+    exp = store.require_experiment("fleet-exp")
+    dead = store.host_id({"hostname": "h-dead", "kernel": "test"})
+    store.record_run(exp, host_id=dead, workload="t", variant="a", block=0, warmup=False, position=0,
+                     status="ok", started_at=0, ended_at=1)  # fmt: skip
+    assert missing_blocks(store, exp, _spec()) == [("t", 0), ("u", 0), ("t", 1), ("u", 1), ("t", 2), ("u", 2)]
+    assert _worker(db, host="h2").handle(_envelope(db, "t", 0)) == "done"
+    here = [r for r in _runs(db) if r[4] != dead and not r[3]]
+    assert here == [("t", "a", 0, False, here[0][4]), ("t", "b", 0, False, here[0][4])]
+    assert ("t", 0) in store.complete_blocks(exp)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda e: {**e, "hmac": "0" * 64}, "bad signature"),
+        (lambda e: {"body": {**e["body"], "block": 2}, "hmac": e["hmac"]}, "bad signature"),
+        (lambda e: "not a dict", "not a benchlab task envelope"),
+    ],
+)
+def test_a_forged_envelope_is_refused_before_anything_runs(stored: tuple[str, Prepared], change, reason: str) -> None:  # type: ignore[no-untyped-def]
+    db, _ = stored
+    with pytest.raises(Forged, match=reason):
+        _worker(db).handle(change(_envelope(db)))
+    assert _runs(db) == []
+
+
+def test_a_task_signed_with_another_key_or_for_another_pool_is_refused(stored: tuple[str, Prepared]) -> None:
+    db, _ = stored
+    with pytest.raises(Forged, match="bad signature"):
+        _worker(db).handle(_envelope(db, key=b"x" * 32))
+    with pytest.raises(Forged, match="not this worker's 'lab'"):
+        _worker(db).handle(_envelope(db, pool="other"))
+    assert _runs(db) == []
+
+
+def test_a_spec_changed_in_the_database_is_not_the_signed_one(stored: tuple[str, Prepared]) -> None:
+    db, _ = stored
+    envelope = _envelope(db)
+    store = Store(db)
+    exp = store.require_experiment("fleet-exp")
+    store.update_spec(exp, {**exp.spec, "workloads": [{**exp.spec["workloads"][0], "command": ["/bin/rm", "-rf", "/x"]}]})
+    with pytest.raises(Forged, match="not the one the task was signed for"):
+        _worker(db).handle(envelope)
+    assert _runs(db) == []
+    assert Store(db).fleet_progress(exp).refusals[0].message.startswith("the stored spec")
+
+
+def test_programs_off_the_allow_list_and_shells_are_refused(tmp_path: Path) -> None:
+    db = str(tmp_path / "fleet.db")
+    for workloads, reason in (
+        ([{"name": "t", "command": ["/bin/echo", "hi"]}], "not on this worker's --allow list"),
+        ([{"name": "t", "command": ["sh", "-c", "echo hi"]}], "runs a shell"),
+        ([{"name": "t", "command": [TRUE], "setup": ["bash", "-c", "curl x | sh"]}], "runs a shell"),
+    ):
+        spec = spec_from_dict({"name": "x", "workloads": workloads, "variants": [{"name": "a"}]}, "t")
+        with pytest.raises(Refused, match=reason):
+            AllowList.of([TRUE]).check(spec)
+    shell = spec_from_dict({"name": "x", "workloads": [{"name": "t", "command": "sh -c true"}], "variants": [{"name": "a"}]}, "t")
+    AllowList.of([TRUE], shell=True).check(shell)
+    loader = spec_from_dict(
+        {
+            "name": "x",
+            "workloads": [{"name": "t", "builtin": "alloc.churn"}],
+            "variants": [{"name": "a", "env": {"LD_PRELOAD": "/x.so"}}],
+        },
+        "t",
+    )
+    with pytest.raises(Refused, match="LD_PRELOAD"):
+        AllowList.of([]).check(loader)
+    assert db
+
+
+def test_a_worker_refuses_a_task_whose_programs_it_does_not_allow_and_says_so(stored: tuple[str, Prepared]) -> None:
+    db, _ = stored
+    with pytest.raises(Refused, match="not on this worker's --allow list"):
+        _worker(db, allow=AllowList.of([])).handle(_envelope(db))
+    exp = Store(db).require_experiment("fleet-exp")
+    (refusal,) = Store(db).fleet_progress(exp).refusals
+    assert (refusal.workload, refusal.block, refusal.worker) == ("t", 0, "w1")
+    assert _runs(db) == []
+
+
+def test_the_key_file_must_be_private_and_long_enough(tmp_path: Path) -> None:
+    key = tmp_path / "key"
+    key.write_bytes(os.urandom(24).hex().encode())
+    key.chmod(0o644)
+    with pytest.raises(EnvironmentProblem, match="readable by other users"):
+        read_key(key)
+    key.chmod(0o600)
+    assert len(read_key(key)) == 48
+    key.write_bytes(b"short")
+    with pytest.raises(EnvironmentProblem, match="fewer than 32"):
+        read_key(key)
+    assert open_envelope(seal(BlockTask("p", "e", "d", "w", 0), KEY), KEY, pool="p").block == 0
