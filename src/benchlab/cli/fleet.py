@@ -157,7 +157,7 @@ def worker(
     url, secret = _broker(broker), _key(key)
     allowed = AllowList.of(allow, shell=allow_shell)
     target = db or default_db()
-    Store(target, create=False, migrate=False).engine.dispose()  # a database it cannot reach is refused now, not per task
+    Store(target, migrate=False).engine.dispose()  # a database it cannot reach is refused now, not per task
     named = {"name": name} if name else {}
     settings = WorkerSettings(pool=pool, db=target, key=secret, allow=allowed, **named)
     handler = logging.StreamHandler(sys.stderr)

@@ -87,7 +87,7 @@ class BlockWorker:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store(self.settings.db, create=False, migrate=False)
+            self._store = Store(self.settings.db, migrate=False)
         return self._store
 
     def handle(self, envelope: object) -> str:

@@ -1,0 +1,238 @@
+"""A fleet on this machine: RabbitMQ and PostgreSQL on loopback (tests/servers.py), workers as
+separate `benchlab worker` processes, the driver as `benchlab run --fleet`; then kills, restarts
+and forgeries, checked against what the database holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchlab.fleet.app import TASK, make_app, queue_name
+from benchlab.fleet.envelope import BlockTask, seal
+from benchlab.store import Store
+from tests.conftest import BENCHLAB
+from tests.servers import Broker, fresh_database
+
+POOL = "lab"
+
+
+class Fleet:
+    """Workers and drivers of one test, each its own process group, all gone at the end."""
+
+    def __init__(self, broker: Broker, db: str, folder: Path) -> None:
+        self.broker, self.db, self.folder = broker, db, folder
+        self.key = folder / "fleet.key"
+        self.key.write_bytes(os.urandom(32).hex().encode())
+        self.key.chmod(0o600)
+        self.procs: dict[str, subprocess.Popen[str]] = {}
+
+    def _start(self, name: str, args: list[str]) -> subprocess.Popen[str]:
+        out, log = (self.folder / f"{name}.out").open("a"), (self.folder / f"{name}.log").open("a")
+        proc = subprocess.Popen([BENCHLAB, *args], stdout=out, stderr=log, text=True,
+                                start_new_session=True, env={**os.environ, "COLUMNS": "120"})  # fmt: skip
+        self.procs[name] = proc
+        return proc
+
+    def worker(self, name: str, *extra: str) -> subprocess.Popen[str]:
+        return self._start(name, ["worker", "--pool", POOL, "--broker", self.broker.url, "--db", self.db,
+                                  "--key", str(self.key), "--name", name, "--allow", "sleep", *extra])  # fmt: skip
+
+    def driver(self, spec: Path, *extra: str, name: str = "driver", broker: str | None = None) -> subprocess.Popen[str]:
+        return self._start(name, ["run", str(spec), "--fleet", POOL, "--broker", broker or self.broker.url,
+                                  "--key", str(self.key), "--db", self.db, "--format", "json", *extra])  # fmt: skip
+
+    def kill(self, name: str) -> None:
+        """kill -9 of the whole worker (its main process and the pool child running the block)."""
+        os.killpg(self.procs[name].pid, signal.SIGKILL)
+        self.procs[name].wait()
+
+    def log(self, name: str) -> str:
+        return (self.folder / f"{name}.log").read_text(errors="replace")
+
+    def report(self, name: str) -> dict[str, object]:
+        """What a driver printed: its JSON report."""
+        return json.loads((self.folder / f"{name}.out").read_text())  # type: ignore[no-any-return]
+
+    def finish(self, name: str, timeout: float = 180) -> int:
+        try:
+            return self.procs[name].wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{name} did not finish; its log:\n{self.log(name)[-4000:]}") from None
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for name, proc in self.procs.items():
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise AssertionError(f"{name} did not stop on SIGTERM") from None
+
+
+@pytest.fixture
+def fleet(rabbitmq: Broker, postgres_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    name = "fleet_" + "".join(c if c.isalnum() else "_" for c in request.node.name)[:50].lower()
+    crew = Fleet(rabbitmq, fresh_database(postgres_url, name), tmp_path)
+    try:
+        yield crew
+    finally:
+        crew.close()
+
+
+def _spec(folder: Path, name: str, *, blocks: int, variants: int = 3, sleep: float = 0.15) -> Path:
+    path = folder / f"{name}.toml"
+    lines = [f'name = "{name}"', f"blocks = {blocks}", "warmup = 1", "timeout = 60",
+             "[[workloads]]", 'name = "nap"', f'command = ["sleep", "{sleep}"]']  # fmt: skip
+    for v in range(variants):
+        lines += ["[[variants]]", f'name = "v{v}"']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _stored(db: str, name: str) -> tuple[Counter[tuple[int, int, int, bool]], dict[str, int], list[tuple[int, int, str, str]]]:
+    """Runs per (host, variant, block, warm-up); measured runs per host; attempts (block, attempt, worker, state)."""
+    store = Store(db)
+    exp = store.require_experiment(name)
+    runs = store.load(exp).runs
+    keys = Counter(
+        (int(h), int(v), int(b), bool(w)) for h, v, b, w in zip(runs.host_id, runs.variant, runs.block, runs.warmup, strict=True)
+    )
+    with store.engine.connect() as conn:
+        attempts = [tuple(r) for r in conn.exec_driver_sql("SELECT block, attempt, worker, state FROM fleet_task ORDER BY id")]
+    store.engine.dispose()
+    return keys, dict(Counter(int(h) for h, w in zip(runs.host_id, runs.warmup, strict=True) if not w)), attempts  # type: ignore[return-value]
+
+
+def _wait_for(what: str, check: object, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.05)
+
+
+def _running(db: str, name: str, worker: str, runs: int) -> bool:
+    """Whether `worker` is inside a block with at least `runs` of it stored."""
+    store = Store(db)
+    try:
+        exp = store.find_experiment(name)
+        if exp is None:
+            return False
+        with store.engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                "SELECT 1 FROM fleet_task WHERE experiment_id = %(e)s AND worker = %(w)s AND state = 'running' AND runs >= %(r)s",
+                {"e": exp.id, "w": worker, "r": runs},
+            ).all()
+        return bool(rows)
+    finally:
+        store.engine.dispose()
+
+
+def test_three_workers_two_killed_mid_block_lose_nothing_and_store_nothing_twice(fleet: Fleet, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "killed", blocks=10)
+    for name in ("w1", "w2", "w3"):
+        fleet.worker(name)
+    fleet.driver(spec)
+    chance = random.Random(os.getpid())
+    for victim in ("w1", "w2"):  # each at a random run of a block it is running
+        at = chance.randint(1, 3)
+        _wait_for(f"{victim} inside a block", lambda v=victim, n=at: _running(fleet.db, "killed", v, n))  # type: ignore[misc]
+        fleet.kill(victim)
+    assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]
+    keys, measured, attempts = _stored(fleet.db, "killed")
+    assert max(keys.values()) == 1  # no run stored twice
+    assert sum(measured.values()) == 30  # every block whole: 10 blocks x 3 variants, on this one host
+    killed = {b for b, _, w, state in attempts if w in ("w1", "w2") and state == "running"}
+    assert len(killed) == 2  # both died inside a block...
+    for block in killed:  # ...which another attempt finished (or found stored whole, killed after its last run)
+        assert any(b == block and state in ("done", "skipped") for b, _, _, state in attempts)
+    assert fleet.report("driver")["experiment"]["name"] == "killed"  # type: ignore[index]
+
+
+def test_a_broker_restart_and_a_driver_restart_lose_nothing(fleet: Fleet, rabbitmq: Broker, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "restarts", blocks=12, variants=2)
+    for name in ("w1", "w2"):
+        fleet.worker(name)
+    fleet.driver(spec, name="driver1")
+    _wait_for("a block under way", lambda: _running(fleet.db, "restarts", "w1", 1) or _running(fleet.db, "restarts", "w2", 1))
+    rabbitmq.stop()
+    rabbitmq.start()
+    fleet.kill("driver1")  # the driver dies too; the workers go on with what the queue holds
+    fleet.driver(spec, "--resume", name="driver2")
+    assert fleet.finish("driver2") == 0, fleet.log("driver2")[-4000:]
+    keys, measured, _ = _stored(fleet.db, "restarts")
+    assert max(keys.values()) == 1
+    assert sum(measured.values()) == 24
+
+
+def test_forged_pickled_and_unauthenticated_messages_are_refused_and_logged(
+    fleet: Fleet, rabbitmq: Broker, tmp_path: Path
+) -> None:
+    fleet.worker("w1")
+    spec = _spec(tmp_path, "honest", blocks=2, variants=2, sleep=0.01)
+    app = make_app(rabbitmq.url, POOL)
+    forged = seal(BlockTask(POOL, "honest", "0" * 64, "nap", 0), b"not the fleet's key, but long enough")
+    app.send_task(TASK, args=[forged], queue=queue_name(POOL))
+    app.send_task(TASK, args=[{"body": {}, "hmac": ""}], queue=queue_name(POOL), serializer="pickle")
+    fleet.driver(spec, name="stranger", broker=rabbitmq.bad_url)
+    assert fleet.finish("stranger") == 3
+    assert "the broker refused" in fleet.log("stranger")
+    rabbitmq.wait_log("invalid credentials")
+    _wait_for("the forged task refused", lambda: "refused a message from the queue (bad signature)" in fleet.log("w1"))
+    _wait_for("the pickled one refused", lambda: "untrusted content" in fleet.log("w1"))
+    fleet.driver(spec)
+    assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]  # the worker still serves
+    keys, measured, attempts = _stored(fleet.db, "honest")
+    assert sum(measured.values()) == 4 and max(keys.values()) == 1
+    assert Store(fleet.db).find_experiment("honest") is not None
+
+
+def test_fleet_and_single_machine_verdicts_agree(fleet: Fleet, tmp_path: Path) -> None:
+    raw = """
+name = "NAME"
+blocks = 6
+[[workloads]]
+name = "churn"
+builtin = "alloc.churn"
+options = { threads = 2, ops = 300000 }
+[[variants]]
+name = "base"
+[[variants]]
+name = "one-cpu"
+cpus = 0
+"""
+    local_spec, fleet_spec = tmp_path / "local.toml", tmp_path / "fleet.toml"
+    local_spec.write_text(raw.replace("NAME", "agree-local"))
+    fleet_spec.write_text(raw.replace("NAME", "agree-fleet"))
+    fleet.worker("w1")
+    fleet.driver(fleet_spec)
+    assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]
+    local = subprocess.run([BENCHLAB, "run", str(local_spec), "--db", str(tmp_path / "local.db"), "--format", "json"],
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    on_fleet = fleet.report("driver")
+    here = json.loads(local.stdout)
+
+    def rows(report: dict[str, object]) -> dict[str, dict[str, object]]:
+        return {r["metric"]: r for r in report["rows"] if r["family"] == "primary"}  # type: ignore[index, union-attr]
+
+    compared = 0
+    for metric, row in rows(here).items():
+        other = rows(on_fleet)[metric]
+        assert row["verdict"] == other["verdict"], metric
+        (low, high), (other_low, other_high) = row["change_ci"], other["change_ci"]  # type: ignore[misc]
+        assert other_low <= high and low <= other_high, metric
+        compared += 1
+    assert compared >= 2
