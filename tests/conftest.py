@@ -13,6 +13,8 @@ import pytest
 
 BENCHLAB = str(Path(sys.executable).parent / "benchlab")
 
+pytest_plugins = ["tests.servers"]  # the PostgreSQL and RabbitMQ servers, one of each per session
+
 
 @pytest.fixture(autouse=True)
 def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -50,6 +50,6 @@ def test_test_installs_what_the_tests_use(stubs: tuple[dict[str, str], Path]) ->
     proc = _dev(["test", "-q"], env)
     assert proc.returncode == 0, proc.stderr
     installed = next(c for c in log.read_text().splitlines() if c.startswith("apt-get") and " install " in c).split()
-    for package in ("libjemalloc2", "postgresql", "mmdebstrap", "qemu-system-x86", "hyperfine", "zstd"):
+    for package in ("libjemalloc2", "postgresql", "rabbitmq-server", "mmdebstrap", "qemu-system-x86", "hyperfine", "zstd"):
         assert package in installed
     assert "uv run --frozen pytest -q" in log.read_text()
