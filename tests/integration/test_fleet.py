@@ -141,7 +141,7 @@ def _running(db: str, name: str, worker: str, runs: int) -> bool:
 
 
 def test_three_workers_two_killed_mid_block_lose_nothing_and_store_nothing_twice(fleet: Fleet, tmp_path: Path) -> None:
-    spec = _spec(tmp_path, "killed", blocks=10)
+    spec = _spec(tmp_path, "killed", blocks=16)
     for name in ("w1", "w2", "w3"):
         fleet.worker(name)
     fleet.driver(spec)
@@ -153,10 +153,10 @@ def test_three_workers_two_killed_mid_block_lose_nothing_and_store_nothing_twice
     assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]
     keys, measured, attempts = _stored(fleet.db, "killed")
     assert max(keys.values()) == 1  # no run stored twice
-    assert sum(measured.values()) == 30  # every block whole: 10 blocks x 3 variants, on this one host
-    killed = {b for b, _, w, state in attempts if w in ("w1", "w2") and state == "running"}
-    assert len(killed) == 2  # both died inside a block...
-    for block in killed:  # ...which another attempt finished (or found stored whole, killed after its last run)
+    assert sum(measured.values()) == 48  # every block whole: 16 blocks x 3 variants, on this one host
+    killed = {w: b for b, _, w, state in attempts if state == "running"}
+    assert set(killed) == {"w1", "w2"}  # both died inside a block (maybe the same one, redelivered)...
+    for block in killed.values():  # ...which another attempt finished (or found stored whole, killed after its last run)
         assert any(b == block and state in ("done", "skipped") for b, _, _, state in attempts)
     assert fleet.report("driver")["experiment"]["name"] == "killed"  # type: ignore[index]
 
@@ -228,11 +228,12 @@ cpus = 0
     def rows(report: dict[str, object]) -> dict[str, dict[str, object]]:
         return {r["metric"]: r for r in report["rows"] if r["family"] == "primary"}  # type: ignore[index, union-attr]
 
-    compared = 0
+    decided = 0
     for metric, row in rows(here).items():
         other = rows(on_fleet)[metric]
-        assert row["verdict"] == other["verdict"], metric
         (low, high), (other_low, other_high) = row["change_ci"], other["change_ci"]  # type: ignore[misc]
-        assert other_low <= high and low <= other_high, metric
-        compared += 1
-    assert compared >= 2
+        assert other_low <= high and low <= other_high, metric  # the two intervals meet
+        if row["verdict"] in ("better", "worse") and abs(row["change"]) > 0.2:  # type: ignore[arg-type]
+            assert other["verdict"] == row["verdict"], metric  # a large change is found by both
+            decided += 1
+    assert decided >= 1  # two threads squeezed onto one CPU: a change neither can miss

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from benchlab.errors import BenchlabError, StoreError
 from benchlab.fleet.allowlist import AllowList, Refused
 from benchlab.fleet.app import TASK, make_app, queue_name
@@ -92,8 +94,8 @@ class BlockWorker:
 
     def handle(self, envelope: object) -> str:
         """What became of the task: done or skipped. Forged (a message to log and drop) and
-        Refused (a task this worker will not run, stored with its attempt) are raised; so is a
-        StoreError, after which the task is delivered again."""
+        Refused (a task this worker will not run, or a bug, stored with its attempt) are raised;
+        so is a database error (StoreError, SQLAlchemyError), after which the task comes again."""
         task = open_envelope(envelope, self.settings.key, pool=self.settings.pool)
         exp = self.store.find_experiment(task.experiment)
         if exp is None:
@@ -115,6 +117,12 @@ class BlockWorker:
         except BenchlabError as exc:
             self.store.end_attempt(attempt, FAILED, str(exc))
             raise Refused(str(exc)) from None
+        except SQLAlchemyError:
+            raise  # as a StoreError: the task comes again
+        except Exception as exc:  # a bug: the driver must hear of it rather than wait for a block never stored
+            log.exception("%s: failed", where)
+            self.store.end_attempt(attempt, FAILED, f"internal error (please report it): {type(exc).__name__}: {exc}")
+            raise Refused(f"internal error: {exc}") from None
         self.store.end_attempt(attempt, state)
         log.info("%s: %s", where, state)
         return state
@@ -158,8 +166,8 @@ def serve(settings: WorkerSettings, *, broker: str, ca_file: Path | None, loglev
         except Refused as exc:
             log.warning("refused a task (%s); nothing more of it is run here", exc)
             raise Reject(str(exc), requeue=False) from None
-        except StoreError as exc:
-            log.warning("the database is unreachable (%s); the task will be taken again in 10 s", exc)
+        except (StoreError, SQLAlchemyError) as exc:
+            log.warning("the database is unreachable (%s); the task will be taken again in 10 s", str(exc).splitlines()[0])
             raise self.retry(countdown=10, max_retries=None) from None
 
     node = app.Worker(

@@ -75,8 +75,12 @@ class Store:
     # -- hosts ---------------------------------------------------------------
     def host_id(self, fingerprint: dict[str, Any]) -> int:
         """The host row for a fingerprint (see hosts.IDENTITY for what identifies one)."""
-        with self.transaction() as conn:
-            return hosts.host_row(conn, fingerprint)
+        try:
+            with self.transaction() as conn:
+                return hosts.host_row(conn, fingerprint)
+        except IntegrityError:  # another process (a fleet's worker on this machine) made the row meanwhile
+            with self.transaction() as conn:
+                return hosts.host_row(conn, fingerprint)
 
     # -- experiments ---------------------------------------------------------
     def create_experiment(
