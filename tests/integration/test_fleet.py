@@ -229,11 +229,12 @@ cpus = 0
         return {r["metric"]: r for r in report["rows"] if r["family"] == "primary"}  # type: ignore[index, union-attr]
 
     decided = 0
-    for metric, row in rows(here).items():
-        other = rows(on_fleet)[metric]
+    for metric, row in rows(here).items():  # the rows the change is large in: a few % of CPU time
+        other = rows(on_fleet)[metric]  # moves with whatever else this 2-core machine runs meanwhile
+        if max(abs(row["change"]), abs(other["change"])) < 0.2:  # type: ignore[arg-type]
+            continue
         (low, high), (other_low, other_high) = row["change_ci"], other["change_ci"]  # type: ignore[misc]
         assert other_low <= high and low <= other_high, metric  # the two intervals meet
-        if row["verdict"] in ("better", "worse") and abs(row["change"]) > 0.2:  # type: ignore[arg-type]
-            assert other["verdict"] == row["verdict"], metric  # a large change is found by both
-            decided += 1
-    assert decided >= 1  # two threads squeezed onto one CPU: a change neither can miss
+        assert other["verdict"] == row["verdict"] != "unclear", metric
+        decided += 1
+    assert decided >= 2  # two threads squeezed onto one CPU: real time and the rate, found by both
