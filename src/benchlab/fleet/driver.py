@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from benchlab.errors import EnvironmentProblem, SpecError
+from benchlab.errors import EnvironmentProblem, Interrupted, SpecError
 from benchlab.fleet.app import TASK, make_app, queue_name
 from benchlab.fleet.envelope import BlockTask, seal
 from benchlab.runner import Prepared, Runner, identity_digest
@@ -73,12 +73,14 @@ def publish(broker: str, pool: str, key: bytes, tasks: list[BlockTask], *, ca_fi
         with app.producer_or_acquire() as producer:
             for task in tasks:
                 app.send_task(TASK, args=[seal(task, key)], queue=queue, routing_key=queue, producer=producer)
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot publish to the broker: {exc}") from None
-    except Exception as exc:  # kombu's and amqp's own errors: refused credentials, a closed channel
-        if type(exc).__module__.split(".")[0] not in ("amqp", "kombu"):
+    except Exception as exc:  # a socket's, or kombu's and amqp's own: refused credentials, a closed channel
+        if not isinstance(exc, OSError) and type(exc).__module__.split(".")[0] not in ("amqp", "kombu"):
             raise
-        raise EnvironmentProblem(f"the broker refused the tasks: {exc}") from None
+        from kombu.utils.url import maybe_sanitize_url
+
+        raise EnvironmentProblem(
+            f"the broker at {maybe_sanitize_url(broker)} refused the tasks: {str(exc).strip().splitlines()[0]}"
+        ) from None
 
 
 def follow(
@@ -89,25 +91,32 @@ def follow(
     *,
     poll: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
 ) -> None:
     """Until every block is stored whole on some host. A refusal since this wait began, of a
     block not stored whole, ends it as an error (an older one was answered by this publish)."""
-    began = time.time()
+    began = clock()
     wanted = {(w.name, b) for b in range(prepared.spec.blocks) for w in prepared.spec.workloads}
     total = len(wanted) * len(prepared.spec.variants)
-    while True:
-        progress = store.fleet_progress(exp)
-        view.show(progress, total)
-        refused = [r for r in progress.refusals if r.ended_at >= began and (r.workload, r.block) not in progress.complete]
-        if refused:
-            first = refused[0]
-            raise EnvironmentProblem(
-                f"worker {first.worker} refused {first.workload} block {first.block + 1}: {first.message}",
-                hint="fix that worker (or start another), then `benchlab run SPEC --fleet POOL --resume`",
-            )
-        if wanted <= progress.complete:
-            return
-        sleep(poll)
+    try:
+        while True:
+            progress = store.fleet_progress(exp)
+            view.show(progress, total)
+            refused = [r for r in progress.refusals if r.ended_at >= began and (r.workload, r.block) not in progress.complete]
+            if refused:
+                first = refused[0]
+                raise EnvironmentProblem(
+                    f"worker {first.worker} refused {first.workload} block {first.block + 1}: {first.message}",
+                    hint="fix that worker (or start another), then `benchlab run SPEC --fleet POOL --resume`",
+                )
+            if wanted <= progress.complete:
+                return
+            sleep(poll)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            "stopped following; the workers go on with the published blocks and store each run as it ends; "
+            "follow again with `benchlab run SPEC --fleet POOL --resume`"
+        ) from None
 
 
 def run_on_fleet(
