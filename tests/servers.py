@@ -74,7 +74,8 @@ class Broker:
     """A RabbitMQ node of its own: its own folder (database, logs, config, Erlang cookie), its own epmd and
     free loopback ports, so neither the system's service nor a stale epmd or another test run can meet it.
     Users connect as `benchlab` to the vhost `benchlab`; there is no `guest`. It runs as whoever runs the
-    tests: RabbitMQ, unlike PostgreSQL, does not refuse root, and nothing here needs the system's files."""
+    tests: RabbitMQ, unlike PostgreSQL, does not refuse root, and nothing here needs the system's files.
+    It listens with TLS too (`tls_url`), its certificate signed by a private authority (`ca`)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -88,8 +89,14 @@ class Broker:
         cookie = home / ".erlang.cookie"  # the key to the node for rabbitmqctl: private, like the rest
         cookie.write_text(secrets.token_hex(20))
         cookie.chmod(0o400)
+        tls_port = free_port()
+        self.ca = _certificates(root, "127.0.0.1")
+        self.tls_url = f"amqps://benchlab:{password}@127.0.0.1:{tls_port}/benchlab"
         (root / "rabbitmq.conf").write_text(
             f"listeners.tcp.1 = 127.0.0.1:{self.port}\n"
+            f"listeners.ssl.1 = 127.0.0.1:{tls_port}\n"
+            f"ssl_options.cacertfile = {self.ca}\nssl_options.certfile = {root / 'server.pem'}\n"
+            f"ssl_options.keyfile = {root / 'server.key'}\nssl_options.verify = verify_none\n"
             # the first boot creates this user and vhost instead of `guest` and `/`
             "default_vhost = benchlab\ndefault_user = benchlab\n"
             f"default_pass = {password}\n"
@@ -198,6 +205,23 @@ def _ends_with_us() -> None:
     test run leaves no broker running (PR_SET_PDEATHSIG; the start script stops its node on SIGTERM).
     Not the probe's launcher, whose --die-with also does this: it would SIGKILL the node when asked to stop."""
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
+def _certificates(root: Path, host: str) -> Path:
+    """A private authority and the broker's certificate it signs, made out to `host`: the TLS
+    listener's, which a client checks against the authority (its path, returned)."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]  # fast to make, unlike RSA
+    ca = root / "ca.pem"
+    for args in (
+        ["req", "-x509", *ec, "-keyout", str(root / "ca.key"), "-out", str(ca), "-days", "2", "-subj", "/CN=benchlab test CA"],
+        ["req", *ec, "-keyout", str(root / "server.key"), "-out", str(root / "server.csr"), "-subj", f"/CN={host}"],
+    ):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+    (root / "san").write_text(f"subjectAltName=IP:{host}\n")
+    subprocess.run(["openssl", "x509", "-req", "-in", str(root / "server.csr"), "-CA", str(ca), "-CAkey", str(root / "ca.key"),
+                    "-CAcreateserial", "-out", str(root / "server.pem"), "-days", "2", "-extfile", str(root / "san")],
+                   check=True, capture_output=True)  # fmt: skip
+    return ca
 
 
 def _await_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 10) -> None:

@@ -42,8 +42,8 @@ class Fleet:
         self.procs[name] = proc
         return proc
 
-    def worker(self, name: str, *extra: str) -> subprocess.Popen[str]:
-        return self._start(name, ["worker", "--pool", POOL, "--broker", self.broker.url, "--db", self.db,
+    def worker(self, name: str, *extra: str, broker: str | None = None) -> subprocess.Popen[str]:
+        return self._start(name, ["worker", "--pool", POOL, "--broker", broker or self.broker.url, "--db", self.db,
                                   "--key", str(self.key), "--name", name, "--allow", "sleep", *extra])  # fmt: skip
 
     def driver(self, spec: Path, *extra: str, name: str = "driver", broker: str | None = None) -> subprocess.Popen[str]:
@@ -188,7 +188,9 @@ def test_forged_pickled_and_unauthenticated_messages_are_refused_and_logged(
     app.send_task(TASK, args=[{"body": {}, "hmac": ""}], queue=queue_name(POOL), serializer="pickle")
     fleet.driver(spec, name="stranger", broker=rabbitmq.bad_url)
     assert fleet.finish("stranger") == 3
-    assert "the broker refused" in fleet.log("stranger")
+    said = fleet.log("stranger").strip().splitlines()[-1]
+    assert "refused the tasks: (403) ACCESS_REFUSED" in said
+    assert rabbitmq.bad_url.split(":")[2].split("@")[0] not in said  # the password is never printed
     rabbitmq.wait_log("invalid credentials")
     _wait_for("the forged task refused", lambda: "refused a message from the queue (bad signature)" in fleet.log("w1"))
     _wait_for("the pickled one refused", lambda: "untrusted content" in fleet.log("w1"))
@@ -197,6 +199,19 @@ def test_forged_pickled_and_unauthenticated_messages_are_refused_and_logged(
     keys, measured, attempts = _stored(fleet.db, "honest")
     assert sum(measured.values()) == 4 and max(keys.values()) == 1
     assert Store(fleet.db).find_experiment("honest") is not None
+
+
+def test_a_fleet_over_tls_checks_the_brokers_certificate(fleet: Fleet, rabbitmq: Broker, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "tls", blocks=2, variants=2, sleep=0.01)
+    fleet.driver(spec, name="unchecked", broker=rabbitmq.tls_url)  # the private authority is none of the system's
+    assert fleet.finish("unchecked") == 3
+    assert "certificate verify failed" in fleet.log("unchecked")
+    ca = ["--broker-ca", str(rabbitmq.ca)]
+    fleet.worker("w1", *ca, broker=rabbitmq.tls_url)
+    fleet.driver(spec, *ca, broker=rabbitmq.tls_url)
+    assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]
+    _, measured, _ = _stored(fleet.db, "tls")
+    assert sum(measured.values()) == 4
 
 
 def test_fleet_and_single_machine_verdicts_agree(fleet: Fleet, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import ssl
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,8 @@ def make_app(broker: str, pool: str, *, ca_file: Path | None = None) -> Any:
     app = Celery("benchlab", broker=broker, set_as_current=False)
     queue = queue_name(check_pool(pool))
     tls: dict[str, Any] | bool = False
-    if broker.startswith("amqps://"):
-        tls = {"cert_reqs": ssl.CERT_REQUIRED}
+    if broker.startswith("amqps://"):  # the certificate checked, and made out to the host the URL names
+        tls = {"cert_reqs": ssl.CERT_REQUIRED, "server_hostname": urllib.parse.urlsplit(broker).hostname}
         if ca_file is not None:
             tls["ca_certs"] = str(ca_file)
     app.conf.update(
