@@ -189,7 +189,7 @@ def test_forged_pickled_and_unauthenticated_messages_are_refused_and_logged(
     fleet.driver(spec, name="stranger", broker=rabbitmq.bad_url)
     assert fleet.finish("stranger") == 3
     said = fleet.log("stranger").strip().splitlines()[-1]
-    assert "refused the tasks: (403) ACCESS_REFUSED" in said
+    assert "refused the tasks" in said and "ACCESS_REFUSED" in said
     assert rabbitmq.bad_url.split(":")[2].split("@")[0] not in said  # the password is never printed
     rabbitmq.wait_log("invalid credentials")
     _wait_for("the forged task refused", lambda: "refused a message from the queue (bad signature)" in fleet.log("w1"))
