@@ -201,6 +201,26 @@ def test_forged_pickled_and_unauthenticated_messages_are_refused_and_logged(
     assert Store(fleet.db).find_experiment("honest") is not None
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="knobs under /proc/sys need root")
+def test_a_worker_applies_each_variants_knobs_on_its_machine_and_puts_them_back(fleet: Fleet, tmp_path: Path) -> None:
+    knob = Path("/proc/sys/vm/swappiness")
+    before = knob.read_text()
+    spec = tmp_path / "knobs.toml"
+    spec.write_text(
+        'name = "knobs"\nblocks = 3\n[[workloads]]\nname = "check"\n'
+        # fails (a failed run, exit 5) unless the variant's value is in force while it runs
+        """command = ['sh', '-c', 'grep -qx "$WANT" /proc/sys/vm/swappiness']\n"""
+        '[[variants]]\nname = "low"\nenv = { WANT = "17" }\nknobs = { "/proc/sys/vm/swappiness" = 17 }\n'
+        '[[variants]]\nname = "high"\nenv = { WANT = "83" }\nknobs = { "/proc/sys/vm/swappiness" = 83 }\n'
+    )
+    fleet.worker("w1", "--allow-shell")
+    fleet.driver(spec)
+    assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:] + fleet.log("w1")[-4000:]
+    assert knob.read_text() == before
+    _, measured, _ = _stored(fleet.db, "knobs")
+    assert sum(measured.values()) == 6
+
+
 def test_a_fleet_over_tls_checks_the_brokers_certificate(fleet: Fleet, rabbitmq: Broker, tmp_path: Path) -> None:
     spec = _spec(tmp_path, "tls", blocks=2, variants=2, sleep=0.01)
     fleet.driver(spec, name="unchecked", broker=rabbitmq.tls_url)  # the private authority is none of the system's
