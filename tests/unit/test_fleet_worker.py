@@ -11,7 +11,7 @@ import pytest
 from benchlab.errors import EnvironmentProblem
 from benchlab.fleet.allowlist import AllowList, Refused
 from benchlab.fleet.driver import missing_blocks
-from benchlab.fleet.envelope import BlockTask, Forged, open_envelope, read_key, seal
+from benchlab.fleet.envelope import BlockTask, Forged, open_envelope, read_key, seal, signature
 from benchlab.fleet.worker import BlockWorker, WorkerSettings
 from benchlab.runner import Prepared, Runner, identity_digest
 from benchlab.spec import spec_from_dict
@@ -116,6 +116,30 @@ def test_a_forged_envelope_is_refused_before_anything_runs(stored: tuple[str, Pr
     db, _ = stored
     with pytest.raises(Forged, match=reason):
         _worker(db).handle(change(_envelope(db)))
+    assert _runs(db) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"block": "0"},
+        {"block": True},
+        {"block": 10**40},
+        {"block": -1},
+        {"experiment": ["fleet-exp"]},
+        {"workload": None},
+        {"pool": "x" * 10_000},
+        {"extra": "field"},
+    ],
+)
+def test_a_signed_envelope_of_the_wrong_shape_is_refused_not_crashed_on(
+    stored: tuple[str, Prepared], body: dict[str, object]
+) -> None:
+    db, _ = stored
+    good = _envelope(db)["body"]
+    changed = {**good, **body}  # type: ignore[dict-item]
+    with pytest.raises(Forged, match="signed, but"):
+        _worker(db).handle({"body": changed, "hmac": signature(KEY, changed)})
     assert _runs(db) == []
 
 

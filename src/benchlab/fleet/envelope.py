@@ -67,14 +67,14 @@ def default_key_file() -> Path | None:
     return Path(given) if given else None
 
 
-def _mac(key: bytes, body: dict[str, Any]) -> str:
+def signature(key: bytes, body: dict[str, Any]) -> str:
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return hmac.new(key, canonical, hashlib.sha256).hexdigest()
 
 
 def seal(task: BlockTask, key: bytes) -> dict[str, Any]:
     body = {"format": FORMAT, **asdict(task)}
-    return {"body": body, "hmac": _mac(key, body)}
+    return {"body": body, "hmac": signature(key, body)}
 
 
 def open_envelope(envelope: object, key: bytes, *, pool: str) -> BlockTask:
@@ -83,7 +83,7 @@ def open_envelope(envelope: object, key: bytes, *, pool: str) -> BlockTask:
     if not isinstance(envelope, dict) or not isinstance(envelope.get("body"), dict) or not isinstance(envelope.get("hmac"), str):
         raise Forged("not a benchlab task envelope")
     body = envelope["body"]
-    if not hmac.compare_digest(_mac(key, body), envelope["hmac"]):
+    if not hmac.compare_digest(signature(key, body), envelope["hmac"]):
         raise Forged("bad signature")
     if body.get("format") != FORMAT:
         raise Forged(f"envelope format {body.get('format')!r}, not {FORMAT}")
@@ -91,8 +91,11 @@ def open_envelope(envelope: object, key: bytes, *, pool: str) -> BlockTask:
         task = BlockTask(**{k: v for k, v in body.items() if k != "format"})
     except TypeError as exc:
         raise Forged(f"signed, but not a task of this benchlab: {exc}") from None
+    texts = (task.pool, task.experiment, task.spec_hash, task.workload)
+    if not all(isinstance(text, str) and 0 < len(text) <= 200 for text in texts):
+        raise Forged("signed, but a name in it is no name")
     if task.pool != pool:
         raise Forged(f"signed for pool {task.pool!r}, not this worker's {pool!r}")
-    if not isinstance(task.block, int) or task.block < 0:
+    if type(task.block) is not int or not 0 <= task.block < 1 << 31:
         raise Forged("signed, but its block is no block number")
     return task
