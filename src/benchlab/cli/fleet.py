@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import TextColumn
 
 from benchlab.cli.console import err
 from benchlab.cli.options import Db
+from benchlab.cli.progress import progress_bar
 from benchlab.errors import SpecError
 from benchlab.report import safe
 
@@ -70,15 +71,7 @@ class FleetBar:
     """The driver's view of a fleet: runs stored of all, and per worker what it stored and runs now."""
 
     def __init__(self) -> None:
-        self.bar = Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[workers]}", markup=False),
-            console=err,
-            transient=True,
-        )
+        self.bar = progress_bar(TextColumn("{task.fields[workers]}", markup=False))
         self.task = self.bar.add_task("runs", total=0, workers="waiting for workers")
 
     def __enter__(self) -> FleetBar:

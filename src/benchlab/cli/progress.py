@@ -5,7 +5,15 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from benchlab.cli.console import err
 from benchlab.report import safe
@@ -14,19 +22,22 @@ if TYPE_CHECKING:
     from benchlab.plan import PlannedRun
 
 
+def progress_bar(*tail: ProgressColumn) -> Progress:
+    """A bar of runs done on stderr, gone when it ends, with `tail` after its count and time."""
+    return Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        *tail,
+        console=err,
+        transient=True,
+    )
+
+
 class BarProgress:
     def __init__(self) -> None:
-        self.bar = Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[last]}", markup=False),
-            console=err,
-            transient=True,
-        )
+        self.bar = progress_bar(TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[last]}", markup=False))
         self.task = self.bar.add_task("runs", total=0, last="")
         self.failed = 0
 
