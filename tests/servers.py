@@ -1,10 +1,12 @@
 """The servers the tests start on loopback, once per test session: a PostgreSQL (the results database a
 fleet shares) and a private RabbitMQ (its broker). Registered in tests/conftest.py as a plugin, so any
 test names `postgres_url` or `rabbitmq` as a fixture; a test that needs an empty database makes its own
-with `fresh_database`, so one server serves the whole session."""
+with `fresh_database`, so one server serves the whole session. Outside pytest (bench/fleet_scale.py) the
+same servers come from the context managers `postgres_server` and `rabbitmq_server`."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import os
@@ -16,6 +18,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import kombu
@@ -33,14 +36,36 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """The URL of the `postgres` database of a server started for this session, trusting every local
-    client; tests make their own databases on it with `fresh_database`."""
+class Missing(RuntimeError):
+    """A server whose programs are not installed here (the tests skip; a bench script says so)."""
+
+
+@dataclass(frozen=True)
+class Postgres:
+    """A running PostgreSQL server of this process's own: `url` is its `postgres` database."""
+
+    url: str
+    data: Path
+
+    @property
+    def pid(self) -> int:
+        """The postmaster's, whose children are the server (the first line of its pid file)."""
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
+
+def postgres_bindir() -> Path:
+    """Where the newest installed PostgreSQL's server programs are."""
     bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     if not bins:
-        pytest.skip("PostgreSQL server binaries are not installed (the README's test command installs them)")
-    bindir = Path(bins[-1]).parent
+        raise Missing("PostgreSQL server binaries are not installed (the README's test command installs them)")
+    return Path(bins[-1]).parent
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[Postgres]:
+    """A PostgreSQL server on a free loopback port, trusting every local client, removed with its
+    folder on the way out (an exception, Ctrl-C included). Missing where the binaries are not installed."""
+    bindir = postgres_bindir()
     root = Path(tempfile.mkdtemp(prefix="benchlab-pg-"))  # outside pytest's root-only folder
     data = root / "data"
     as_user: list[str] = []
@@ -48,18 +73,31 @@ def postgres_url() -> Iterator[str]:
         shutil.chown(root, "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
     port = free_port()
-    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres"],
-                   check=True, capture_output=True)  # fmt: skip
-    subprocess.run(
-        [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
-         f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"],
-        check=True, capture_output=True,
-    )  # fmt: skip
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres"],
+                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
+             f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        yield Postgres(f"postgresql://postgres@127.0.0.1:{port}/postgres", data)
     finally:
-        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        if (data / "postmaster.pid").exists():
+            subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The URL of the `postgres` database of a server started for this session, trusting every local
+    client; tests make their own databases on it with `fresh_database`."""
+    try:
+        postgres_bindir()
+    except Missing as exc:
+        pytest.skip(str(exc))
+    with postgres_server() as server:
+        yield server.url
 
 
 def fresh_database(url: str, name: str) -> str:
@@ -172,6 +210,12 @@ class Broker:
             self._server.wait()
         self._server = None
 
+    @property
+    def session(self) -> int | None:
+        """The session every process of the running node is in (its start script's pid), for
+        whoever counts the broker's CPU time; None while it is stopped."""
+        return self._server.pid if self._server is not None else None
+
     def log_text(self) -> str:
         """The broker's log so far, over its restarts."""
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -236,11 +280,16 @@ def _await_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: fl
             time.sleep(0.02)
 
 
-@pytest.fixture(scope="session")
-def rabbitmq() -> Iterator[Broker]:
-    """A private RabbitMQ broker, started for this session and removed with everything it wrote."""
+def require_rabbitmq() -> None:
     if not RABBITMQ_SERVER.exists() or shutil.which("epmd") is None:
-        pytest.skip("rabbitmq-server is not installed (the README's test command installs it)")
+        raise Missing("rabbitmq-server is not installed (the README's test command installs it)")
+
+
+@contextlib.contextmanager
+def rabbitmq_server() -> Iterator[Broker]:
+    """A private RabbitMQ broker, started, then removed with everything it wrote on the way out (an
+    exception, Ctrl-C included). Missing where rabbitmq-server is not installed."""
+    require_rabbitmq()
     root = Path(tempfile.mkdtemp(prefix="benchlab-rabbitmq-"))
     broker = None
     try:
@@ -251,3 +300,14 @@ def rabbitmq() -> Iterator[Broker]:
         if broker is not None:
             broker.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def rabbitmq() -> Iterator[Broker]:
+    """A private RabbitMQ broker, started for this session and removed with everything it wrote."""
+    try:
+        require_rabbitmq()
+    except Missing as exc:
+        pytest.skip(str(exc))
+    with rabbitmq_server() as broker:
+        yield broker

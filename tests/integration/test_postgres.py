@@ -4,6 +4,8 @@ its own database."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import psycopg
@@ -12,6 +14,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
 
+from benchlab.metrics import Metric
 from benchlab.store import BASELINE, HEAD, Store
 from benchlab.store.migrate import alembic_config
 from benchlab.store.schema import SCHEMA_VERSION, metadata
@@ -108,3 +111,41 @@ def test_a_postgres_database_newer_than_this_benchlab_is_refused(postgres_url: s
         refused = cli(*args, "--db", url)
         assert refused.returncode == 4 and len(refused.stderr.splitlines()) == 1
         assert "newer than this benchlab" in refused.stderr and "upgrade benchlab" in refused.stderr
+
+
+def test_two_processes_registering_a_workloads_metric_names_at_once_both_store_their_runs(postgres_url: str) -> None:
+    """A fleet's workers start an experiment together: each registers its workload's metric names,
+    the later insert waiting on the earlier's uncommitted rows. Once those commit, the later run
+    is stored too, not taken for a run stored twice (which lost it and left its block incomplete)."""
+    url = fresh_database(postgres_url, "names_race")
+    first, second = Store(url, migrate=True), Store(url)
+    exp = first.create_experiment(name="race", spec={"name": "race"}, workloads=[("w", "command", "command:true")],
+                                  variants=[("a", {}, True)])  # fmt: skip
+    host = first.host_id({"hostname": "lab"})
+    outcome: list[BaseException | None] = []
+
+    def store_second() -> None:
+        try:
+            second.record_run(exp, host_id=host, workload="w", variant="a", block=1, warmup=False, position=1,
+                              status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", 1.0, "s", "lower")])  # fmt: skip
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with first.transaction() as conn:
+        first.runs.name_ids(conn, exp.workload_ids["w"], [Metric("wall", 1.0, "s", "lower")])  # not committed yet
+        racer = threading.Thread(target=store_second)
+        racer.start()
+        deadline = time.monotonic() + 30
+        with psycopg.connect(postgres_url, autocommit=True) as watch:
+            while not watch.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE datname = 'names_race' AND wait_event_type = 'Lock'"
+            ).fetchall():
+                assert time.monotonic() < deadline and racer.is_alive(), outcome
+                time.sleep(0.02)
+    racer.join(30)
+    assert outcome == [None]
+    runs = second.load(second.require_experiment("race")).runs
+    assert list(runs.block) == [1]
+    first.engine.dispose()
+    second.engine.dispose()

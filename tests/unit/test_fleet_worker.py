@@ -98,10 +98,12 @@ def test_another_host_runs_a_half_done_block_whole_so_pairs_stay_on_one_machine(
     store.record_run(exp, host_id=dead, workload="t", variant="a", block=0, warmup=False, position=0,
                      status="ok", started_at=0, ended_at=1)  # fmt: skip
     assert missing_blocks(store, exp, _spec()) == [("t", 0), ("u", 0), ("t", 1), ("u", 1), ("t", 2), ("u", 2)]
+    assert not store.block_complete(exp, "t", 0)  # one variant of two, on the dead host
     assert _worker(db, host="h2").handle(_envelope(db, "t", 0)) == "done"
     here = [r for r in _runs(db) if r[4] != dead and not r[3]]
     assert here == [("t", "a", 0, False, here[0][4]), ("t", "b", 0, False, here[0][4])]
     assert ("t", 0) in store.complete_blocks(exp)
+    assert store.block_complete(exp, "t", 0) and not store.block_complete(exp, "u", 0)
 
 
 @pytest.mark.parametrize(

@@ -136,7 +136,7 @@ class BlockWorker:
         if spec.until_decided is not None:
             raise Refused("a fleet runs a fixed number of blocks; this experiment runs until decided")
         self.settings.allow.check(spec)
-        if (task.workload, task.block) in self.store.complete_blocks(exp):
+        if self.store.block_complete(exp, task.workload, task.block):
             return SKIPPED
         prepared = Prepared.from_spec(spec)
         progress = AttemptProgress(self.store, attempt, where)

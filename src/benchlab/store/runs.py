@@ -11,7 +11,7 @@ import json
 import uuid as uuidlib
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, Dialect, insert, select
+from sqlalchemy import Connection, Dialect, Insert, Table, insert, select
 
 from benchlab.errors import StoreError
 from benchlab.metrics import Metric
@@ -76,7 +76,9 @@ class RunWriter:
     def name_ids(self, conn: Connection, workload_id: int, metrics: Sequence[Metric]) -> dict[str, int]:
         """Ids of the metrics' names for this workload, registering new ones. A metric's unit and
         direction are stored once, with its name: a value in another unit (an imported run in ms
-        where this database holds s) is refused, never read in the stored one."""
+        where this database holds s) is refused, never read in the stored one. Two processes may
+        register a workload's names at once (a fleet's workers starting an experiment): the later
+        insert waits for the earlier and keeps its rows, rather than failing the run as one stored twice."""
         known = self._names.setdefault(workload_id, {})
         missing = [m for m in metrics if m.name not in known]
         if missing:
@@ -93,9 +95,17 @@ class RunWriter:
             new = {m.name: m for m in missing if m.name not in stored}
             if new:
                 conn.execute(
-                    insert(t.metric_name),
+                    _insert_new(conn.dialect.name, t.metric_name),
                     [{"workload_id": workload_id, "name": n, "unit": m.unit, "direction": m.direction} for n, m in new.items()],
                 )
                 stored = {row.name: row for row in conn.execute(query)}
             known.update({name: row.id for name, row in stored.items()})
         return known
+
+
+def _insert_new(dialect: str, table: Table) -> Insert:
+    """An insert that leaves out rows whose unique key is stored already (by a transaction that
+    committed since this one read the table: PostgreSQL reads committed rows per statement)."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table).on_conflict_do_nothing()

@@ -208,6 +208,10 @@ class Store:
         with self.engine.connect() as conn:
             return fleet.complete_blocks(conn, exp)
 
+    def block_complete(self, exp: ExperimentRecord, workload: str, block: int) -> bool:
+        with self.engine.connect() as conn:
+            return fleet.block_complete(conn, exp, workload, block)
+
     def fleet_progress(self, exp: ExperimentRecord) -> fleet.FleetProgress:
         with self.engine.connect() as conn:
             return fleet.progress(conn, exp)
