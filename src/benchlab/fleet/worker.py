@@ -146,6 +146,8 @@ class BlockWorker:
             return planned.workload == task.workload and (planned.warmup or planned.block == task.block)
 
         runner.run(prepared, resume=True, only=selected)
+        if not self.store.block_complete(exp, task.workload, task.block):  # never "done" with a run missing
+            raise StoreError(f"{task.workload} block {task.block + 1} is not stored whole after its attempt")
         return DONE
 
 

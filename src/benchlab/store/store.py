@@ -167,7 +167,7 @@ class Store:
             with self.transaction() as conn:
                 self.runs.insert(conn, exp, [run])
         except IntegrityError as exc:
-            if is_unique_violation(exc):
+            if is_unique_violation(exc, "run_once"):  # not another key (a metric name's): that run is not stored
                 raise AlreadyStored(
                     f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
                 ) from None
@@ -234,10 +234,17 @@ def revision_of(target: str | None = None) -> str | None:
         engine.dispose()
 
 
-def is_unique_violation(exc: IntegrityError) -> bool:
-    """Whether a refused write collided with a stored row, rather than breaking another rule."""
+def is_unique_violation(exc: IntegrityError, key: str | None = None) -> bool:
+    """Whether a refused write collided with a stored row, rather than breaking another rule;
+    with `key`, on that unique constraint of the schema (PostgreSQL names it, SQLite lists its columns)."""
     orig = exc.orig
-    return getattr(orig, "sqlstate", None) == "23505" or "UNIQUE constraint failed" in str(orig)
+    if getattr(orig, "sqlstate", None) == "23505":
+        return key is None or getattr(getattr(orig, "diag", None), "constraint_name", None) == key
+    if key is None:
+        return "UNIQUE constraint failed" in str(orig)
+    constraint = next(c for table in t.metadata.tables.values() for c in table.constraints if c.name == key)
+    columns = ", ".join(f"{constraint.table.name}.{column.name}" for column in constraint.columns)  # type: ignore[attr-defined]
+    return f"UNIQUE constraint failed: {columns}" in str(orig)
 
 
 def reason(exc: BaseException) -> str:
