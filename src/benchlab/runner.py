@@ -293,9 +293,11 @@ class Runner:
             warmup=spec.warmup,
             seed=spec.seed,
         )  # a longer plan starts with the same blocks in the same order, so stored runs stay in place
+        scope: dict[str, set[Any]] = {}  # a selection's stored runs are read for its workloads and blocks only
         if only is not None:
             plan = [p for p in plan if only(p)]
-        stored = {host: self.store.stored_keys(exp, host) for host in set(self.host_ids.values())}
+            scope = {"workloads": {p.workload for p in plan}, "blocks": {p.block for p in plan}}
+        stored = {host: self.store.stored_keys(exp, host, **scope) for host in set(self.host_ids.values())}
         todo = [p for p in plan if p.key not in stored[self.host_ids[p.variant]]]
         self.progress.start(len(plan), len(plan) - len(todo))
         done = 0

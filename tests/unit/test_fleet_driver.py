@@ -54,6 +54,16 @@ def test_following_ends_when_every_block_is_stored_whole() -> None:
     assert view.seen == [(0, 4), (2, 4), (4, 4)]
 
 
+def test_a_slow_read_of_progress_is_made_less_often() -> None:
+    times = iter([0.0, 0.0, 0.5, 10.0, 10.01, 20.0, 20.01])  # began, then each read's start and end
+    slept: list[float] = []
+    store = Scripted(
+        FleetProgress(0, frozenset()), FleetProgress(2, frozenset()), FleetProgress(4, frozenset({("t", 0), ("t", 1)}))
+    )
+    follow(store, object(), _prepared(), Shown(), sleep=slept.append, clock=lambda: next(times))  # type: ignore[arg-type]
+    assert slept == [10.0, 1.0]  # a read of 0.5 s: the next in 10 s; one of 10 ms: the next in the usual second
+
+
 def test_a_refusal_since_the_wait_began_ends_it_and_an_older_one_does_not() -> None:
     old = Refusal("t", 0, "w9", "was not allowed then", ended_at=50.0)
     new = Refusal("t", 1, "w2", "/usr/bin/true is not on this worker's --allow list", ended_at=150.0)

@@ -94,13 +94,18 @@ def follow(
     clock: Callable[[], float] = time.time,
 ) -> None:
     """Until every block is stored whole on some host. A refusal since this wait began, of a
-    block not stored whole, ends it as an error (an older one was answered by this publish)."""
+    block not stored whole, ends it as an error (an older one was answered by this publish).
+    It reads once every `poll` seconds, or less often where a read takes longer than a
+    twentieth of that (its counts grow with the experiment: 85 ms at 100,000 runs), so that
+    following an experiment never takes more than 5% of the database's time."""
     began = clock()
     wanted = {(w.name, b) for b in range(prepared.spec.blocks) for w in prepared.spec.workloads}
     total = len(wanted) * len(prepared.spec.variants)
     try:
         while True:
+            asked = clock()
             progress = store.fleet_progress(exp)
+            cost = clock() - asked
             view.show(progress, total)
             refused = [r for r in progress.refusals if r.ended_at >= began and (r.workload, r.block) not in progress.complete]
             if refused:
@@ -111,7 +116,7 @@ def follow(
                 )
             if wanted <= progress.complete:
                 return
-            sleep(poll)
+            sleep(max(poll, 20 * cost))
     except KeyboardInterrupt:
         raise Interrupted(
             "stopped following; the workers go on with the published blocks and store each run as it ends; "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -164,12 +165,25 @@ def experiment_list(conn: Connection, name: str | None = None) -> list[dict[str,
     return [dict(row) for row in conn.execute(query).mappings()]
 
 
-def stored_keys(conn: Connection, exp: ExperimentRecord, host_id: int) -> set[tuple[str, str, int, bool]]:
-    """(workload, variant, block, warm-up) of every run stored for a host: what a resume skips."""
+def stored_keys(
+    conn: Connection,
+    exp: ExperimentRecord,
+    host_id: int,
+    *,
+    workloads: Collection[str] | None = None,
+    blocks: Collection[int] | None = None,
+) -> set[tuple[str, str, int, bool]]:
+    """(workload, variant, block, warm-up) of every run stored for a host: what a resume skips;
+    only of those workloads and blocks where given (a fleet's task: one block, read through the
+    `run_once` index instead of every run the host stored)."""
     names_w = {v: k for k, v in exp.workload_ids.items()}
     names_v = {v: k for k, v in exp.variant_ids.items()}
     r = t.run.c
     query = select(r.workload_id, r.variant_id, r.block, r.warmup).where(r.experiment_id == exp.id, r.host_id == host_id)
+    if workloads is not None:
+        query = query.where(r.workload_id.in_([exp.workload_ids[w] for w in workloads]))
+    if blocks is not None:
+        query = query.where(r.block.in_(sorted(blocks)))
     return {(names_w[row.workload_id], names_v[row.variant_id], row.block, bool(row.warmup)) for row in conn.execute(query)}
 
 

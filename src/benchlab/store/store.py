@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,9 +134,16 @@ class Store:
             return reading.experiment_list(conn, name)
 
     # -- runs ----------------------------------------------------------------
-    def stored_keys(self, exp: ExperimentRecord, host_id: int) -> set[tuple[str, str, int, bool]]:
+    def stored_keys(
+        self,
+        exp: ExperimentRecord,
+        host_id: int,
+        *,
+        workloads: Collection[str] | None = None,
+        blocks: Collection[int] | None = None,
+    ) -> set[tuple[str, str, int, bool]]:
         with self.engine.connect() as conn:
-            return reading.stored_keys(conn, exp, host_id)
+            return reading.stored_keys(conn, exp, host_id, workloads=workloads, blocks=blocks)
 
     def record_run(
         self,
