@@ -48,6 +48,11 @@ class StoreError(BenchlabError):
     exit_code = 4
 
 
+class DatabaseUnavailable(StoreError):
+    """The database could not be reached or took no write (a lost server, a full disk): a
+    passing state, unlike a refusal of what was written, so a fleet's task is tried again."""
+
+
 class AlreadyStored(StoreError):
     """A run's key (experiment, host, workload, variant, block, warm-up) is stored already: another
     process on this host stored it meanwhile (a fleet's redelivered block, a second --resume)."""

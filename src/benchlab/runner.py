@@ -240,13 +240,20 @@ class Runner:
         return fingerprint()
 
     def run(
-        self, prepared: Prepared, *, resume: bool = False, decided: Decided | None = None, only: Selected | None = None
+        self,
+        prepared: Prepared,
+        *,
+        resume: bool = False,
+        decided: Decided | None = None,
+        only: Selected | None = None,
+        joined: ExperimentRecord | None = None,
     ) -> ExperimentRecord:
         """Runs what the plan has not stored yet (of it, what `only` selects). In sequential mode
         (the spec's `until_decided`) the plan runs to `max_blocks`, and after each block from
         `min_blocks` on `decided` (which the caller gives: the runner never judges) says whether to stop.
         A run that another process on this host stored meanwhile (a fleet's block delivered
-        twice) is skipped, never stored twice.
+        twice) is skipped, never stored twice. `joined`: an experiment another process stored (a
+        fleet's driver), run as stored: never created, lengthened or dropped here.
 
         The machine is held for the whole experiment (`MachineLock`: alone when its variants change
         knobs, swap or memory), and what runners killed before left behind (processes, cgroups) is
@@ -263,8 +270,8 @@ class Runner:
             for note in clear_stale_runs():
                 self._note_once(note)
             places = {name: self._place(v) for name, v in prepared.variants.items()}
-            created = self.store.find_experiment(prepared.spec.name) is None
-            exp = self.open_experiment(prepared, resume=resume)
+            created = joined is None and self.store.find_experiment(prepared.spec.name) is None
+            exp = joined or self.open_experiment(prepared, resume=resume)
             self.recorded = 0
             try:
                 return self._run(prepared, exp, places, decided, only)

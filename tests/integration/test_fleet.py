@@ -42,8 +42,8 @@ class Fleet:
         self.procs[name] = proc
         return proc
 
-    def worker(self, name: str, *extra: str, broker: str | None = None) -> subprocess.Popen[str]:
-        return self._start(name, ["worker", "--pool", POOL, "--broker", broker or self.broker.url, "--db", self.db,
+    def worker(self, name: str, *extra: str, broker: str | None = None, db: str | None = None) -> subprocess.Popen[str]:
+        return self._start(name, ["worker", "--pool", POOL, "--broker", broker or self.broker.url, "--db", db or self.db,
                                   "--key", str(self.key), "--name", name, "--allow", "sleep", *extra])  # fmt: skip
 
     def driver(self, spec: Path, *extra: str, name: str = "driver", broker: str | None = None) -> subprocess.Popen[str]:
@@ -213,12 +213,46 @@ def test_a_worker_applies_each_variants_knobs_on_its_machine_and_puts_them_back(
         '[[variants]]\nname = "low"\nenv = { WANT = "17" }\nknobs = { "/proc/sys/vm/swappiness" = 17 }\n'
         '[[variants]]\nname = "high"\nenv = { WANT = "83" }\nknobs = { "/proc/sys/vm/swappiness" = 83 }\n'
     )
-    fleet.worker("w1", "--allow-shell")
+    fleet.worker("w1", "--allow-shell", "--allow-machine-state")
     fleet.driver(spec)
     assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:] + fleet.log("w1")[-4000:]
     assert knob.read_text() == before
     _, measured, _ = _stored(fleet.db, "knobs")
     assert sum(measured.values()) == 6
+
+
+def test_a_worker_on_the_wrong_database_gives_its_task_back_and_stops(fleet: Fleet, postgres_url: str, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "misplaced", blocks=3, variants=2, sleep=0.01)
+    elsewhere = fresh_database(postgres_url, "fleet_misplaced_elsewhere")
+    lost = fleet.worker("lost", db=elsewhere)
+    fleet.driver(spec)
+    assert lost.wait(60) == 0  # it stopped by itself, at its first task
+    assert "cannot run the fleet's tasks" in fleet.log("lost") and "is it the driver's database" in fleet.log("lost")
+    fleet.worker("w1")  # a sound worker finds every block still queued
+    assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]
+    _, measured, _ = _stored(fleet.db, "misplaced")
+    assert sum(measured.values()) == 6
+
+
+def test_a_worker_with_another_key_than_the_drivers_is_refused_at_start(fleet: Fleet, tmp_path: Path) -> None:
+    fleet.worker("w1")
+    fleet.driver(_spec(tmp_path, "keyed", blocks=2, variants=2, sleep=0.01))
+    assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]
+    fleet.key.write_bytes(os.urandom(32).hex().encode())  # not the key the driver signed with
+    assert fleet.worker("w2").wait(60) == 3
+    assert "is not the one the fleet's drivers sign with" in fleet.log("w2")
+
+
+def test_a_block_is_leased_to_one_worker_at_a_time(fleet: Fleet, tmp_path: Path) -> None:
+    fleet.worker("w1")
+    fleet.driver(_spec(tmp_path, "leased", blocks=2, variants=2, sleep=0.01))
+    assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]
+    store = Store(fleet.db)
+    exp = store.require_experiment("leased")
+    with store.lease_block(exp, "nap", 0) as first, store.lease_block(exp, "nap", 0) as second:
+        assert (first, second) == (True, False)
+    with store.lease_block(exp, "nap", 0) as again, store.lease_block(exp, "nap", 1) as other:
+        assert again and other  # freed when its holder let go; another block's is its own
 
 
 def test_a_fleet_over_tls_checks_the_brokers_certificate(fleet: Fleet, rabbitmq: Broker, tmp_path: Path) -> None:

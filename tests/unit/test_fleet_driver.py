@@ -38,6 +38,10 @@ class Scripted:
 class Shown:
     def __init__(self) -> None:
         self.seen: list[tuple[int, int]] = []
+        self.notes: list[str] = []
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
 
     def show(self, progress: FleetProgress, total: int) -> None:
         self.seen.append((progress.runs, total))
@@ -55,7 +59,7 @@ def test_following_ends_when_every_block_is_stored_whole() -> None:
 
 
 def test_a_slow_read_of_progress_is_made_less_often() -> None:
-    times = iter([0.0, 0.0, 0.5, 10.0, 10.01, 20.0, 20.01])  # began, then each read's start and end
+    times = iter([0.0, 0.5, 10.0, 10.01, 20.0, 20.01])  # each read's start and end
     slept: list[float] = []
     store = Scripted(
         FleetProgress(0, frozenset()), FleetProgress(2, frozenset()), FleetProgress(4, frozenset({("t", 0), ("t", 1)}))
@@ -64,12 +68,26 @@ def test_a_slow_read_of_progress_is_made_less_often() -> None:
     assert slept == [10.0, 1.0]  # a read of 0.5 s: the next in 10 s; one of 10 ms: the next in the usual second
 
 
-def test_a_refusal_since_the_wait_began_ends_it_and_an_older_one_does_not() -> None:
-    old = Refusal("t", 0, "w9", "was not allowed then", ended_at=50.0)
-    new = Refusal("t", 1, "w2", "/usr/bin/true is not on this worker's --allow list", ended_at=150.0)
+def test_a_refusal_newer_than_the_publish_ends_the_wait_and_an_older_one_does_not() -> None:
+    old = Refusal("t", 0, "w9", "was not allowed then", attempt_id=7, state="refused")
+    new = Refusal("t", 1, "w2", "/usr/bin/true is not on this worker's --allow list", attempt_id=9, state="refused")
     store = Scripted(FleetProgress(0, frozenset(), refusals=(old,)), FleetProgress(0, frozenset(), refusals=(old, new)))
     with pytest.raises(EnvironmentProblem, match="worker w2 refused t block 2: /usr/bin/true is not on"):
-        follow(store, object(), _prepared(), Shown(), sleep=lambda _: None, clock=lambda: 100.0)  # type: ignore[arg-type]
+        follow(store, object(), _prepared(), Shown(), since=8, sleep=lambda _: None)  # type: ignore[arg-type]
+
+
+def test_a_worker_that_could_not_run_a_block_is_noted_once_and_the_wait_goes_on() -> None:
+    failed = Refusal("t", 0, "w2", "a knob journal is left", attempt_id=3, state="failed")
+    store = Scripted(
+        FleetProgress(0, frozenset(), refusals=(failed,)),
+        FleetProgress(2, frozenset({("t", 1)}), refusals=(failed,)),
+        FleetProgress(4, frozenset({("t", 0), ("t", 1)}), refusals=(failed,)),
+    )
+    view = Shown()
+    follow(store, object(), _prepared(), view, sleep=lambda _: None)  # type: ignore[arg-type]
+    assert view.notes == [
+        "worker w2 could not run t block 1 and stopped (the block went back to the queue): a knob journal is left"
+    ]
 
 
 def test_ctrl_c_while_following_leaves_the_fleet_running() -> None:
@@ -83,6 +101,8 @@ def test_ctrl_c_while_following_leaves_the_fleet_running() -> None:
 def test_what_a_fleet_cannot_run_is_refused_before_anything_is_stored() -> None:
     with pytest.raises(SpecError, match="until-decided runs on one machine"):
         check_fleet_spec(_prepared(until_decided={"min_blocks": 3, "max_blocks": 6}))
+    with pytest.raises(SpecError, match="runs in a vm guest"):
+        check_fleet_spec(_prepared(variants=[{"name": "a"}, {"name": "g", "environment": "vm"}]))
 
 
 def test_a_block_longer_than_the_consumer_timeout_is_warned_of() -> None:
@@ -90,6 +110,15 @@ def test_a_block_longer_than_the_consumer_timeout_is_warned_of() -> None:
     assert consumer_timeout_warning(prepared, 400) is None
     warning = consumer_timeout_warning(prepared, 399)
     assert warning is not None and "up to 400 s" in warning and "consumer_timeout" in warning
+
+
+def test_a_worker_is_never_given_a_database_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BENCHLAB_DB")
+    key = tmp_path / "key"
+    key.write_bytes(b"x" * 40)
+    key.chmod(0o600)
+    proc = cli("worker", "--pool", "lab", "--broker", "amqp://u:p@127.0.0.1:1/v", "--key", str(key), timeout=60)
+    assert proc.returncode == 2 and "no database: give --db" in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -105,7 +134,7 @@ def test_a_block_longer_than_the_consumer_timeout_is_warned_of() -> None:
         (["run", "examples/zstd-levels.toml", "--fleet", "lab", "--broker", "amqp://u:p@127.0.0.1:1/v", "--key", "KEY",
           "--until-decided"], 2, "until-decided runs on one machine"),
         (["run", "examples/zstd-levels.toml", "--fleet", "lab", "--broker", "amqp://u:p@127.0.0.1:1/v", "--key", "KEY"], 3,
-         "the broker at amqp://u:**@127.0.0.1:1/v refused the tasks"),
+         "the broker at amqp://u:**@127.0.0.1:1/v refused the tasks after 0 of"),
     ],
 )  # fmt: skip
 def test_fleet_commands_refuse_in_one_line(tmp_path: Path, args: list[str], code: int, says: str) -> None:

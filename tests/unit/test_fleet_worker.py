@@ -12,7 +12,7 @@ from benchlab.errors import EnvironmentProblem
 from benchlab.fleet.allowlist import AllowList, Refused
 from benchlab.fleet.driver import missing_blocks
 from benchlab.fleet.envelope import BlockTask, Forged, open_envelope, read_key, seal, signature
-from benchlab.fleet.worker import BlockWorker, WorkerSettings
+from benchlab.fleet.worker import BlockWorker, Unfit, WorkerSettings
 from benchlab.runner import Prepared, Runner, identity_digest
 from benchlab.spec import spec_from_dict
 from benchlab.store import Store
@@ -166,6 +166,23 @@ def test_a_spec_changed_in_the_database_is_not_the_signed_one(stored: tuple[str,
     assert Store(db).fleet_progress(exp).refusals[0].message.startswith("the stored spec")
 
 
+def test_a_worker_on_another_database_or_build_is_unfit_and_gives_the_task_back(
+    stored: tuple[str, Prepared], tmp_path: Path
+) -> None:
+    db, _ = stored
+    genuine = _envelope(db)
+    with pytest.raises(Unfit, match="is it the driver's database"):
+        _worker(str(tmp_path / "another.db")).handle(genuine)
+    store = Store(db)
+    with store.transaction() as conn:
+        conn.exec_driver_sql("UPDATE workload SET version = 'command:an older build' WHERE name = 't'")
+    with pytest.raises(Unfit, match="workload t here is of another version"):
+        _worker(db).handle(genuine)
+    exp = store.require_experiment("fleet-exp")
+    (failed,) = store.fleet_progress(exp).refusals
+    assert (failed.state, failed.worker) == ("failed", "w1") and _runs(db) == []
+
+
 def test_programs_off_the_allow_list_and_shells_are_refused(tmp_path: Path) -> None:
     db = str(tmp_path / "fleet.db")
     for workloads, reason in (
@@ -188,6 +205,27 @@ def test_programs_off_the_allow_list_and_shells_are_refused(tmp_path: Path) -> N
     )
     with pytest.raises(Refused, match="LD_PRELOAD"):
         AllowList.of([]).check(loader)
+    builtin = {"name": "t", "builtin": "alloc.churn"}
+    for variant, reason, allowed in (
+        ({"env": {"PATH": "/tmp/evil"}}, "sets PATH", AllowList.of([], machine_state=True)),
+        ({"env": {"BASH_ENV": "/tmp/x"}}, "sets BASH_ENV", AllowList.of([], shell=True, machine_state=True)),
+        ({"knobs": {"/proc/sys/vm/swappiness": 10}}, "knobs needs --allow-machine-state", AllowList.of([])),
+        (
+            {"knobs": {"/proc/sys/kernel/core_pattern": "|/bin/sh"}},
+            "a program the kernel runs as root",
+            AllowList.of([], machine_state=True),
+        ),
+        ({"environment": "container"}, "environment needs --allow-machine-state", AllowList.of([])),
+        ({"environment": "vm"}, "runs in a vm guest", AllowList.of([], machine_state=True)),
+    ):
+        spec = spec_from_dict({"name": "x", "workloads": [builtin], "variants": [{"name": "a", **variant}]}, "t")
+        with pytest.raises(Refused, match=reason):
+            allowed.check(spec)
+    AllowList.of([], machine_state=True).check(
+        spec_from_dict(
+            {"name": "x", "workloads": [builtin], "variants": [{"name": "a", "knobs": {"/proc/sys/vm/swappiness": 10}}]}, "t"
+        )
+    )
     assert db
 
 

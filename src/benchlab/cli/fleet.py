@@ -14,8 +14,8 @@ from rich.progress import TextColumn
 
 from benchlab.cli.console import err
 from benchlab.cli.options import Db
-from benchlab.cli.progress import progress_bar
-from benchlab.errors import SpecError
+from benchlab.cli.progress import print_note, progress_bar
+from benchlab.errors import EnvironmentProblem, SpecError
 from benchlab.report import safe
 
 if TYPE_CHECKING:
@@ -89,6 +89,9 @@ class FleetBar:
         text = safe.text(workers or "waiting for workers", limit=safe.LINE_MAX)
         self.bar.update(self.task, total=total, completed=min(progress.runs, total), workers=text)
 
+    def note(self, text: str) -> None:
+        print_note(self.bar, text)
+
 
 @dataclass(frozen=True)
 class FleetTarget:
@@ -137,20 +140,33 @@ def worker(
     allow_shell: Annotated[
         bool, typer.Option("--allow-shell", help="let tasks run shells, and so any text given to them")
     ] = False,
+    allow_machine_state: Annotated[
+        bool,
+        typer.Option("--allow-machine-state", help="let tasks change this machine: knobs, memory and swap, containers"),
+    ] = False,
     name: Annotated[str | None, typer.Option("--name", help="this worker's name in progress and logs (default HOST-PID)")] = None,
     broker_ca: BrokerCa = None,
 ) -> None:
     """Serve a pool: take one block at a time from its queue, run it here, store each run."""
     from benchlab.fleet.allowlist import AllowList
     from benchlab.fleet.app import check_pool
+    from benchlab.fleet.envelope import key_check
     from benchlab.fleet.worker import WorkerSettings, serve
-    from benchlab.store import Store, default_db
+    from benchlab.store import Store
 
     check_pool(pool)
     url, secret = _broker(broker), _key(key)
-    allowed = AllowList.of(allow, shell=allow_shell)
-    target = db or default_db()
-    Store(target, migrate=False).engine.dispose()  # a database it cannot reach is refused now, not per task
+    allowed = AllowList.of(allow, shell=allow_shell, machine_state=allow_machine_state)
+    target = db or os.environ.get("BENCHLAB_DB")
+    if not target:  # never this user's own file by default: tasks of the driver's database would find nothing there
+        raise SpecError("no database: give --db with the driver's (a postgresql:// URL; or set BENCHLAB_DB)")
+    store = Store(target, migrate=False)  # a database it cannot reach is refused now, not per task
+    if store.fleet_key_known(key_check(secret)) is False:
+        raise EnvironmentProblem(
+            f"this worker's --key is not the one the fleet's drivers sign with (as {store.shown} records); "
+            "it would refuse every task as forged"
+        )
+    store.engine.dispose()
     named = {"name": name} if name else {}
     settings = WorkerSettings(pool=pool, db=target, key=secret, allow=allowed, **named)
     handler = logging.StreamHandler(sys.stderr)

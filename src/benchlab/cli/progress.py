@@ -35,6 +35,11 @@ def progress_bar(*tail: ProgressColumn) -> Progress:
     )
 
 
+def print_note(bar: Progress, text: str) -> None:
+    """A line above a running bar, for something the user should know once."""
+    bar.console.print(safe.text(f"note: {text}", limit=safe.LINE_MAX), style="yellow", highlight=False)
+
+
 class BarProgress:
     def __init__(self) -> None:
         self.bar = progress_bar(TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[last]}", markup=False))
@@ -61,4 +66,4 @@ class BarProgress:
         self.bar.update(self.task, advance=1, last=f"{what}: {status}{failed}")
 
     def note(self, text: str) -> None:
-        self.bar.console.print(safe.text(f"note: {text}", limit=safe.LINE_MAX), style="yellow", highlight=False)
+        print_note(self.bar, text)

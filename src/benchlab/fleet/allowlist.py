@@ -1,12 +1,16 @@
 """What a worker agrees to run: built-in workloads always, other programs only from its own
-allow-list, and a shell only when its operator said so.
+allow-list, a shell only when its operator said so, and machine state only when allowed.
 
 A task's spec is signed by the driver's key, but a worker's machine belongs to whoever runs the
-worker: the allow-list is that owner's word on which programs a queue may start there. Every
-program a spec names is checked (a workload's command or Google Benchmark binary, its setup
-and clean steps, a variant's wrapper and background load) as this machine resolves it, so a
-name on the list cannot be redirected by another folder on PATH; the dynamic loader's
-variables, which would load any library into the run, are refused outright.
+worker: the allow-list is that owner's word on what a queue may start there. Every program a
+spec names is checked (a workload's command or Google Benchmark binary, its setup and clean
+steps, a variant's wrapper and background load) as this machine resolves it on the worker's own
+PATH, which a spec may not change. Only the program itself is checked: allowing one that runs
+others (`env`, `make`, `python3`, `taskset`) allows what it runs, as `--allow-shell` does.
+Variables that make a loader or an interpreter run code of the spec's choosing are refused
+outright, and so are knobs that name a program the kernel starts as root. Knobs, memory
+pressure and swap, and containers (a root file system of the spec's choosing) need
+`--allow-machine-state`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,25 @@ from benchlab.errors import SpecError
 from benchlab.spec.models import ExperimentSpec
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox"})
-LOADER_VARIABLES = frozenset({"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH"})
+CODE_VARIABLES = frozenset({
+    "PATH", "IFS", "BASH_ENV", "ENV", "GCONV_PATH", "NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB",
+    "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONWARNINGS", "PYTHONINSPECT", "BROWSER", "RUBYOPT", "RUBYLIB",
+})  # fmt: skip
+LOADER_PREFIX = "LD_"
+KERNEL_HELPERS = ("core_pattern", "modprobe", "uevent_helper", "hotplug", "poweroff_cmd", "usermodehelper")
+
+
+def unfleetable(spec: ExperimentSpec) -> str | None:
+    """Why a fleet cannot run a spec, if it cannot: asked by the driver before publishing and by
+    each worker before running."""
+    if spec.until_decided is not None:
+        return "a fleet runs a fixed number of blocks; --until-decided runs on one machine"
+    for i, variant in enumerate(spec.variants):
+        if variant.environment.kind == "ssh":
+            return f"variants[{i}] runs over ssh; on a fleet each worker runs every variant itself"
+        if variant.environment.kind == "vm":
+            return f"variants[{i}] runs in a vm guest, whose runs a fleet's block cannot pair yet (see docs/fleet.md)"
+    return None
 
 
 class Refused(Exception):
@@ -41,9 +63,10 @@ def _resolved(program: str, cwd: str | None) -> Path | None:
 class AllowList:
     programs: frozenset[Path]
     shell: bool = False  # `--allow-shell`: shells too, and so whatever text they are given
+    machine_state: bool = False  # `--allow-machine-state`: knobs, memory and swap, containers
 
     @classmethod
-    def of(cls, entries: Iterable[str], *, shell: bool = False) -> AllowList:
+    def of(cls, entries: Iterable[str], *, shell: bool = False, machine_state: bool = False) -> AllowList:
         """Entries as the operator gives them: paths, or names found on this worker's PATH."""
         programs = set()
         for entry in entries:
@@ -51,7 +74,7 @@ class AllowList:
             if path is None or not os.access(path, os.X_OK):
                 raise SpecError(f"{entry!r} is no executable program on this machine", where="--allow")
             programs.add(path)
-        return cls(frozenset(programs), shell)
+        return cls(frozenset(programs), shell, machine_state)
 
     def check(self, spec: ExperimentSpec) -> None:
         for where, program, cwd in _programs(spec):
@@ -65,11 +88,21 @@ class AllowList:
             if path not in self.programs:
                 raise Refused(f"{where} runs {path}, which is not on this worker's --allow list")
         for i, variant in enumerate(spec.variants):
-            loader = sorted(LOADER_VARIABLES & variant.env.keys())
-            if loader:
-                raise Refused(f"variants[{i}].env sets {loader[0]}, which would load any library into the run")
-            if variant.environment.kind == "ssh":
-                raise Refused(f"variants[{i}] runs on another host over ssh; a worker runs every variant on its own machine")
+            code = sorted(name for name in variant.env if name in CODE_VARIABLES or name.startswith(LOADER_PREFIX))
+            if code:
+                raise Refused(f"variants[{i}].env sets {code[0]}, which would make the run load code of the spec's choosing")
+            helper = next((knob for knob in variant.knobs if any(name in knob for name in KERNEL_HELPERS)), None)
+            if helper is not None:
+                raise Refused(f"variants[{i}].knobs writes {helper}, which names a program the kernel runs as root")
+            kind = variant.environment.kind
+            needs = "knobs" if variant.knobs else "memory" if variant.memory else "environment" if kind == "container" else None
+            if needs and not self.machine_state:
+                raise Refused(
+                    f"variants[{i}].{needs} needs --allow-machine-state on this worker (knobs, memory and swap, containers)"
+                )
+        reason = unfleetable(spec)
+        if reason:
+            raise Refused(reason)
 
 
 def _programs(spec: ExperimentSpec) -> Iterator[tuple[str, str, str | None]]:

@@ -16,32 +16,33 @@ from pathlib import Path
 from typing import Protocol
 
 from benchlab.errors import EnvironmentProblem, Interrupted, SpecError
+from benchlab.fleet.allowlist import unfleetable
 from benchlab.fleet.app import TASK, make_app, queue_name
-from benchlab.fleet.envelope import BlockTask, seal
+from benchlab.fleet.envelope import BlockTask, key_check, seal
 from benchlab.runner import Prepared, Runner, identity_digest
 from benchlab.store import ExperimentRecord, Store
-from benchlab.store.fleet import FleetProgress
+from benchlab.store.fleet import FAILED, FleetProgress
 
 
 class FleetView(Protocol):
     def show(self, progress: FleetProgress, total: int) -> None: ...
 
+    def note(self, text: str) -> None:
+        """Something the user should know once: a worker that could not run a block."""
+        ...
+
 
 def check_fleet_spec(prepared: Prepared) -> None:
-    """What a fleet cannot run: a sequential experiment (its looks need one runner deciding
-    after each block) and variants on other hosts (each worker runs every variant itself)."""
-    spec = prepared.spec
-    if spec.until_decided is not None:
-        raise SpecError("a fleet runs a fixed number of blocks; --until-decided runs on one machine", where="--fleet")
-    remote = [v.name for v in spec.variants if v.environment.kind == "ssh"]
-    if remote:
-        raise SpecError(f"variant {remote[0]} runs over ssh; on a fleet each worker runs every variant itself", where="--fleet")
+    reason = unfleetable(prepared.spec)
+    if reason:
+        raise SpecError(reason, where="--fleet")
 
 
 def longest_block(prepared: Prepared) -> float:
-    """The most seconds one task may take: its workload's warm-ups and block, every run at its timeout."""
+    """The most seconds one task may take: its workload's warm-ups and block, every run (and its
+    clean step) at its timeout; a setup step, once per worker, is left out."""
     spec = prepared.spec
-    per_run = max((w.timeout or spec.timeout) for w in spec.workloads)
+    per_run = max((w.timeout or spec.timeout) * (2 if w.clean else 1) for w in spec.workloads)  # a clean step before each
     return per_run * len(spec.variants) * (1 + spec.warmup)
 
 
@@ -64,22 +65,34 @@ def missing_blocks(store: Store, exp: ExperimentRecord, prepared: Prepared) -> l
     ]  # fmt: skip
 
 
+class PublishFailed(EnvironmentProblem):
+    """The broker took `sent` tasks and then refused the rest."""
+
+    def __init__(self, message: str, sent: int) -> None:
+        super().__init__(message)
+        self.sent = sent
+
+
 def publish(broker: str, pool: str, key: bytes, tasks: list[BlockTask], *, ca_file: Path | None = None) -> None:
-    """Sends every task, confirmed by the broker (RabbitMQ's publisher confirms), before returning."""
+    """Sends every task, each confirmed by the broker (RabbitMQ's publisher confirms)."""
+    from amqp.exceptions import AMQPError
+    from kombu.exceptions import KombuError
+    from kombu.utils.url import maybe_sanitize_url
+
     app = make_app(broker, pool, ca_file=ca_file)
     app.conf.broker_transport_options = {"confirm_publish": True}
     queue = queue_name(pool)
+    sent = 0
     try:
         with app.producer_or_acquire() as producer:
             for task in tasks:
                 app.send_task(TASK, args=[seal(task, key)], queue=queue, routing_key=queue, producer=producer)
-    except Exception as exc:  # a socket's, or kombu's and amqp's own: refused credentials, a closed channel
-        if not isinstance(exc, OSError) and type(exc).__module__.split(".")[0] not in ("amqp", "kombu"):
-            raise
-        from kombu.utils.url import maybe_sanitize_url
-
-        raise EnvironmentProblem(
-            f"the broker at {maybe_sanitize_url(broker)} refused the tasks: {str(exc).strip().splitlines()[0]}"
+                sent += 1
+    except (OSError, KombuError, AMQPError) as exc:
+        raise PublishFailed(
+            f"the broker at {maybe_sanitize_url(broker)} refused the tasks after {sent} of {len(tasks)}: "
+            f"{str(exc).strip().splitlines()[0]}",
+            sent,
         ) from None
 
 
@@ -89,25 +102,32 @@ def follow(
     prepared: Prepared,
     view: FleetView,
     *,
+    since: int = 0,
     poll: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Until every block is stored whole on some host. A refusal since this wait began, of a
-    block not stored whole, ends it as an error (an older one was answered by this publish).
-    It reads once every `poll` seconds, or less often where a read takes longer than a
-    twentieth of that (its counts grow with the experiment: 85 ms at 100,000 runs), so that
-    following an experiment never takes more than 5% of the database's time."""
-    began = clock()
+    """Until every block is stored whole on some host. A refusal of a block not stored whole,
+    by an attempt newer than `since` (the newest before this publish: an older one was answered
+    by it), ends the wait as an error; a worker that could not run a block (its task went back
+    to the queue) is noted once. It reads once every `poll` seconds, or less often where a read
+    takes longer than a twentieth of that (its counts grow with the experiment: 120 ms at
+    100,000 runs), so that following an experiment never takes more than 5% of the database's time."""
     wanted = {(w.name, b) for b in range(prepared.spec.blocks) for w in prepared.spec.workloads}
     total = len(wanted) * len(prepared.spec.variants)
+    noted: set[int] = set()
     try:
         while True:
             asked = clock()
             progress = store.fleet_progress(exp)
             cost = clock() - asked
             view.show(progress, total)
-            refused = [r for r in progress.refusals if r.ended_at >= began and (r.workload, r.block) not in progress.complete]
+            new = [r for r in progress.refusals if r.attempt_id > since and (r.workload, r.block) not in progress.complete]
+            for failed in (r for r in new if r.state == FAILED and r.attempt_id not in noted):
+                noted.add(failed.attempt_id)
+                view.note(f"worker {failed.worker} could not run {failed.workload} block {failed.block + 1} and stopped "
+                          f"(the block went back to the queue): {failed.message}")  # fmt: skip
+            refused = [r for r in new if r.state != FAILED]
             if refused:
                 first = refused[0]
                 raise EnvironmentProblem(
@@ -140,11 +160,13 @@ def run_on_fleet(
     exp = Runner(store).open_experiment(prepared, resume=resume)
     digest = identity_digest(exp.spec)
     tasks = [BlockTask(pool, exp.name, digest, workload, block) for workload, block in missing_blocks(store, exp, prepared)]
+    store.register_fleet_key(key_check(key))
+    since = store.last_attempt(exp)
     try:
         publish(broker, pool, key, tasks, ca_file=ca_file)
-    except BaseException:
-        if created:  # nothing of it can run: its name stays free
+    except PublishFailed as failed:
+        if created and failed.sent == 0:  # nothing of it can run: its name stays free
             store.drop_experiment(exp)
         raise
-    follow(store, exp, prepared, view)
+    follow(store, exp, prepared, view, since=since)
     return exp

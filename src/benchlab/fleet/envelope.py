@@ -72,6 +72,12 @@ def signature(key: bytes, body: dict[str, Any]) -> str:
     return hmac.new(key, canonical, hashlib.sha256).hexdigest()
 
 
+def key_check(key: bytes) -> str:
+    """What the database keeps of a driver's key: an HMAC of a fixed text, which tells nothing of
+    the key but lets a worker find out at start whether it holds the same one."""
+    return hmac.new(key, b"benchlab fleet key check", hashlib.sha256).hexdigest()
+
+
 def seal(task: BlockTask, key: bytes) -> dict[str, Any]:
     body = {"format": FORMAT, **asdict(task)}
     return {"body": body, "hmac": signature(key, body)}
@@ -83,7 +89,7 @@ def open_envelope(envelope: object, key: bytes, *, pool: str) -> BlockTask:
     if not isinstance(envelope, dict) or not isinstance(envelope.get("body"), dict) or not isinstance(envelope.get("hmac"), str):
         raise Forged("not a benchlab task envelope")
     body = envelope["body"]
-    if not hmac.compare_digest(signature(key, body), envelope["hmac"]):
+    if not envelope["hmac"].isascii() or not hmac.compare_digest(signature(key, body), envelope["hmac"]):
         raise Forged("bad signature")
     if body.get("format") != FORMAT:
         raise Forged(f"envelope format {body.get('format')!r}, not {FORMAT}")

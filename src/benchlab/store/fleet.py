@@ -7,11 +7,14 @@ from the stored runs alone whether a redelivered block is already done.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, Engine, func, insert, select, text, update
 
 from benchlab.store import schema as t
 from benchlab.store.records import ExperimentRecord
@@ -25,7 +28,8 @@ class Refusal:
     block: int
     worker: str
     message: str
-    ended_at: float
+    attempt_id: int
+    state: str  # refused (the task: the driver stops) | failed (this machine: the task went back to the queue)
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,23 @@ def begin_attempt(conn: Connection, exp: ExperimentRecord, workload: str, block:
     return int(key.id)
 
 
+def register_key(conn: Connection, check: str) -> None:
+    if conn.execute(select(t.fleet_key.c.check).where(t.fleet_key.c.check == check)).first() is None:
+        conn.execute(insert(t.fleet_key).values(check=check, created_at=time.time()))
+
+
+def key_known(conn: Connection, check: str) -> bool | None:
+    """Whether a driver signed with this key (None: no driver has published to this database)."""
+    checks = set(conn.execute(select(t.fleet_key.c.check)).scalars())
+    return check in checks if checks else None
+
+
+def last_attempt(conn: Connection, exp: ExperimentRecord) -> int:
+    """The id of the experiment's newest attempt (0: none): what a driver saw before it published."""
+    f = t.fleet_task.c
+    return int(conn.execute(select(func.max(f.id)).where(f.experiment_id == exp.id)).scalar() or 0)
+
+
 def count_run(conn: Connection, attempt_id: int) -> None:
     f = t.fleet_task.c
     conn.execute(update(t.fleet_task).where(f.id == attempt_id).values(runs=f.runs + 1))
@@ -104,7 +125,7 @@ def progress(conn: Connection, exp: ExperimentRecord) -> FleetProgress:
     per_worker: Counter[str] = Counter()
     running: dict[str, str] = {}
     refusals = []
-    columns = (f.worker, f.workload_id, f.block, f.state, f.runs, f.message, f.ended_at)
+    columns = (f.id, f.worker, f.workload_id, f.block, f.state, f.runs, f.message)
     query = select(*columns).where(f.experiment_id == exp.id).order_by(f.id)
     for row in conn.execute(query):
         per_worker[row.worker] += row.runs
@@ -113,5 +134,28 @@ def progress(conn: Connection, exp: ExperimentRecord) -> FleetProgress:
         else:
             running.pop(row.worker, None)
         if row.state in (REFUSED, FAILED):
-            refusals.append(Refusal(names[row.workload_id], row.block, row.worker, row.message or "", row.ended_at or 0.0))
+            refusals.append(Refusal(names[row.workload_id], row.block, row.worker, row.message or "", row.id, row.state))
     return FleetProgress(int(runs), complete_blocks(conn, exp), dict(per_worker), running, tuple(refusals))
+
+
+@contextlib.contextmanager
+def block_lease(engine: Engine, exp: ExperimentRecord, workload: str, block: int) -> Iterator[bool]:
+    """Whether this process may run the block: on PostgreSQL, a session advisory lock held on a
+    connection of its own while the block runs, so a block handed out twice while it still runs
+    (a broker restart, the consumer timeout, `--resume`) never runs on two machines at once; the
+    server frees it when its holder dies. SQLite serves one machine, whose runs of a block
+    collide on `run_once` instead."""
+    if engine.dialect.name != "postgresql":
+        yield True
+        return
+    digest = hashlib.sha256(f"benchlab block {exp.id} {exp.workload_ids[workload]} {block}".encode()).digest()
+    key = int.from_bytes(digest[:8], "big", signed=True)
+    with engine.connect() as conn:
+        held = bool(conn.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}).scalar())
+        conn.commit()
+        try:
+            yield held
+        finally:
+            if held:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+                conn.commit()

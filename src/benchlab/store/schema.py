@@ -156,6 +156,16 @@ fleet_task = Table(
     UniqueConstraint("experiment_id", "workload_id", "block", "attempt", name="attempt_once"),
 )
 
+# The keys a fleet's drivers sign with, each as an HMAC of a fixed text under it (which tells
+# nothing of the key): a worker started with another key is refused at once, instead of
+# dropping every task of the fleet as forged.
+fleet_key = Table(
+    "fleet_key",
+    metadata,
+    Column("check", String(64), primary_key=True),
+    Column("created_at", Float, nullable=False),
+)
+
 bundle_import = Table(
     "bundle_import",
     metadata,

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
-from benchlab.errors import AlreadyStored, StoreError
+from benchlab.errors import AlreadyStored, DatabaseUnavailable, StoreError
 from benchlab.metrics import Metric
 from benchlab.store import experiments, fleet, hosts, reading, url
 from benchlab.store import schema as t
@@ -69,7 +69,9 @@ class Store:
         except BaseException as exc:
             self.runs.forget_names()
             if isinstance(exc, OperationalError):
-                raise StoreError(f"could not write to {self.target}: {reason(exc)}; nothing of this was stored") from None
+                raise DatabaseUnavailable(
+                    f"could not write to {self.target}: {reason(exc)}; nothing of this was stored"
+                ) from None
             raise
 
     # -- hosts ---------------------------------------------------------------
@@ -210,6 +212,25 @@ class Store:
     def end_attempt(self, attempt_id: int, state: str, message: str | None = None) -> None:
         with self.transaction() as conn:
             fleet.end_attempt(conn, attempt_id, state, message)
+
+    def register_fleet_key(self, check: str) -> None:
+        """A driver's key, as its check (`fleet.envelope.key_check`); two drivers at once: one row."""
+        try:
+            with self.transaction() as conn:
+                fleet.register_key(conn, check)
+        except IntegrityError:
+            pass
+
+    def fleet_key_known(self, check: str) -> bool | None:
+        with self.engine.connect() as conn:
+            return fleet.key_known(conn, check)
+
+    def last_attempt(self, exp: ExperimentRecord) -> int:
+        with self.engine.connect() as conn:
+            return fleet.last_attempt(conn, exp)
+
+    def lease_block(self, exp: ExperimentRecord, workload: str, block: int) -> contextlib.AbstractContextManager[bool]:
+        return fleet.block_lease(self.engine, exp, workload, block)
 
     def complete_blocks(self, exp: ExperimentRecord) -> frozenset[tuple[str, int]]:
         with self.engine.connect() as conn:

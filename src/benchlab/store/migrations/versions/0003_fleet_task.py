@@ -1,5 +1,6 @@
 """fleet_task: each delivery of a fleet's block to a worker (`benchlab run --fleet`), so the
-driver follows who runs what from the database. A new table: older rows are untouched.
+driver follows who runs what from the database; fleet_key: a check of each key the fleet's
+drivers sign with, so a worker with another is refused at start. New tables: older rows are untouched.
 schema_version becomes 3, which earlier releases refuse instead of dropping a table they do
 not know when they copy one.
 """
@@ -27,5 +28,10 @@ def upgrade() -> None:
         sa.Column("started_at", sa.Float, nullable=False),
         sa.Column("ended_at", sa.Float),
         sa.UniqueConstraint("experiment_id", "workload_id", "block", "attempt", name="attempt_once"),
+    )
+    op.create_table(
+        "fleet_key",
+        sa.Column("check", sa.String(64), primary_key=True),
+        sa.Column("created_at", sa.Float, nullable=False),
     )
     op.execute("UPDATE schema_version SET version = 3")
