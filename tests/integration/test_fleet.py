@@ -147,7 +147,7 @@ def test_three_workers_two_killed_mid_block_lose_nothing_and_store_nothing_twice
     fleet.driver(spec)
     chance = random.Random(os.getpid())
     for victim in ("w1", "w2"):  # each at a random run of a block it is running
-        at = chance.randint(1, 3)
+        at = chance.randint(1, 2)  # of a block's 3 runs: after its last, the attempt ends within milliseconds
         _wait_for(f"{victim} inside a block", lambda v=victim, n=at: _running(fleet.db, "killed", v, n))  # type: ignore[misc]
         fleet.kill(victim)
     assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]

@@ -7,12 +7,13 @@ import os
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from benchlab.errors import EnvironmentProblem
 from benchlab.fleet.allowlist import AllowList, Refused
 from benchlab.fleet.driver import missing_blocks
 from benchlab.fleet.envelope import BlockTask, Forged, open_envelope, read_key, seal, signature
-from benchlab.fleet.worker import BlockWorker, Unfit, WorkerSettings
+from benchlab.fleet.worker import BlockWorker, Later, Unfit, WorkerSettings
 from benchlab.runner import Prepared, Runner, identity_digest
 from benchlab.spec import spec_from_dict
 from benchlab.store import Store
@@ -251,3 +252,17 @@ def test_the_key_file_must_be_private_and_long_enough(tmp_path: Path) -> None:
     with pytest.raises(EnvironmentProblem, match="fewer than 32"):
         read_key(key)
     assert open_envelope(seal(BlockTask("p", "e", "d", "w", 0), KEY), KEY, pool="p").block == 0
+
+
+def test_a_database_away_sends_the_task_again_later(stored: tuple[str, Prepared], monkeypatch: pytest.MonkeyPatch) -> None:
+    db, _ = stored
+    worker = _worker(db)
+    envelope = _envelope(db)
+
+    def away(name: str) -> None:
+        raise OperationalError("SELECT", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(worker.store, "find_experiment", away)
+    with pytest.raises(Later, match="the database is unreachable") as later:
+        worker.handle(envelope)
+    assert later.value.pause == 10 and _runs(db) == []

@@ -123,7 +123,7 @@ class FleetTarget:
             )
 
 
-class _Stamped(logging.Formatter):
+class _Escaped(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         return safe.text(super().format(record), limit=safe.LINE_MAX)
 
@@ -170,7 +170,7 @@ def worker(
     named = {"name": name} if name else {}
     settings = WorkerSettings(pool=pool, db=target, key=secret, allow=allowed, **named)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Stamped("%(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(_Escaped("%(asctime)s %(levelname)s %(message)s"))
     log = logging.getLogger("benchlab.fleet")
     log.addHandler(handler)
     log.propagate = False
