@@ -19,6 +19,7 @@ import pytest
 from benchlab.fleet.app import TASK, make_app, queue_name
 from benchlab.fleet.envelope import BlockTask, seal
 from benchlab.store import Store
+from benchlab.variants import kernels
 from tests.conftest import BENCHLAB
 from tests.servers import Broker, fresh_database
 
@@ -253,6 +254,30 @@ def test_a_block_is_leased_to_one_worker_at_a_time(fleet: Fleet, tmp_path: Path)
         assert (first, second) == (True, False)
     with store.lease_block(exp, "nap", 0) as again, store.lease_block(exp, "nap", 1) as other:
         assert again and other  # freed when its holder let go; another block's is its own
+
+
+@pytest.mark.slow
+def test_a_vm_guest_variant_runs_on_the_worker_and_pairs_with_its_native_runs(
+    fleet: Fleet, guest_kernel: kernels.GuestKernel, tmp_path: Path
+) -> None:
+    spec = tmp_path / "guest.toml"
+    kernel = guest_kernel.source.split("_")[0]
+    spec.write_text(
+        'name = "guest"\nblocks = 2\ntimeout = 120\n[[workloads]]\nname = "churn"\nbuiltin = "alloc.churn"\n'
+        "options = { ops = 20000 }\n"
+        '[[variants]]\nname = "native"\n'
+        f'[[variants]]\nname = "vm"\nenvironment = {{ kind = "vm", kernel = "{kernel}", accel = "tcg" }}\n'
+    )
+    fleet.worker("w1")  # without --allow-machine-state: refused, and the driver says so
+    fleet.driver(spec, name="refused")
+    assert fleet.finish("refused") == 3
+    assert "needs --allow-machine-state" in fleet.log("refused")
+    fleet.close()
+    fleet.worker("w2", "--allow-machine-state")
+    fleet.driver(spec, "--resume", name="driver")
+    assert fleet.finish("driver", timeout=600) == 0, fleet.log("driver")[-4000:] + fleet.log("w2")[-4000:]
+    rows = [r for r in fleet.report("driver")["rows"] if r["variant"] == "vm" and r["metric"] == "items_per_second"]  # type: ignore[index, union-attr]
+    assert rows and rows[0]["pairs"] == 2  # each block's guest run paired with its native run
 
 
 def test_a_fleet_over_tls_checks_the_brokers_certificate(fleet: Fleet, rabbitmq: Broker, tmp_path: Path) -> None:

@@ -101,8 +101,8 @@ def test_ctrl_c_while_following_leaves_the_fleet_running() -> None:
 def test_what_a_fleet_cannot_run_is_refused_before_anything_is_stored() -> None:
     with pytest.raises(SpecError, match="until-decided runs on one machine"):
         check_fleet_spec(_prepared(until_decided={"min_blocks": 3, "max_blocks": 6}))
-    with pytest.raises(SpecError, match="runs in a vm guest"):
-        check_fleet_spec(_prepared(variants=[{"name": "a"}, {"name": "g", "environment": "vm"}]))
+    with pytest.raises(SpecError, match="runs over ssh"):
+        check_fleet_spec(_prepared(variants=[{"name": "a"}, {"name": "r", "environment": "ssh://lab@elsewhere"}]))
 
 
 def test_a_block_longer_than_the_consumer_timeout_is_warned_of() -> None:

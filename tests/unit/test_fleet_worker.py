@@ -16,7 +16,7 @@ from benchlab.fleet.envelope import BlockTask, Forged, open_envelope, read_key, 
 from benchlab.fleet.worker import BlockWorker, Later, Unfit, WorkerSettings
 from benchlab.runner import Prepared, Runner, identity_digest
 from benchlab.spec import spec_from_dict
-from benchlab.store import Store
+from benchlab.store import Store, host_digest
 from tests.unit.test_runner import FakeExecutor
 
 KEY = b"k" * 32
@@ -89,6 +89,22 @@ def test_a_block_left_half_done_on_this_host_resumes_where_it_stopped(stored: tu
     assert _runs(db).count(("t", "a", 0, False, host)) == 1
     assert ("t", "b", 0, False, host) in _runs(db)
     assert Store(db).fleet_progress(exp).per_worker == {"w2": 1}
+
+
+def test_a_guests_runs_complete_a_block_with_its_machines_native_runs(stored: tuple[str, Prepared]) -> None:
+    db, _ = stored
+    store = Store(db)
+    exp = store.require_experiment("fleet-exp")
+    machine = {"hostname": "h1", "kernel": "test"}
+    native = store.host_id(machine)
+    guest = store.host_id({"hostname": "h1-guest", "kernel": "6.1", "guest_of": host_digest(machine)})
+    strangers_guest = store.host_id({"hostname": "h2-guest", "kernel": "6.1", "guest_of": host_digest({"hostname": "h2"})})
+    run = {"workload": "t", "warmup": False, "position": 0, "status": "ok", "started_at": 0, "ended_at": 1}
+    store.record_run(exp, host_id=native, variant="a", block=0, **run)  # type: ignore[arg-type]
+    store.record_run(exp, host_id=strangers_guest, variant="b", block=0, **run)  # type: ignore[arg-type]
+    assert not store.block_complete(exp, "t", 0)  # another machine's guest pairs with nothing here
+    store.record_run(exp, host_id=guest, variant="b", block=0, **run)  # type: ignore[arg-type]
+    assert store.block_complete(exp, "t", 0) and store.complete_blocks(exp) == {("t", 0)}
 
 
 def test_another_host_runs_a_half_done_block_whole_so_pairs_stay_on_one_machine(stored: tuple[str, Prepared]) -> None:
@@ -217,7 +233,7 @@ def test_programs_off_the_allow_list_and_shells_are_refused(tmp_path: Path) -> N
             AllowList.of([], machine_state=True),
         ),
         ({"environment": "container"}, "environment needs --allow-machine-state", AllowList.of([])),
-        ({"environment": "vm"}, "runs in a vm guest", AllowList.of([], machine_state=True)),
+        ({"environment": "vm"}, "environment needs --allow-machine-state", AllowList.of([])),
     ):
         spec = spec_from_dict({"name": "x", "workloads": [builtin], "variants": [{"name": "a", **variant}]}, "t")
         with pytest.raises(Refused, match=reason):

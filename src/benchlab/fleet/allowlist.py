@@ -9,8 +9,8 @@ PATH, which a spec may not change. Only the program itself is checked: allowing 
 others (`env`, `make`, `python3`, `taskset`) allows what it runs, as `--allow-shell` does.
 Variables that make a loader or an interpreter run code of the spec's choosing are refused
 outright, and so are knobs that name a program the kernel starts as root. Knobs, memory
-pressure and swap, and containers (a root file system of the spec's choosing) need
-`--allow-machine-state`.
+pressure and swap, containers (a root file system of the spec's choosing) and vm guests (a
+kernel, its command line and modules of the spec's choosing) need `--allow-machine-state`.
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ def unfleetable(spec: ExperimentSpec) -> str | None:
     for i, variant in enumerate(spec.variants):
         if variant.environment.kind == "ssh":
             return f"variants[{i}] runs over ssh; on a fleet each worker runs every variant itself"
-        if variant.environment.kind == "vm":
-            return f"variants[{i}] runs in a vm guest, whose runs a fleet's block cannot pair yet (see docs/fleet.md)"
     return None
 
 
@@ -95,10 +93,12 @@ class AllowList:
             if helper is not None:
                 raise Refused(f"variants[{i}].knobs writes {helper}, which names a program the kernel runs as root")
             kind = variant.environment.kind
-            needs = "knobs" if variant.knobs else "memory" if variant.memory else "environment" if kind == "container" else None
+            needs = "knobs" if variant.knobs else "memory" if variant.memory else None
+            needs = needs or ("environment" if kind in ("container", "vm") else None)
             if needs and not self.machine_state:
                 raise Refused(
-                    f"variants[{i}].{needs} needs --allow-machine-state on this worker (knobs, memory and swap, containers)"
+                    f"variants[{i}].{needs} needs --allow-machine-state on this worker "
+                    "(knobs, memory and swap, containers, vm guests)"
                 )
         reason = unfleetable(spec)
         if reason:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -45,32 +46,43 @@ class FleetProgress:
 
 
 def complete_blocks(conn: Connection, exp: ExperimentRecord) -> frozenset[tuple[str, int]]:
-    """(workload, block) whose every variant has a measured run stored on one same host:
-    a block counts whole or not at all, for the report pairs within (host, block)."""
-    r = t.run.c
-    query = (
-        select(r.workload_id, r.block, r.host_id)
-        .where(r.experiment_id == exp.id, r.warmup.is_(False))
-        .group_by(r.workload_id, r.block, r.host_id)
-        .having(func.count(func.distinct(r.variant_id)) == len(exp.variant_ids))
-    )
-    names = {v: k for k, v in exp.workload_ids.items()}
-    return frozenset((names[row.workload_id], row.block) for row in conn.execute(query))
+    """(workload, block) whose every variant has a measured run stored on one same machine: a
+    block counts whole or not at all, for the report pairs within (machine, block)."""
+    return _whole(conn, exp, None)
 
 
 def block_complete(conn: Connection, exp: ExperimentRecord, workload: str, block: int) -> bool:
-    """Whether one block is stored whole on some host: what a worker asks of every task it takes,
-    so it reads that block's runs, not every run of the experiment (`complete_blocks` took 70 ms
-    of the database's CPU per task at 100,000 runs stored; bench/fleet_scale.py)."""
+    """Whether one block is stored whole on some machine: what a worker asks of every task it
+    takes, so it reads that block's runs, not every run of the experiment (`complete_blocks`
+    took 70 ms of the database's CPU per task at 100,000 runs stored; bench/fleet_scale.py)."""
+    return bool(_whole(conn, exp, (workload, block)))
+
+
+def _whole(conn: Connection, exp: ExperimentRecord, only: tuple[str, int] | None) -> frozenset[tuple[str, int]]:
+    """The blocks (of all, or the one `only` names) stored whole on one machine. A vm guest's runs
+    are stored under a host of their own, the guest of its machine (its fingerprint's
+    `guest_of`), and pair with that machine's native runs, as a report pairs them
+    (stats/environments.py): they count on that machine."""
     r = t.run.c
-    query = (
-        select(r.host_id)
-        .where(r.experiment_id == exp.id, r.workload_id == exp.workload_ids[workload], r.block == block, r.warmup.is_(False))
-        .group_by(r.host_id)
-        .having(func.count(func.distinct(r.variant_id)) == len(exp.variant_ids))
-        .limit(1)
-    )
-    return conn.execute(query).first() is not None
+    query = select(r.workload_id, r.block, r.host_id, r.variant_id).where(r.experiment_id == exp.id, r.warmup.is_(False))
+    if only is not None:
+        query = query.where(r.workload_id == exp.workload_ids[only[0]], r.block == only[1])
+    rows = conn.execute(query.distinct()).all()
+    machine = _machines(conn, {row.host_id for row in rows})
+    variants: dict[tuple[int, int, str], set[int]] = {}
+    for row in rows:
+        variants.setdefault((row.workload_id, row.block, machine[row.host_id]), set()).add(row.variant_id)
+    names = {v: k for k, v in exp.workload_ids.items()}
+    return frozenset((names[w], b) for (w, b, _), seen in variants.items() if len(seen) == len(exp.variant_ids))
+
+
+def _machines(conn: Connection, host_ids: set[int]) -> dict[int, str]:
+    """host id -> the machine its runs pair on: a guest's machine, else the host itself (its hash)."""
+    if not host_ids:
+        return {}
+    h = t.host.c
+    rows = conn.execute(select(h.id, h.hash, h.fingerprint).where(h.id.in_(sorted(host_ids))))
+    return {row.id: json.loads(row.fingerprint).get("guest_of") or row.hash for row in rows}
 
 
 def begin_attempt(conn: Connection, exp: ExperimentRecord, workload: str, block: int, *, worker: str, host_id: int) -> int:
