@@ -104,8 +104,7 @@ def begin_attempt(conn: Connection, exp: ExperimentRecord, workload: str, block:
 
 
 def register_key(conn: Connection, check: str) -> None:
-    if conn.execute(select(t.fleet_key.c.check).where(t.fleet_key.c.check == check)).first() is None:
-        conn.execute(insert(t.fleet_key).values(check=check, created_at=time.time()))
+    conn.execute(t.insert_new(t.fleet_key, conn.dialect.name).values(check=check, created_at=time.time()))
 
 
 def key_known(conn: Connection, check: str) -> bool | None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, select
 
 from benchlab.store import schema as t
 
@@ -31,7 +31,8 @@ def host_digest(fingerprint: Mapping[str, Any]) -> str:
 def host_row(conn: Connection, fingerprint: Mapping[str, Any]) -> int:
     """The host row of a fingerprint, made where there is none, in the caller's transaction.
     Rows written when the identity hash covered volatile state too are found by their stored
-    fingerprint and rehashed in place."""
+    fingerprint and rehashed in place. Two processes making one host's row at once (a fleet's
+    workers on one machine) both get the row the first one made."""
     digest = host_digest(fingerprint)
     found = conn.execute(select(t.host.c.id).where(t.host.c.hash == digest)).scalar()
     if found is not None:
@@ -41,6 +42,5 @@ def host_row(conn: Connection, fingerprint: Mapping[str, Any]) -> int:
             conn.execute(t.host.update().where(t.host.c.id == row.id).values(hash=digest))
             return int(row.id)
     text = json.dumps(fingerprint, sort_keys=True)
-    key = conn.execute(insert(t.host).values(hash=digest, fingerprint=text, created_at=time.time())).inserted_primary_key
-    assert key is not None
-    return int(key.id)
+    conn.execute(t.insert_new(t.host, conn.dialect.name).values(hash=digest, fingerprint=text, created_at=time.time()))
+    return int(conn.execute(select(t.host.c.id).where(t.host.c.hash == digest)).scalar_one())

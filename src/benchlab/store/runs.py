@@ -11,7 +11,7 @@ import json
 import uuid as uuidlib
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, Dialect, Insert, Table, insert, select
+from sqlalchemy import Connection, Dialect, insert, select
 
 from benchlab.errors import StoreError
 from benchlab.metrics import Metric
@@ -95,17 +95,9 @@ class RunWriter:
             new = {m.name: m for m in missing if m.name not in stored}
             if new:
                 conn.execute(
-                    _insert_new(conn.dialect.name, t.metric_name),
+                    t.insert_new(t.metric_name, conn.dialect.name),
                     [{"workload_id": workload_id, "name": n, "unit": m.unit, "direction": m.direction} for n, m in new.items()],
                 )
                 stored = {row.name: row for row in conn.execute(query)}
             known.update({name: row.id for name, row in stored.items()})
         return known
-
-
-def _insert_new(dialect: str, table: Table) -> Insert:
-    """An insert that leaves out rows whose unique key is stored already (by a transaction that
-    committed since this one read the table: PostgreSQL reads committed rows per statement)."""
-    from sqlalchemy.dialects import postgresql, sqlite
-
-    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table).on_conflict_do_nothing()

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Index,
+    Insert,
     Integer,
     MetaData,
     String,
@@ -191,3 +192,13 @@ calibration = Table(
     Column("blocks", Integer, nullable=False),
     Column("created_at", Float, nullable=False),
 )
+
+
+def insert_new(table: Table, dialect: str) -> Insert:
+    """An insert that leaves out rows whose unique key is stored already, by another process
+    that committed them since this one looked (a fleet's workers registering one host, one
+    workload's metric names, one key at once): on PostgreSQL it waits for that transaction and
+    keeps its rows; SQLite lets one writer in at a time."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table).on_conflict_do_nothing()

@@ -77,12 +77,8 @@ class Store:
     # -- hosts ---------------------------------------------------------------
     def host_id(self, fingerprint: dict[str, Any]) -> int:
         """The host row for a fingerprint (see hosts.IDENTITY for what identifies one)."""
-        try:
-            with self.transaction() as conn:
-                return hosts.host_row(conn, fingerprint)
-        except IntegrityError:  # another process (a fleet's worker on this machine) made the row meanwhile
-            with self.transaction() as conn:
-                return hosts.host_row(conn, fingerprint)
+        with self.transaction() as conn:
+            return hosts.host_row(conn, fingerprint)
 
     # -- experiments ---------------------------------------------------------
     def create_experiment(
@@ -215,11 +211,8 @@ class Store:
 
     def register_fleet_key(self, check: str) -> None:
         """A driver's key, as its check (`fleet.envelope.key_check`); two drivers at once: one row."""
-        try:
-            with self.transaction() as conn:
-                fleet.register_key(conn, check)
-        except IntegrityError:
-            pass
+        with self.transaction() as conn:
+            fleet.register_key(conn, check)
 
     def fleet_key_known(self, check: str) -> bool | None:
         with self.engine.connect() as conn:
