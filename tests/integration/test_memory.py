@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 
 from benchlab.measure.host import swap_areas
+from benchlab.spec.models import MemorySpec
+from benchlab.variants import ballast, memory
+from benchlab.variants.knobs import KnobJournal
 from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 from tests.hostile.conftest import refused
 
@@ -49,7 +52,14 @@ def snapshot() -> dict[str, Any]:
         "zram": zram_state(),
         "nr_hugepages": NR_HUGEPAGES.read_text().strip(),
         "swappiness": SWAPPINESS.read_text().strip(),
+        "ramfs_ballasts": ramfs_ballasts(),
     }
+
+
+def ramfs_ballasts() -> list[str]:
+    """The mount points of benchlab's ramfs ballasts (mountinfo: the point, then the type and source)."""
+    lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    return sorted(x.split()[4] for x in lines if x.partition(" - ")[2].split()[:2] == ["ramfs", "benchlab-ballast"])
 
 
 def put_back(before: dict[str, Any]) -> None:
@@ -69,6 +79,8 @@ def put_back(before: dict[str, Any]) -> None:
     for device, priority in before["swaps"].items():
         if device not in swap_areas():
             subprocess.run(["swapon", *(["-p", str(priority)] if priority >= 0 else []), device], check=False)
+    for mount in set(ramfs_ballasts()) - set(before["ramfs_ballasts"]):
+        subprocess.run(["umount", mount], check=False)
     NR_HUGEPAGES.write_text(before["nr_hugepages"])
     SWAPPINESS.write_text(before["swappiness"])
 
@@ -207,6 +219,40 @@ def test_zram_off_turns_a_swap_file_off_for_the_run_and_on_after(
     assert not any(line.startswith("/") for line in seen["pressed"]), seen["pressed"]  # no swap at all
     assert swap_areas()[str(swap_file)] == 7  # on again, with its priority
     assert snapshot() == machine
+
+
+def test_huge_pages_the_kernel_withholds_are_taken_on_a_ramfs_and_given_back(
+    tmp_path: Path, machine: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fragmented memory made to order: the kernel's reservation is seen 40 pages (80 MiB) short,
+    so those 80 MiB come from a ramfs instead, and MemAvailable still ends about `free`."""
+    real = memory.meminfo
+    monkeypatch.setattr(memory, "meminfo", lambda key: real(key) - 40 if key == "HugePages_Total" else real(key))
+    free = free_leaving_a_ballast_of(512)
+    prepared = memory.PreparedMemory.prepare(MemorySpec(free=f"{free}M"), "variants[0].memory")
+    journal = KnobJournal(tmp_path / "knobs.journal")
+    unevictable = meminfo("Unevictable")
+    try:
+        prepared.take_ballast(journal)
+        [mount] = ramfs_ballasts()
+        assert journal.entries()[-1] == {"kind": "ramfs", "mount": mount}
+        assert os.path.getsize(f"{mount}/ballast") == 40 * meminfo("Hugepagesize") * 1024
+        assert meminfo("Unevictable") - unevictable >= 40 * 2048 * 0.9  # ramfs pages: never reclaimed
+        assert abs(meminfo("MemAvailable") // 1024 - free) < 256  # the 80 MiB were taken all the same
+    finally:
+        done = journal.restore()
+    assert done.restored[0] == f"the ramfs ballast at {mount} unmounted" and not done.failed, done
+    assert not os.path.exists(mount) and snapshot() == machine
+
+
+def test_a_ramfs_ballast_left_by_a_kill_is_unmounted_by_restore(tmp_path: Path, machine: dict[str, Any]) -> None:
+    rest = ballast.RamfsBallast.new()
+    journal = KnobJournal(Path(os.environ["BENCHLAB_STATE_DIR"]) / "knobs.journal")
+    journal.change(rest.entry(), lambda: rest.make(8 << 20))  # and then the process is gone
+    assert ramfs_ballasts() == [rest.mount]
+    restored = cli("restore", check=True)
+    assert f"restored the ramfs ballast at {rest.mount} unmounted" in restored.stdout, restored.stdout
+    assert snapshot() == machine and not os.path.exists(rest.mount)
 
 
 @pytest.mark.parametrize("device", ["free", "hot-added"])

@@ -205,6 +205,12 @@ def hostile_entries(swap_file: Path, tmp_path: Path) -> dict[str, Any]:
         "added in text": {"kind": "zram", "device": "zram0", "added": "yes", "algorithm": "lz4"},
         "an algorithm with a newline": {"kind": "zram", "device": "zram0", "added": False, "algorithm": "lz4\nzstd"},
         "no algorithm": {"kind": "zram", "device": "zram0", "added": False},
+        "a ramfs at the root": {"kind": "ramfs", "mount": "/"},
+        "a ramfs elsewhere": {"kind": "ramfs", "mount": "/proc/ballast-0123456789abcdef"},
+        "a ramfs dot-dot": {"kind": "ramfs", "mount": "/run/benchlab/ballast-0123456789abcdef/../../.."},
+        "a ramfs of another name": {"kind": "ramfs", "mount": "/run/benchlab/user"},
+        "a ramfs mount as a list": {"kind": "ramfs", "mount": ["/run/benchlab/ballast-0123456789abcdef"]},
+        "a ramfs with a device": {"kind": "ramfs", "mount": "/run/benchlab/ballast-0123456789abcdef", "device": "/"},
     }
 
 

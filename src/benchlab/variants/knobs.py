@@ -3,8 +3,8 @@
 Each original value is journalled to disk (and fsynced) before the write, so
 that after a crash or `kill -9` `benchlab restore` can put the machine back,
 and a new experiment refuses to start on a machine left modified. The same
-journal records the swap changes of the `memory` field as typed entries
-(`variants/swap.py` says what each is and how it is undone).
+journal records the swap changes and the ramfs ballast of the `memory` field as typed entries
+(`variants/swap.py` and `variants/ballast.py` say what each is and how it is undone).
 
 Machine state belongs to one experiment at a time (`MachineLock`): an
 experiment that changes knobs holds the state directory exclusively for its
@@ -31,7 +31,7 @@ from typing import IO, Any
 from benchlab import interrupts
 from benchlab.errors import EnvironmentProblem, SpecError, StaleJournal
 from benchlab.spec.models import KNOB_ROOTS, knob_spelling_problem
-from benchlab.variants import swap
+from benchlab.variants import ballast, swap
 
 NOTE_WAIT_S = 1.0  # a holder writes its note within milliseconds of taking the lock
 MAX_JOURNAL_BYTES = 64 << 20  # thousands of knobs; a larger journal is not one benchlab wrote
@@ -122,8 +122,8 @@ def _entry_problem(entry: Any) -> str | None:
 
 def _shown(entry: Any) -> str:
     """An entry as a note names it: its knob or device, or the line itself."""
-    key = "device" if isinstance(entry, dict) and "kind" in entry else "path"
-    named = entry.get(key) if isinstance(entry, dict) else None
+    keys = ("device", "mount") if isinstance(entry, dict) and "kind" in entry else ("path",)
+    named = next((entry[k] for k in keys if k in entry), None) if isinstance(entry, dict) else None
     return repr(named)[:200] if isinstance(named, str) else f"the line {str(entry)[:60]!r}"
 
 
@@ -141,9 +141,12 @@ def _undo_knob(entry: Any) -> str:
 
 
 def _undo_typed(entry: dict[str, Any]) -> str:
-    """Undoes a swap change and says what it put back; ValueError: an entry benchlab never wrote."""
+    """Undoes a swap change or a ramfs ballast and says what it put back; ValueError: an entry
+    benchlab never wrote."""
     try:
-        change = swap.change_of(entry)
+        change: swap.Change | ballast.RamfsBallast = (
+            ballast.change_of(entry) if entry["kind"] == ballast.KIND else swap.change_of(entry)
+        )
     except ValueError as exc:
         raise ValueError(f"{_shown(entry)}: {exc}") from None
     change.undo()
@@ -224,7 +227,7 @@ class KnobJournal:
                 _write(path, value)
 
     def change(self, entry: dict[str, Any], make: Callable[[], None]) -> None:
-        """Journals a typed entry (`swap.Change.entry`), fsynced, then makes the change it undoes."""
+        """Journals a typed entry (`swap.Change.entry`, `RamfsBallast.entry`), fsynced, then makes the change it undoes."""
         with interrupts.deferred(), self._open() as journal:
             self._append(journal, entry)
             make()
