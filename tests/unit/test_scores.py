@@ -14,7 +14,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from scipy.stats import median_abs_deviation
 
 from benchlab.errors import SpecError
 from benchlab.measure.process import Finished, Launch, Usage
@@ -83,8 +85,9 @@ def run_suite(tmp_path: Path, variants: list[dict[str, Any]], **suite: Any) -> d
     clock = itertools.count(1000.0, 0.5)
     runner = Runner(store, executor=SuiteMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
     exp = runner.run(Prepared.from_spec(spec))
-    report = json.loads(analyze(store.load(exp)).report().to_json())  # the JSON report, as a reader gets it
+    report = json.loads(analyze(store.load(exp, every_record=True)).report().to_json())  # as `--format json` has it
     validate(report)
+    assert report["runs"]  # every run's raw values, for the arithmetic to be recomputed from
     return report
 
 
@@ -122,6 +125,53 @@ def test_scores_follow_the_published_arithmetic_from_the_stored_throughputs(tmp_
     assert time["score"] == pytest.approx(0.4 * len(spec_workloads))
 
 
+def test_a_subset_gets_section_and_overall_scores_over_what_ran_labelled_with_their_spread(tmp_path: Path) -> None:
+    """Two Integer workloads and one Floating Point, no Crypto: each section is the geometric mean
+    of what ran, the overall the weighted mean with Crypto's 5% shared out (65/95, 30/95), every
+    such row labelled with what it covers, and every score with its run-to-run spread."""
+    report = run_suite(tmp_path, [{"name": "base"}], workloads=["html5", "sqlite", "nbody"], shared=False)
+    per_block: dict[tuple[str, str], dict[int, float]] = {}
+    for run in report["runs"]:
+        task, mode = run["workload"].rsplit(".", 1)
+        score = 1000 * run["metrics"]["items_per_second"] / BASELINE.tasks[task].items_per_second
+        per_block.setdefault((task, mode), {})[run["block"]] = score
+    for mode, suffix in (("single-core", "single"), ("multi-core", "multi")):
+        html5, sqlite, nbody = (np.array(list(per_block[(f"cpu.{t}", suffix)].values())) for t in ("html5", "sqlite", "nbody"))
+        (integer,) = rows(report, level="section", mode=mode, section="integer")
+        (fp,) = rows(report, level="section", mode=mode, section="floating_point")
+        assert not rows(report, level="section", mode=mode, section="crypto")
+        assert integer["score"] == pytest.approx(math.sqrt(np.median(html5) * np.median(sqlite)))
+        assert fp["score"] == pytest.approx(np.median(nbody))
+        (overall,) = rows(report, level="overall", mode=mode)
+        assert overall["score"] == pytest.approx((0.65 * integer["score"] + 0.30 * fp["score"]) / 0.95)
+        assert integer["covers"] == f"2 of {BASELINE.in_section('integer')} workloads"
+        assert overall["covers"] == f"3 of {len(BASELINE.tasks)} workloads"
+        (row,) = rows(report, level="workload", mode=mode, name="cpu.nbody")
+        assert row["spread"] == pytest.approx(median_abs_deviation(nbody, scale="normal") / np.median(nbody))
+        assert 0.003 < row["spread"] < 0.03  # the fake machine's 1% noise
+    table = render(Report.model_validate(report), "table")
+    (overall_line,) = [line for line in table.splitlines() if line.startswith("Overall")]
+    assert f"3 of {len(BASELINE.tasks)}" in overall_line and " ±" in overall_line  # "ran" may wrap
+
+
+def test_a_sweep_over_a_subset_fits_a_line_through_its_overall_scores(tmp_path: Path) -> None:
+    spec = suite_spec({
+        "name": "sub", "suite": {"name": "cpu", "workloads": ["html5", "sqlite"], "shared": False}, "blocks": 6,
+        "variants": [{"name": "v"}],
+        "sweep": {"parameters": [{"field": "env.FAKE_SPEED", "values": [1.0, 0.9, 0.8]}]},
+    })  # fmt: skip
+    store = Store(str(tmp_path / "s.db"))
+    clock = itertools.count(1000.0, 0.5)
+    runner = Runner(store, executor=SuiteMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
+    report = analyze(store.load(runner.run(Prepared.from_spec(spec)))).report()
+    assert report.sweep is not None
+    fits = {(f.workload, f.metric) for f in report.sweep.fits}
+    assert {("Overall", "single-core"), ("Overall", "multi-core")} <= fits
+    table = render(report, "table")
+    assert f"overall scores (2 of {len(BASELINE.tasks)} workloads) along the sweep" in table
+    assert "fit: log change" in table
+
+
 def test_fewer_cpus_move_multi_core_scores_and_a_slowdown_moves_all(tmp_path: Path) -> None:
     report = run_suite(
         tmp_path,
@@ -142,7 +192,7 @@ def test_fewer_cpus_move_multi_core_scores_and_a_slowdown_moves_all(tmp_path: Pa
             assert r["verdict"] == "worse" and abs(r["change"] + 0.2) < 0.02, r
     assert {r["mode"] for r in rows(report, level="workload", name="cpu.sqlite")} == {"single-core", "multi-core"}
     assert {r["mode"] for r in rows(report, level="workload", name="cpu.ray_tracing")} == {"single-core", "multi-core", "shared"}
-    assert any("5 of 16 suite workloads ran" in w for w in report["warnings"])
+    assert any(f"5 of {len(BASELINE.tasks)} suite workloads ran" in w for w in report["warnings"])
     typed = Report.model_validate(report)
     lines = list(csv.DictReader(io.StringIO(render(typed, "csv"))))  # the scores view, as the table draws it
     assert len(lines) == len(report["scores"]["rows"]) and {"level", "score", "log_scale"} <= set(lines[0])

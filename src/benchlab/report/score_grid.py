@@ -15,12 +15,16 @@ MODE_TITLES = {"single-core": "single-core", "multi-core": "multi-core", "shared
 
 
 def _score(row: ScoreRow | None, *, interval: bool) -> str:
+    """A score, with its 95% interval where asked and always its run-to-run spread (`±4%`), so
+    that a reader sees which rows this machine measures steadily."""
     if row is None or row.score is None:
         return ""
     text = f"{row.score:,.0f}"
     lo, hi = row.score_ci
-    if interval and lo is not None and hi is not None and row.n > 1 and row.level == "workload":
+    if interval and lo is not None and hi is not None and row.n > 1:
         text += f" [{lo:,.0f}, {hi:,.0f}]"
+    if row.spread is not None:
+        text += f" ±{row.spread:.0%}" if row.spread >= 0.095 else f" ±{row.spread:.1%}"
     return text
 
 
@@ -39,6 +43,14 @@ def _indexed(scores: Scores) -> dict[tuple[str, str], dict[tuple[str, str], Scor
 
 def _label(name: str, level: str) -> str:
     return name.removeprefix("cpu.") if level == "workload" else name
+
+
+def _section_cell(row: ScoreRow) -> str:
+    """A workload's section; on a section or overall row of a subset, what it is over (`3 of 21
+    ran`), so that a partial score is never read as the suite's."""
+    if row.level == "workload":
+        return cells.section_title(row.section)
+    return f"{row.covers.removesuffix(' workloads')} ran" if row.covers else ""
 
 
 def _suite_value(row: ScoreRow) -> str:
@@ -67,7 +79,7 @@ def single_variant(scores: Scores) -> Grid:
     )
     for (name, level), by_mode in _indexed(scores).items():
         any_row = next(iter(by_mode.values()))
-        cols = [_label(name, level), cells.section_title(any_row.section) if level == "workload" else ""]
+        cols = [_label(name, level), _section_cell(any_row)]
         cols += [_score(by_mode.get((m, variant)), interval=True) for m in modes]
         found = [by_mode[(m, variant)] for m in modes if (m, variant) in by_mode]
         scaling = [f"{r.scaling:.0%}" for r in found if r.scaling is not None]
@@ -75,7 +87,10 @@ def single_variant(scores: Scores) -> Grid:
         peak = max((k for k in memory if k is not None), default=None)
         grid.add([*cols, " / ".join(scaling), _memory(peak)], emphasis=level != "workload")
     grid.notes.append(_suite_line(scores, variant))
-    grid.notes.append("scaling = multi-core (and shared-task) score / single-core score / threads")
+    grid.notes.append(
+        "score [95% interval of the median] ±spread (run to run, robust); "
+        "scaling = multi-core (and shared-task) score / single-core score / threads"
+    )
     return grid
 
 
@@ -100,7 +115,7 @@ def comparison(scores: Scores) -> list[Grid]:
                 continue
             cols = [
                 _label(name, level),
-                cells.section_title(base.section) if level == "workload" else "",
+                _section_cell(base),
                 _score(base, interval=False),
             ]
             for v in others:
@@ -139,6 +154,7 @@ def comparison(scores: Scores) -> list[Grid]:
             )
         suite.add(cols)
     suite.notes.append(cells.shift_note(scores.rows))
+    grids[0].notes.append("score ±spread: the run-to-run spread of its per-block values (robust)")
     grids.append(suite)
     return grids
 
@@ -146,10 +162,11 @@ def comparison(scores: Scores) -> list[Grid]:
 def along_sweep(scores: Scores, sweep: Sweep) -> Grid:
     """The overall scores and the suite's peak memory at every sweep point, the reference first."""
     ref = scores.reference
-    overall = {r.mode for r in scores.rows if r.level == "overall"}  # none where a section did not run
+    overall = {r.mode: r.covers for r in scores.rows if r.level == "overall"}
     modes = [m for m in ("single-core", "multi-core") if m in scores.modes and m in overall]
+    covers = next((c for c in overall.values() if c), None)
     grid = Grid(
-        title=f"overall scores along the sweep of {', '.join(sweep.parameters)}",
+        title=f"overall scores{f' ({covers})' if covers else ''} along the sweep of {', '.join(sweep.parameters)}",
         header=list(sweep.parameters),
         names=len(sweep.parameters),
         group=3,

@@ -106,6 +106,16 @@ class ScoreRow(Judgement):
     peak_memory_kib: Number = None
     threads: Number = None
     scaling: Number = Field(default=None, description="score / single-core score / threads")
+    spread: Number = Field(
+        default=None,
+        description="run-to-run spread of the per-block scores: their median absolute deviation scaled to a normal "
+        "standard deviation (x 1.4826), / their median (a robust coefficient of variation); null under 3 blocks",
+    )
+    covers: str | None = Field(
+        default=None,
+        description="on a section or overall row of a subset of the suite, what it is over (`3 of 9 workloads`); "
+        "null where every workload of it ran",
+    )
 
 
 class Scores(Model):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.stats import median_abs_deviation
 
 from benchlab.stats.estimators import median_ci
 from benchlab.stats.families import CHARACTERISTIC, JUDGED, PRIMARY, SCORED, SECONDARY
@@ -41,6 +42,7 @@ SCORES = "CPU scores"  # the group (family) every score row is corrected in
 class _Level:
     level: Level
     section: str | None = None
+    covers: str | None = None  # a section or overall score of a subset: what it is over
 
 
 def _aligned(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +118,10 @@ def suite_series(spec: dict[str, Any], versions: dict[str, str], series: list[Se
     _score_series(suite, baseline)
     tasks = {m.task for m in members.values()}
     if len(tasks) < len(baseline.tasks):
-        warnings.append(f"{len(tasks)} of {len(baseline.tasks)} suite workloads ran: section and overall scores cover only those")
+        warnings.append(
+            f"{len(tasks)} of {len(baseline.tasks)} suite workloads ran: section and overall scores are over those "
+            "(a missing section's weight shared among the others), labelled as a subset"
+        )
     return suite
 
 
@@ -133,7 +138,7 @@ def score_report(suite: Suite, rows: list[Row], settings: Settings, baseline: Ba
                 continue
             med, lo, hi = median_ci(values)
             row = judged.get((s.workload, s.metric, v)) if v != settings.baseline else None
-            out_rows.append(_score_row(s, suite.levels[(s.workload, s.metric)], v, med, (lo, hi), len(values), row))
+            out_rows.append(_score_row(s, suite.levels[(s.workload, s.metric)], v, values, (med, lo, hi), row))
     _point_scores(out_rows, baseline)
     _extras(out_rows, suite)
     return Scores(
@@ -179,13 +184,14 @@ def _score_series(suite: Suite, baseline: Baseline) -> None:
             if not parts:
                 continue
             s = _combine(SECTION_TITLES[section], mode, "points", "higher", parts, suite.variants, _geomean)
-            add(s, _Level("section", section))
+            add(s, _Level("section", section, _covers(len(parts), baseline.in_section(section))))
             sections.append((section, s))
-        if len(sections) == len(SECTIONS):
-            weights = np.array([baseline.weights[sec] for sec, _ in sections])[:, None]
+        if sections:
+            weights = section_weights(baseline, [sec for sec, _ in sections])
             s = _combine("Overall", mode, "points", "higher", [s for _, s in sections], suite.variants,
-                         functools.partial(_weighted_sum, weights=weights))  # fmt: skip
-            add(s, _Level("overall"))
+                         functools.partial(_weighted_sum, weights=np.array(list(weights.values()))[:, None]))  # fmt: skip
+            scored = sum(len(per_mode_section[(mode, sec)]) for sec, _ in sections)
+            add(s, _Level("overall", None, _covers(scored, len(baseline.tasks))))
     totals: tuple[tuple[str, str, str, Callable[[np.ndarray], np.ndarray]], ...] = (
         (SUITE_TIME, "s", "wall", functools.partial(np.sum, axis=0)),
         (SUITE_MEMORY, "KiB", "max_rss", functools.partial(np.max, axis=0)),
@@ -196,11 +202,34 @@ def _score_series(suite: Suite, baseline: Baseline) -> None:
             add(_combine("suite", metric, unit, "lower", parts, suite.variants, reduce), _Level("suite"))
 
 
-def _score_row(s: Series, level: _Level, variant: str, med: float, ci: tuple[float, float], n: int,
+def section_weights(baseline: Baseline, sections: list[str]) -> dict[str, float]:
+    """The weights of the sections that ran, scaled to sum to 1: a subset's overall score is the
+    weighted mean over what ran (Integer and Floating Point only: 65/95 and 30/95)."""
+    total = sum(baseline.weights[s] for s in sections)
+    return {s: baseline.weights[s] / total for s in sections}
+
+
+def _covers(ran: int, of: int) -> str | None:
+    return None if ran >= of else f"{ran} of {of} workloads"
+
+
+def spread(values: np.ndarray) -> float | None:
+    """Run-to-run spread of per-block scores: a robust coefficient of variation (the median
+    absolute deviation scaled to estimate the standard deviation of normal noise, / the median),
+    which one slow block cannot inflate; None under 3 blocks."""
+    if len(values) < 3:
+        return None
+    med = float(np.median(values))
+    return float(median_abs_deviation(values, scale="normal")) / med if med > 0 else None
+
+
+def _score_row(s: Series, level: _Level, variant: str, values: np.ndarray, median: tuple[float, float, float],
                judged: Row | None) -> ScoreRow:  # fmt: skip
+    med, lo, hi = median
     return ScoreRow(
-        level=level.level, name=s.workload, section=level.section, mode=s.metric, variant=variant, unit=s.unit, n=n,
-        score=number(med), score_ci=pair(ci), change=number(judged.change) if judged else None,
+        level=level.level, name=s.workload, section=level.section, mode=s.metric, variant=variant, unit=s.unit,
+        n=len(values), score=number(med), score_ci=pair((lo, hi)), spread=number(spread(values)),
+        covers=level.covers, change=number(judged.change) if judged else None,
         change_ci=pair(judged.change_ci) if judged else (None, None), log_scale=judged.log_scale if judged else None,
         test=judged.test if judged else "none", p=number(judged.p) if judged else None,
         q=number(judged.q) if judged else None, verdict=judged.verdict if judged else "-",
@@ -221,7 +250,7 @@ def _point_scores(rows: list[ScoreRow], baseline: Baseline) -> None:
             r.score = float(np.exp(np.mean(np.log(sections[r.section]))))
         elif r.level == "overall":
             geo = {sec: float(np.exp(np.mean(np.log(v)))) for sec, v in sections.items()}
-            r.score = sum(baseline.weights[sec] * geo[sec] for sec in SECTIONS)
+            r.score = sum(w * geo[sec] for sec, w in section_weights(baseline, list(geo)).items())
 
 
 def _extras(rows: list[ScoreRow], suite: Suite) -> None:

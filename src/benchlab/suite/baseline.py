@@ -49,6 +49,10 @@ class Baseline:
     def score(self, task: str, items_per_second: float) -> float:
         return 1000.0 * items_per_second / self.tasks[task].items_per_second
 
+    def in_section(self, section: str) -> int:
+        """How many of the suite's workloads the section has."""
+        return sum(1 for t in self.tasks.values() if t.section == section)
+
     def task(self, name: str) -> TaskBaseline | None:
         """A task by its full (cpu.aes_xts) or short (aes_xts) name."""
         return self.tasks.get(name) or self.tasks.get(f"cpu.{name}")
