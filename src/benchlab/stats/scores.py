@@ -104,7 +104,7 @@ def suite_series(spec: dict[str, Any], versions: dict[str, str], series: list[Se
         member = classify(w, baseline)
         if member is None:
             continue
-        want = probe_version(member.task, baseline.tasks[member.task].version)
+        want = probe_version(member.task, baseline.tasks[member.task].version, baseline.suite_version)
         if versions.get(w["name"]) != want:
             warnings.append(f"{w['name']}: ran {versions.get(w['name'])}, the baseline is for {want}; not scored")
             continue

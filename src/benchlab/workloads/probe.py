@@ -175,9 +175,12 @@ def catalogue() -> dict[str, dict[str, Any]]:
     return workloads
 
 
-def probe_version(name: str, version: int) -> str:
-    """How a built-in workload's version is stored: runs of other versions are never compared."""
-    return f"probe:{name}:{version}"
+def probe_version(name: str, version: int, suite_version: int | None = None) -> str:
+    """How a built-in workload's version is stored: runs of other versions are never compared.
+    A CPU-suite task's carries the suite's version too (`probe:cpu.hdr:1/suite2`): a new suite
+    (new sections, tasks, baseline) is never compared with runs of an old one, even of a task
+    that itself did not change."""
+    return f"probe:{name}:{version}" + (f"/suite{suite_version}" if suite_version is not None else "")
 
 
 _SIZE = re.compile(r"([0-9]{1,20})([kKmMgG]?)")
@@ -253,7 +256,7 @@ class ProbeWorkload:
 
     @property
     def version(self) -> str:
-        return probe_version(self.info["name"], self.info["version"])
+        return probe_version(self.info["name"], self.info["version"], self.info.get("suite_version"))
 
     def argv(self) -> list[str]:
         options = [f"--{key}={value}" for key, value in self.values.items()]  # `=`: a value may start with '-'
