@@ -149,6 +149,8 @@ def test_a_subset_gets_section_and_overall_scores_over_what_ran_labelled_with_th
         (row,) = rows(report, level="workload", mode=mode, name="cpu.nbody")
         assert row["spread"] == pytest.approx(median_abs_deviation(nbody, scale="normal") / np.median(nbody))
         assert 0.003 < row["spread"] < 0.03  # the fake machine's 1% noise
+    version = report["experiment"]["workload_versions"]["cpu.html5.single"]  # a new suite never meets an old one
+    assert version == f"probe:cpu.html5:{BASELINE.tasks['cpu.html5'].version}/suite{BASELINE.suite_version}"
     table = render(Report.model_validate(report), "table")
     (overall_line,) = [line for line in table.splitlines() if line.startswith("Overall")]
     assert f"3 of {len(BASELINE.tasks)}" in overall_line and " ±" in overall_line  # "ran" may wrap
