@@ -28,6 +28,7 @@ mod ray_tracing;
 mod rigid_body;
 mod sqlite;
 mod text_compression;
+mod text_rendering;
 mod vector_rendering;
 
 use crate::protocol::Said;
@@ -430,6 +431,7 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(hdr::Hdr),
         &Cpu(camera::Camera),
         &Cpu(horizon_detection::HorizonDetection),
+        &Cpu(text_rendering::TextRendering),
     ]
 }
 
