@@ -15,6 +15,7 @@
 mod aes_xts;
 mod camera;
 mod compiler;
+mod face_detection;
 mod gaussian_blur;
 mod hdr;
 mod horizon_detection;
@@ -432,6 +433,7 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(camera::Camera),
         &Cpu(horizon_detection::HorizonDetection),
         &Cpu(text_rendering::TextRendering),
+        &Cpu(face_detection::FaceDetection),
     ]
 }
 
