@@ -54,22 +54,72 @@ impl Task for AesXts {
     }
 
     fn part(&self, input: &Input, buf: &mut Vec<u8>, index: usize) -> Result<u64, String> {
-        let plain = &input.plain[index * PART..(index + 1) * PART];
-        buf.copy_from_slice(plain);
-        let first_sector = (index * PART / SECTOR) as u128;
+        encrypt(input, buf, index);
+        check(input, buf, index)
+    }
+}
+
+fn first_sector(index: usize) -> u128 {
+    (index * PART / SECTOR) as u128
+}
+
+/// Encrypts part `index` of the volume into `buf`, at its own sector numbers.
+fn encrypt(input: &Input, buf: &mut [u8], index: usize) {
+    buf.copy_from_slice(&input.plain[index * PART..(index + 1) * PART]);
+    input
+        .xts
+        .encrypt_area(buf, SECTOR, first_sector(index), get_tweak_default);
+}
+
+/// Checks the ciphertext of part `index` in `buf`: it must differ from the plaintext and
+/// decrypt back to it (which leaves the plaintext in `buf`). Returns its checksum.
+fn check(input: &Input, buf: &mut [u8], index: usize) -> Result<u64, String> {
+    let plain = &input.plain[index * PART..(index + 1) * PART];
+    if buf[..SECTOR] == plain[..SECTOR] {
+        return Err("encryption left a sector unchanged".into());
+    }
+    let checksum = fold(buf);
+    input
+        .xts
+        .decrypt_area(buf, SECTOR, first_sector(index), get_tweak_default);
+    if buf[..] != *plain {
+        return Err("decryption did not give back the plaintext".into());
+    }
+    Ok(checksum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_a_broken_ciphertext_is_caught() {
+        let input = AesXts.prepare(1);
+        let mut buf = AesXts.scratch(&input);
+        let sum = AesXts.round(&input, &mut buf).unwrap();
+        assert_eq!(AesXts.round(&input, &mut buf), Ok(sum));
+        assert_ne!(AesXts.round(&AesXts.prepare(2), &mut buf), Ok(sum));
+        let part = AesXts.part(&input, &mut buf, 5).unwrap();
+        encrypt(&input, &mut buf, 5);
+        assert_eq!(check(&input, &mut buf, 5), Ok(part));
+        // a byte of the ciphertext flipped (a bit error on the disk, a cipher bug)
+        encrypt(&input, &mut buf, 5);
+        buf[PART / 2 + 3] ^= 0x10;
+        assert!(check(&input, &mut buf, 5)
+            .unwrap_err()
+            .contains("decryption"));
+        // a part encrypted at the next part's sector numbers (a wrong tweak)
+        buf.copy_from_slice(&input.plain[5 * PART..6 * PART]);
         input
             .xts
-            .encrypt_area(buf, SECTOR, first_sector, get_tweak_default);
-        if buf[..SECTOR] == plain[..SECTOR] {
-            return Err("encryption left a sector unchanged".into());
-        }
-        let checksum = fold(buf);
-        input
-            .xts
-            .decrypt_area(buf, SECTOR, first_sector, get_tweak_default);
-        if buf[..] != *plain {
-            return Err("decryption did not give back the plaintext".into());
-        }
-        Ok(checksum)
+            .encrypt_area(&mut buf, SECTOR, first_sector(6), get_tweak_default);
+        assert!(check(&input, &mut buf, 5)
+            .unwrap_err()
+            .contains("decryption"));
+        // the encryption skipped: the plaintext left in place
+        buf.copy_from_slice(&input.plain[5 * PART..6 * PART]);
+        assert!(check(&input, &mut buf, 5)
+            .unwrap_err()
+            .contains("unchanged"));
     }
 }

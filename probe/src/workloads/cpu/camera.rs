@@ -95,41 +95,92 @@ impl Task for Camera {
         input: &Input,
         (linear, balanced, sharp): &mut Self::Scratch,
     ) -> Result<u64, String> {
-        demosaic(&input.mosaic, linear);
-        for (i, (v, o)) in linear.iter().zip(balanced.iter_mut()).enumerate() {
-            *o = (v * GAINS[i % 3] / 16.0).round().clamp(0.0, 255.0) as u8;
-        }
-        let quality = psnr(&input.scene.pixels, balanced);
-        if quality < 28.0 {
-            return Err(format!(
-                "the demosaiced image is too far from the scene ({quality:.1} dB)"
-            ));
-        }
-        // unsharp mask: original + 0.6 * (original - 3x3 box blur)
-        let row = WIDTH * 3;
-        sharp.copy_from_slice(balanced);
-        for y in 1..HEIGHT - 1 {
-            for x in 3..row - 3 {
-                let i = y * row + x;
-                let blur = [
-                    i - row - 3,
-                    i - row,
-                    i - row + 3,
-                    i - 3,
-                    i,
-                    i + 3,
-                    i + row - 3,
-                    i + row,
-                    i + row + 3,
-                ]
-                .iter()
-                .map(|j| balanced[*j] as f32)
-                .sum::<f32>()
-                    / 9.0;
-                let v = balanced[i] as f32;
-                sharp[i] = (v + 0.6 * (v - blur)).round().clamp(0.0, 255.0) as u8;
-            }
-        }
+        develop(&input.mosaic, linear, balanced);
+        check(&input.scene, balanced)?;
+        sharpen(balanced, sharp);
         Ok(fold(sharp))
+    }
+}
+
+/// Demosaics the mosaic into `linear` and white-balances it into 8-bit `balanced`.
+fn develop(mosaic: &[u16], linear: &mut [f32], balanced: &mut [u8]) {
+    demosaic(mosaic, linear);
+    for (i, (v, o)) in linear.iter().zip(balanced.iter_mut()).enumerate() {
+        *o = (v * GAINS[i % 3] / 16.0).round().clamp(0.0, 255.0) as u8;
+    }
+}
+
+/// The developed image must be close to the scene the mosaic was sampled from.
+fn check(scene: &Rgb, balanced: &[u8]) -> Result<(), String> {
+    let quality = psnr(&scene.pixels, balanced);
+    if quality < 28.0 {
+        return Err(format!(
+            "the demosaiced image is too far from the scene ({quality:.1} dB)"
+        ));
+    }
+    Ok(())
+}
+
+/// Unsharp mask: original + 0.6 * (original - 3x3 box blur).
+fn sharpen(balanced: &[u8], sharp: &mut [u8]) {
+    let row = WIDTH * 3;
+    sharp.copy_from_slice(balanced);
+    for y in 1..HEIGHT - 1 {
+        for x in 3..row - 3 {
+            let i = y * row + x;
+            let blur = [
+                i - row - 3,
+                i - row,
+                i - row + 3,
+                i - 3,
+                i,
+                i + 3,
+                i + row - 3,
+                i + row,
+                i + row + 3,
+            ]
+            .iter()
+            .map(|j| balanced[*j] as f32)
+            .sum::<f32>()
+                / 9.0;
+            let v = balanced[i] as f32;
+            sharp[i] = (v + 0.6 * (v - blur)).round().clamp(0.0, 255.0) as u8;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_a_wrongly_developed_image_is_caught() {
+        let input = Camera.prepare(1);
+        let mut scratch = Camera.scratch(&input);
+        let sum = Camera.round(&input, &mut scratch).unwrap();
+        assert_ne!(Camera.round(&Camera.prepare(2), &mut scratch), Ok(sum));
+        let (linear, balanced, _) = &mut scratch;
+        develop(&input.mosaic, linear, balanced);
+        assert!(check(&input.scene, balanced).is_ok());
+        // red and blue swapped (the mosaic read as BGGR)
+        let mut swapped = balanced.clone();
+        for p in swapped.chunks_exact_mut(3) {
+            p.swap(0, 2);
+        }
+        assert!(check(&input.scene, &swapped)
+            .unwrap_err()
+            .contains("too far"));
+        // the white balance not applied
+        let raw: Vec<u8> = linear
+            .iter()
+            .map(|v| (v / 16.0).round().clamp(0.0, 255.0) as u8)
+            .collect();
+        assert!(check(&input.scene, &raw).unwrap_err().contains("too far"));
+        // a 128x128 patch blown out to white
+        let mut patch = balanced.clone();
+        for y in 100..228 {
+            patch[(y * WIDTH + 300) * 3..(y * WIDTH + 428) * 3].fill(255);
+        }
+        assert!(check(&input.scene, &patch).is_err());
     }
 }

@@ -185,44 +185,109 @@ impl Task for Compiler {
 
     fn part(&self, programs: &Vec<Program>, _: &mut (), index: usize) -> Result<u64, String> {
         let programs = &programs[index * PER_MODULE..(index + 1) * PER_MODULE];
-        let mut module = jit()?;
-        let mut ctx = module.make_context();
-        let mut fctx = FunctionBuilderContext::new();
-        let mut ids = Vec::with_capacity(programs.len());
-        for (n, program) in programs.iter().enumerate() {
-            ctx.func.signature.params = vec![AbiParam::new(types::I64), AbiParam::new(types::I64)];
-            ctx.func.signature.returns = vec![AbiParam::new(types::I64)];
-            program.build(FunctionBuilder::new(&mut ctx.func, &mut fctx));
-            let id = module
-                .declare_function(&format!("f{n}"), Linkage::Local, &ctx.func.signature)
-                .map_err(|e| format!("cranelift: {e}"))?;
-            module
-                .define_function(id, &mut ctx)
-                .map_err(|e| format!("cranelift: {e}"))?;
-            module.clear_context(&mut ctx);
-            ids.push(id);
-        }
-        module
-            .finalize_definitions()
+        let got = compile_and_call(programs)?;
+        check(programs, &got)
+    }
+}
+
+/// The arguments each compiled function is called with.
+const ARGUMENTS: [(i64, i64); 3] = [(1, 2), (-7, 1 << 40), (123_456_789, -987_654_321)];
+
+/// Compiles the programs into one JIT module and calls each on ARGUMENTS: what the machine
+/// code returned.
+fn compile_and_call(programs: &[Program]) -> Result<Vec<[i64; 3]>, String> {
+    let mut module = jit()?;
+    let mut ctx = module.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    let mut ids = Vec::with_capacity(programs.len());
+    for (n, program) in programs.iter().enumerate() {
+        ctx.func.signature.params = vec![AbiParam::new(types::I64), AbiParam::new(types::I64)];
+        ctx.func.signature.returns = vec![AbiParam::new(types::I64)];
+        program.build(FunctionBuilder::new(&mut ctx.func, &mut fctx));
+        let id = module
+            .declare_function(&format!("f{n}"), Linkage::Local, &ctx.func.signature)
             .map_err(|e| format!("cranelift: {e}"))?;
-        let mut checksum = 0u64;
-        for (program, id) in programs.iter().zip(ids) {
+        module
+            .define_function(id, &mut ctx)
+            .map_err(|e| format!("cranelift: {e}"))?;
+        module.clear_context(&mut ctx);
+        ids.push(id);
+    }
+    module
+        .finalize_definitions()
+        .map_err(|e| format!("cranelift: {e}"))?;
+    let got = ids
+        .into_iter()
+        .map(|id| {
             // SAFETY: the function was compiled just above with exactly this signature.
             let f: extern "C" fn(i64, i64) -> i64 =
                 unsafe { std::mem::transmute(module.get_finalized_function(id)) };
-            for (a, b) in [(1, 2), (-7, 1 << 40), (123_456_789, -987_654_321)] {
-                let (got, want) = (f(a, b), program.interpret(a, b));
-                if got != want {
-                    unsafe { module.free_memory() };
-                    return Err(format!(
-                        "compiled code returned {got}, the program computes {want}"
-                    ));
-                }
-                checksum = checksum.rotate_left(7) ^ got as u64;
+            ARGUMENTS.map(|(a, b)| f(a, b))
+        })
+        .collect();
+    // SAFETY: no pointer into the module's code outlives this function.
+    unsafe { module.free_memory() };
+    Ok(got)
+}
+
+/// Each compiled function must return what the interpreter computes; returns a checksum of
+/// the results.
+fn check(programs: &[Program], got: &[[i64; 3]]) -> Result<u64, String> {
+    if got.len() != programs.len() {
+        return Err(format!(
+            "{} functions ran, {} were compiled",
+            got.len(),
+            programs.len()
+        ));
+    }
+    let mut checksum = 0u64;
+    for (program, results) in programs.iter().zip(got) {
+        for (&(a, b), &got) in ARGUMENTS.iter().zip(results) {
+            let want = program.interpret(a, b);
+            if got != want {
+                return Err(format!(
+                    "compiled code returned {got}, the program computes {want}"
+                ));
             }
+            checksum = checksum.rotate_left(7) ^ got as u64;
         }
-        // SAFETY: no pointer into the module's code outlives this round.
-        unsafe { module.free_memory() };
-        Ok(checksum)
+    }
+    Ok(checksum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_a_wrong_result_of_compiled_code_is_caught() {
+        let programs = Compiler.prepare(1);
+        let sum = Compiler.round(&programs, &mut ()).unwrap();
+        assert_ne!(Compiler.round(&Compiler.prepare(2), &mut ()), Ok(sum));
+        let module = &programs[..PER_MODULE];
+        let mut got = compile_and_call(module).unwrap();
+        assert_eq!(check(module, &got), Compiler.part(&programs, &mut (), 0));
+        // one result with a bit flipped
+        got[2][1] ^= 1 << 17;
+        assert!(check(module, &got).unwrap_err().contains("compiled code"));
+        // one function miscompiled: its last add emitted as a subtract
+        let mut wrong: Vec<Program> = module
+            .iter()
+            .map(|p| Program {
+                steps: p.steps.clone(),
+                trips: p.trips,
+            })
+            .collect();
+        let step = wrong[3]
+            .steps
+            .iter_mut()
+            .rfind(|(op, _)| matches!(op, Op::Add))
+            .unwrap();
+        step.0 = Op::Sub;
+        let got = compile_and_call(&wrong).unwrap();
+        assert!(check(module, &got).unwrap_err().contains("compiled code"));
+        // the last function's results missing
+        let got = compile_and_call(&module[..4]).unwrap();
+        assert!(check(module, &got).unwrap_err().contains("functions ran"));
     }
 }

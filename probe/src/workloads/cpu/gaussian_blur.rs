@@ -141,30 +141,71 @@ impl Task for GaussianBlur {
 
     fn part(&self, input: &Input, scratch: &mut Scratch, index: usize) -> Result<u64, String> {
         let (c, band) = (index / BANDS, index % BANDS);
-        let plane = &input.planes[c];
-        let y0 = band * BAND;
         blur_band(
-            plane,
+            &input.planes[c],
             &input.kernel,
-            y0,
+            band * BAND,
             &mut scratch.across,
             &mut scratch.out,
         );
-        for i in 0..CHECKS {
-            let (x, y) = ((i * 131 + index * 17) % WIDTH, (i * 97 + index * 29) % BAND);
-            let (got, want) = (
-                scratch.out[y * WIDTH + x],
-                direct(plane, &input.kernel, x, y0 + y),
-            );
-            if (got - want).abs() > 1e-4 {
-                return Err(format!(
-                    "blurred pixel ({x}, {}) is off by {}",
-                    y0 + y,
-                    got - want
-                ));
-            }
+        check(input, index, &scratch.out)
+    }
+}
+
+/// Part `index`'s blurred band `out` must match the direct convolution at CHECKS pixels;
+/// returns a checksum of the band.
+fn check(input: &Input, index: usize, out: &[f32]) -> Result<u64, String> {
+    let (c, band) = (index / BANDS, index % BANDS);
+    let plane = &input.planes[c];
+    let y0 = band * BAND;
+    for i in 0..CHECKS {
+        let (x, y) = ((i * 131 + index * 17) % WIDTH, (i * 97 + index * 29) % BAND);
+        let (got, want) = (out[y * WIDTH + x], direct(plane, &input.kernel, x, y0 + y));
+        if (got - want).abs() > 1e-4 {
+            return Err(format!(
+                "blurred pixel ({x}, {}) is off by {}",
+                y0 + y,
+                got - want
+            ));
         }
-        let sum: f64 = scratch.out.iter().map(|v| *v as f64).sum();
-        Ok((sum * 1e3).round() as u64)
+    }
+    let sum: f64 = out.iter().map(|v| *v as f64).sum();
+    Ok((sum * 1e3).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_a_wrong_blur_is_caught() {
+        let input = GaussianBlur.prepare(1);
+        let mut scratch = GaussianBlur.scratch(&input);
+        let sum = GaussianBlur.round(&input, &mut scratch).unwrap();
+        assert_ne!(
+            GaussianBlur.round(&GaussianBlur.prepare(2), &mut scratch),
+            Ok(sum)
+        );
+        let index = 3 * BANDS / 2; // green, a middle band
+        let part = GaussianBlur.part(&input, &mut scratch, index).unwrap();
+        let out = scratch.out.clone();
+        assert_eq!(check(&input, index, &out), Ok(part));
+        // the band one row off (an off-by-one in the column pass)
+        let mut shifted = out.clone();
+        shifted.copy_within(WIDTH.., 0);
+        assert!(check(&input, index, &shifted)
+            .unwrap_err()
+            .contains("blurred pixel"));
+        // the band blurred by the kernel of sigma 2.5 instead of 3
+        let (c, band) = (index / BANDS, index % BANDS);
+        let mut other = vec![0.0; out.len()];
+        blur_band(
+            &input.planes[c],
+            &kernel(2.5),
+            band * BAND,
+            &mut vec![0.0; WIDTH * (BAND + 2 * (kernel(2.5).len() / 2))],
+            &mut other,
+        );
+        assert!(check(&input, index, &other).is_err());
     }
 }

@@ -66,40 +66,83 @@ impl Task for Hdr {
     }
 
     fn round(&self, radiance: &Vec<f32>, out: &mut Vec<u8>) -> Result<u64, String> {
-        let pixels = radiance.len() / 3;
-        let log_sum: f64 = radiance
-            .chunks_exact(3)
-            .map(|p| (1e-4 + luminance(p) as f64).ln())
-            .sum();
-        let key = 0.18 / (log_sum / pixels as f64).exp() as f32;
-        let white = radiance
-            .chunks_exact(3)
-            .map(luminance)
-            .fold(0.0f32, f32::max)
-            * key;
-        let map = |p: &[f32]| -> f32 {
-            let l = luminance(p) * key;
-            l * (1.0 + l / (white * white)) / (1.0 + l)
-        };
-        for (p, o) in radiance.chunks_exact(3).zip(out.chunks_exact_mut(3)) {
-            let ratio = map(p) / luminance(p).max(1e-9);
-            for c in 0..3 {
-                o[c] = (255.0 * (p[c] * ratio).clamp(0.0, 1.0).powf(1.0 / 2.2)).round() as u8;
-            }
+        let (key, white) = tone_map(radiance, out);
+        check(radiance, out, key, white)
+    }
+}
+
+/// Reinhard's operator with a white point: the mapped luminance of radiance `p`.
+fn map(p: &[f32], key: f32, white: f32) -> f32 {
+    let l = luminance(p) * key;
+    l * (1.0 + l / (white * white)) / (1.0 + l)
+}
+
+/// Maps the radiance to 8-bit sRGB-like values in `out`; returns the key and white point.
+fn tone_map(radiance: &[f32], out: &mut [u8]) -> (f32, f32) {
+    let pixels = radiance.len() / 3;
+    let log_sum: f64 = radiance
+        .chunks_exact(3)
+        .map(|p| (1e-4 + luminance(p) as f64).ln())
+        .sum();
+    let key = 0.18 / (log_sum / pixels as f64).exp() as f32;
+    let white = radiance
+        .chunks_exact(3)
+        .map(luminance)
+        .fold(0.0f32, f32::max)
+        * key;
+    for (p, o) in radiance.chunks_exact(3).zip(out.chunks_exact_mut(3)) {
+        let ratio = map(p, key, white) / luminance(p).max(1e-9);
+        for c in 0..3 {
+            o[c] = (255.0 * (p[c] * ratio).clamp(0.0, 1.0).powf(1.0 / 2.2)).round() as u8;
         }
-        let mean = out.iter().map(|v| *v as f64).sum::<f64>() / out.len() as f64;
-        if !(40.0..=215.0).contains(&mean) {
-            return Err(format!(
-                "the mapped image is badly exposed (mean {mean:.0} of 255)"
-            ));
+    }
+    (key, white)
+}
+
+/// The mapped image must be normally exposed and the operator at this key and white point
+/// must keep the order of sampled luminances; returns a checksum of the image.
+fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, String> {
+    let pixels = radiance.len() / 3;
+    let mean = out.iter().map(|v| *v as f64).sum::<f64>() / out.len() as f64;
+    if !(40.0..=215.0).contains(&mean) {
+        return Err(format!(
+            "the mapped image is badly exposed (mean {mean:.0} of 255)"
+        ));
+    }
+    for k in 0..256 {
+        let (a, b) = ((k * 7919) % pixels, (k * 104_729 + 13) % pixels);
+        let (pa, pb) = (&radiance[3 * a..3 * a + 3], &radiance[3 * b..3 * b + 3]);
+        if luminance(pa) < luminance(pb) && map(pa, key, white) > map(pb, key, white) {
+            return Err("tone mapping reversed the order of two luminances".into());
         }
-        for k in 0..256 {
-            let (a, b) = ((k * 7919) % pixels, (k * 104_729 + 13) % pixels);
-            let (pa, pb) = (&radiance[3 * a..3 * a + 3], &radiance[3 * b..3 * b + 3]);
-            if luminance(pa) < luminance(pb) && map(pa) > map(pb) {
-                return Err("tone mapping reversed the order of two luminances".into());
-            }
-        }
-        Ok(fold(out))
+    }
+    Ok(fold(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_a_badly_mapped_image_is_caught() {
+        let radiance = Hdr.prepare(1);
+        let mut out = Hdr.scratch(&radiance);
+        let sum = Hdr.round(&radiance, &mut out).unwrap();
+        assert_ne!(Hdr.round(&Hdr.prepare(2), &mut out), Ok(sum));
+        let (key, white) = tone_map(&radiance, &mut out);
+        assert_eq!(check(&radiance, &out, key, white), Ok(sum));
+        // two stops under-exposed
+        let dark: Vec<u8> = out.iter().map(|v| v / 4).collect();
+        assert!(check(&radiance, &dark, key, white)
+            .unwrap_err()
+            .contains("badly exposed"));
+        // the upper half of the image never written
+        let mut half = out.clone();
+        half[..out.len() / 2].fill(0);
+        assert!(check(&radiance, &half, key, white).is_err());
+        // a key of the wrong sign: the operator no longer keeps the order of luminances
+        assert!(check(&radiance, &out, -key, white)
+            .unwrap_err()
+            .contains("reversed the order"));
     }
 }

@@ -81,54 +81,101 @@ impl Task for HorizonDetection {
     }
 
     fn round(&self, input: &Input, (magnitude, votes): &mut Self::Scratch) -> Result<u64, String> {
-        let g = &input.grey;
-        let mut strongest = 0.0f32;
-        for y in 1..HEIGHT - 1 {
-            for x in 1..WIDTH - 1 {
-                let p = |dx: isize, dy: isize| {
-                    g[(y as isize + dy) as usize * WIDTH + (x as isize + dx) as usize]
-                };
-                let gx = p(1, -1) + 2.0 * p(1, 0) + p(1, 1) - p(-1, -1) - 2.0 * p(-1, 0) - p(-1, 1);
-                let gy = p(-1, 1) + 2.0 * p(0, 1) + p(1, 1) - p(-1, -1) - 2.0 * p(0, -1) - p(1, -1);
-                let m = (gx * gx + gy * gy).sqrt();
-                magnitude[y * WIDTH + x] = m;
-                strongest = strongest.max(m);
+        let best = detect(input, magnitude, votes);
+        check(input, votes, best)
+    }
+}
+
+/// Sobel edges into `magnitude`, Hough votes of the strong edges into `votes`: the cell
+/// (angle, distance) of the strongest line.
+fn detect(input: &Input, magnitude: &mut [f32], votes: &mut [u32]) -> usize {
+    let g = &input.grey;
+    let mut strongest = 0.0f32;
+    for y in 1..HEIGHT - 1 {
+        for x in 1..WIDTH - 1 {
+            let p = |dx: isize, dy: isize| {
+                g[(y as isize + dy) as usize * WIDTH + (x as isize + dx) as usize]
+            };
+            let gx = p(1, -1) + 2.0 * p(1, 0) + p(1, 1) - p(-1, -1) - 2.0 * p(-1, 0) - p(-1, 1);
+            let gy = p(-1, 1) + 2.0 * p(0, 1) + p(1, 1) - p(-1, -1) - 2.0 * p(0, -1) - p(1, -1);
+            let m = (gx * gx + gy * gy).sqrt();
+            magnitude[y * WIDTH + x] = m;
+            strongest = strongest.max(m);
+        }
+    }
+    votes.fill(0);
+    let half = votes.len() / ANGLES / 2;
+    let (cx, cy) = (WIDTH as f32 / 2.0, HEIGHT as f32 / 2.0);
+    for y in 1..HEIGHT - 1 {
+        for x in 1..WIDTH - 1 {
+            if magnitude[y * WIDTH + x] < 0.5 * strongest {
+                continue;
+            }
+            let (dx, dy) = (x as f32 - cx, y as f32 - cy);
+            for (a, (c, s)) in input.table.iter().enumerate() {
+                let rho = (dx * c + dy * s).round() as isize + half as isize;
+                votes[a * 2 * half + rho as usize] += 1;
             }
         }
-        votes.fill(0);
-        let half = votes.len() / ANGLES / 2;
-        let (cx, cy) = (WIDTH as f32 / 2.0, HEIGHT as f32 / 2.0);
-        for y in 1..HEIGHT - 1 {
-            for x in 1..WIDTH - 1 {
-                if magnitude[y * WIDTH + x] < 0.5 * strongest {
-                    continue;
-                }
-                let (dx, dy) = (x as f32 - cx, y as f32 - cy);
-                for (a, (c, s)) in input.table.iter().enumerate() {
-                    let rho = (dx * c + dy * s).round() as isize + half as isize;
-                    votes[a * 2 * half + rho as usize] += 1;
-                }
-            }
-        }
-        let best = votes
+    }
+    votes
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, v)| **v)
+        .map(|(i, _)| i)
+        .unwrap_or(0)
+}
+
+/// The line in cell `best` of the accumulator must be the horizon the scene put there:
+/// within half a degree and three pixels. Returns a checksum of the cell and its votes.
+fn check(input: &Input, votes: &[u32], best: usize) -> Result<u64, String> {
+    let half = votes.len() / ANGLES / 2;
+    let (angle, rho) = (
+        (best / (2 * half)) as f64 * std::f64::consts::PI / ANGLES as f64,
+        (best % (2 * half)) as f64 - half as f64,
+    );
+    let (want_angle, want_rho) = normal_form(input.tilt, input.offset);
+    let angle_error = (angle - want_angle).abs().to_degrees();
+    if angle_error > 0.5 || (rho - want_rho).abs() > 3.0 {
+        return Err(format!(
+            "found a line at {:.2} deg, {rho:.0} px; the horizon is at {:.2} deg, {want_rho:.0} px",
+            angle.to_degrees(),
+            want_angle.to_degrees()
+        ));
+    }
+    Ok(best as u64 ^ (votes[best] as u64) << 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_a_wrong_line_is_caught() {
+        let input = HorizonDetection.prepare(1);
+        let mut scratch = HorizonDetection.scratch(&input);
+        let sum = HorizonDetection.round(&input, &mut scratch).unwrap();
+        assert_ne!(
+            HorizonDetection.round(&HorizonDetection.prepare(2), &mut scratch),
+            Ok(sum)
+        );
+        let (magnitude, votes) = &mut scratch;
+        let best = detect(&input, magnitude, votes);
+        assert_eq!(check(&input, votes, best), Ok(sum));
+        let cells = votes.len() / ANGLES; // distances per angle
+                                          // a line tilted one degree more (four angle steps)
+        assert!(check(&input, votes, best + 4 * cells)
+            .unwrap_err()
+            .contains("the horizon is at"));
+        // a line five pixels lower
+        assert!(check(&input, votes, best + 5).is_err());
+        // the weakest cell taken for the strongest
+        let weakest = votes
             .iter()
             .enumerate()
-            .max_by_key(|(_, v)| **v)
+            .min_by_key(|(_, v)| **v)
             .map(|(i, _)| i)
-            .unwrap_or(0);
-        let (angle, rho) = (
-            (best / (2 * half)) as f64 * std::f64::consts::PI / ANGLES as f64,
-            (best % (2 * half)) as f64 - half as f64,
-        );
-        let (want_angle, want_rho) = normal_form(input.tilt, input.offset);
-        let angle_error = (angle - want_angle).abs().to_degrees();
-        if angle_error > 0.5 || (rho - want_rho).abs() > 3.0 {
-            return Err(format!(
-                "found a line at {:.2} deg, {rho:.0} px; the horizon is at {:.2} deg, {want_rho:.0} px",
-                angle.to_degrees(),
-                want_angle.to_degrees()
-            ));
-        }
-        Ok(best as u64 ^ (votes[best] as u64) << 32)
+            .unwrap();
+        assert!(check(&input, votes, weakest).is_err());
     }
 }

@@ -128,27 +128,38 @@ impl Task for Html5 {
     }
 
     fn round(&self, input: &Input, _: &mut ()) -> Result<u64, String> {
-        let dom = parse_document(RcDom::default(), ParseOpts::default()).one(input.html.as_str());
-        let mut counts = BTreeMap::new();
-        let mut text = 0;
-        walk(&dom.document, &mut counts, &mut text);
-        for (tag, want) in &input.expected {
-            let got = counts.get(tag).copied().unwrap_or(0);
-            if got != *want {
-                return Err(format!(
-                    "the DOM has {got} <{tag}> elements, the page has {want}"
-                ));
-            }
-        }
-        Ok(counts
-            .values()
-            .fold(text as u64, |acc, &n| acc.rotate_left(9) ^ n as u64))
+        let dom = parse(&input.html);
+        check(input, &dom)
     }
+}
+
+fn parse(html: &str) -> RcDom {
+    parse_document(RcDom::default(), ParseOpts::default()).one(html)
+}
+
+/// Walks the DOM: it must hold the elements the generator put in the page. Returns a
+/// checksum of the element counts and the text's length.
+fn check(input: &Input, dom: &RcDom) -> Result<u64, String> {
+    let mut counts = BTreeMap::new();
+    let mut text = 0;
+    walk(&dom.document, &mut counts, &mut text);
+    for (tag, want) in &input.expected {
+        let got = counts.get(tag).copied().unwrap_or(0);
+        if got != *want {
+            return Err(format!(
+                "the DOM has {got} <{tag}> elements, the page has {want}"
+            ));
+        }
+    }
+    Ok(counts
+        .values()
+        .fold(text as u64, |acc, &n| acc.rotate_left(9) ^ n as u64))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::rc::Rc;
 
     #[test]
     fn the_parser_inserts_tbody_and_a_missing_element_is_caught() {
@@ -161,5 +172,37 @@ mod tests {
             expected: input.expected.clone(),
         };
         assert!(Html5.round(&broken, &mut ()).unwrap_err().contains("<td>"));
+    }
+
+    /// The first element named `tag` under `node` and its parent.
+    fn find(node: &Handle, tag: &str) -> Option<(Handle, Handle)> {
+        for child in node.children.borrow().iter() {
+            if matches!(&child.data, NodeData::Element { name, .. } if &*name.local == tag) {
+                return Some((node.clone(), child.clone()));
+            }
+            if let Some(found) = find(child, tag) {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_dom_that_lost_an_element_is_caught() {
+        let input = page(1);
+        let sum = Html5.round(&input, &mut ()).unwrap();
+        assert_ne!(Html5.round(&page(2), &mut ()), Ok(sum));
+        let dom = parse(&input.html);
+        assert_eq!(check(&input, &dom), Ok(sum));
+        // a cell dropped from the tree
+        let (row, cell) = find(&dom.document, "td").unwrap();
+        row.children.borrow_mut().retain(|c| !Rc::ptr_eq(c, &cell));
+        assert!(check(&input, &dom).unwrap_err().contains("<td>"));
+        // the implied tbody not inserted: its rows hung on the table itself
+        let dom = parse(&input.html);
+        let (table, tbody) = find(&dom.document, "tbody").unwrap();
+        let rows = std::mem::take(&mut *tbody.children.borrow_mut());
+        *table.children.borrow_mut() = rows;
+        assert!(check(&input, &dom).unwrap_err().contains("<tbody>"));
     }
 }

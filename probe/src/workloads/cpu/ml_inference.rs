@@ -178,61 +178,131 @@ impl Task for MlInference {
     fn round(&self, input: &Input, cols: &mut Vec<f32>) -> Result<u64, String> {
         let mut checksum = 0u64;
         for (b, image) in input.images.iter().enumerate() {
-            let mut x = image.clone();
-            let mut side = SIDE;
-            for layer in 0..3 {
-                let y = conv_relu(
-                    &x,
-                    &input.convs[layer],
-                    CHANNELS[layer],
-                    CHANNELS[layer + 1],
-                    side,
-                    cols,
-                );
-                if layer == 0 {
-                    for i in 0..16 {
-                        let (o, py, px) =
-                            ((i * 5 + b) % CHANNELS[1], (i * 13) % side, (i * 29) % side);
-                        let want = direct_conv(&x, &input.convs[0], CHANNELS[0], side, o, py, px);
-                        if (y[o * side * side + py * side + px] - want).abs()
-                            > 1e-4 * (1.0 + want.abs())
-                        {
-                            return Err(
-                                "a convolution output differs from the direct convolution".into()
-                            );
-                        }
-                    }
-                }
-                if layer < 2 {
-                    x = max_pool(&y, CHANNELS[layer + 1], side);
-                    side /= 2;
-                } else {
-                    x = y;
-                }
-            }
-            let features: Vec<f32> = x
-                .chunks(side * side)
-                .map(|c| c.iter().sum::<f32>() / (side * side) as f32)
-                .collect();
-            let logits: Vec<f32> = input
-                .dense
-                .chunks(CHANNELS[3])
-                .map(|w| w.iter().zip(&features).map(|(a, b)| a * b).sum())
-                .collect();
-            let top = logits.iter().cloned().fold(f32::MIN, f32::max);
-            let exp: Vec<f32> = logits.iter().map(|l| (l - top).exp()).collect();
-            let total: f32 = exp.iter().sum();
-            let probs: Vec<f32> = exp.iter().map(|e| e / total).collect();
-            if (probs.iter().sum::<f32>() - 1.0).abs() > 1e-5 {
-                return Err("softmax does not sum to one".into());
-            }
-            let class = probs
-                .iter()
-                .enumerate()
-                .fold(0, |best, (i, p)| if *p > probs[best] { i } else { best });
-            checksum =
-                checksum.rotate_left(11) ^ (class as u64) ^ ((probs[class] * 1e6) as u64) << 8;
+            let first = conv_relu(image, &input.convs[0], CHANNELS[0], CHANNELS[1], SIDE, cols);
+            check_conv(input, b, &first)?;
+            let probs = classify(input, first, cols);
+            checksum = checksum.rotate_left(11) ^ check_softmax(&probs)?;
         }
         Ok(checksum)
+    }
+}
+
+/// Sampled outputs of image `b`'s first convolution must match a direct convolution.
+fn check_conv(input: &Input, b: usize, y: &[f32]) -> Result<(), String> {
+    let side = SIDE;
+    for i in 0..16 {
+        let (o, py, px) = ((i * 5 + b) % CHANNELS[1], (i * 13) % side, (i * 29) % side);
+        let want = direct_conv(
+            &input.images[b],
+            &input.convs[0],
+            CHANNELS[0],
+            side,
+            o,
+            py,
+            px,
+        );
+        if (y[o * side * side + py * side + px] - want).abs() > 1e-4 * (1.0 + want.abs()) {
+            return Err("a convolution output differs from the direct convolution".into());
+        }
+    }
+    Ok(())
+}
+
+/// The rest of the network from the first convolution's output `y`: the class
+/// probabilities.
+fn classify(input: &Input, y: Vec<f32>, cols: &mut Vec<f32>) -> Vec<f32> {
+    let mut x = max_pool(&y, CHANNELS[1], SIDE);
+    let mut side = SIDE / 2;
+    for layer in 1..3 {
+        let y = conv_relu(
+            &x,
+            &input.convs[layer],
+            CHANNELS[layer],
+            CHANNELS[layer + 1],
+            side,
+            cols,
+        );
+        if layer < 2 {
+            x = max_pool(&y, CHANNELS[layer + 1], side);
+            side /= 2;
+        } else {
+            x = y;
+        }
+    }
+    let features: Vec<f32> = x
+        .chunks(side * side)
+        .map(|c| c.iter().sum::<f32>() / (side * side) as f32)
+        .collect();
+    let logits: Vec<f32> = input
+        .dense
+        .chunks(CHANNELS[3])
+        .map(|w| w.iter().zip(&features).map(|(a, b)| a * b).sum())
+        .collect();
+    let top = logits.iter().cloned().fold(f32::MIN, f32::max);
+    let exp: Vec<f32> = logits.iter().map(|l| (l - top).exp()).collect();
+    let total: f32 = exp.iter().sum();
+    exp.iter().map(|e| e / total).collect()
+}
+
+/// The probabilities must sum to one; returns a checksum of the top class and its
+/// probability.
+fn check_softmax(probs: &[f32]) -> Result<u64, String> {
+    if (probs.iter().sum::<f32>() - 1.0).abs() > 1e-5 {
+        return Err("softmax does not sum to one".into());
+    }
+    let class = probs
+        .iter()
+        .enumerate()
+        .fold(0, |best, (i, p)| if *p > probs[best] { i } else { best });
+    Ok((class as u64) ^ ((probs[class] * 1e6) as u64) << 8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_wrong_outputs_are_caught() {
+        let input = MlInference.prepare(1);
+        let mut cols = Vec::new();
+        let sum = MlInference.round(&input, &mut cols).unwrap();
+        assert_ne!(
+            MlInference.round(&MlInference.prepare(2), &mut cols),
+            Ok(sum)
+        );
+        let b = 1;
+        let image = &input.images[b];
+        let first = conv_relu(image, &input.convs[0], 3, 16, SIDE, &mut cols);
+        assert!(check_conv(&input, b, &first).is_ok());
+        // every output channel holding the next one's (the weight matrix's rows off by one)
+        let plane = SIDE * SIDE;
+        let mut swapped = first.clone();
+        swapped.rotate_left(plane);
+        assert!(check_conv(&input, b, &swapped)
+            .unwrap_err()
+            .contains("direct convolution"));
+        // the ReLU skipped: negative outputs let through
+        let unclamped = {
+            im2col(image, 3, SIDE, SIDE, &mut cols);
+            let mut out = vec![0.0f32; 16 * plane];
+            for o in 0..16 {
+                for p in 0..plane {
+                    out[o * plane + p] = (0..27)
+                        .map(|k| input.convs[0][o * 27 + k] * cols[k * plane + p])
+                        .sum();
+                }
+            }
+            out
+        };
+        assert!(check_conv(&input, b, &unclamped).is_err());
+        let mut probs = classify(&input, first, &mut cols);
+        assert!(check_softmax(&probs).is_ok());
+        // one class probability off by 1%
+        probs[3] += 0.01;
+        assert!(check_softmax(&probs).unwrap_err().contains("sum to one"));
+        // the probabilities not normalised
+        probs[3] -= 0.01;
+        let raw: Vec<f32> = probs.iter().map(|p| p * 2.0).collect();
+        assert!(check_softmax(&raw).is_err());
     }
 }

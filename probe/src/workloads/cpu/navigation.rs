@@ -131,25 +131,22 @@ impl Task for Navigation {
     /// One route: the part of the shared-task mode.
     fn part(&self, input: &Input, _: &mut (), index: usize) -> Result<u64, String> {
         let source = input.sources[index];
-        let mut dist = vec![None; input.graph.node_count()];
-        for (node, d) in dijkstra(&input.graph, source, None, |e| *e.weight()) {
-            dist[node.index()] = Some(d);
-        }
-        certify(&input.graph, source, &dist)
+        certify(&input.graph, source, &distances(&input.graph, source))
     }
+}
+
+/// Shortest distances from `source` by Dijkstra, indexed by node (None where unreached).
+fn distances(graph: &UnGraph<(), u64>, source: NodeIndex) -> Vec<Option<u64>> {
+    let mut dist = vec![None; graph.node_count()];
+    for (node, d) in dijkstra(graph, source, None, |e| *e.weight()) {
+        dist[node.index()] = Some(d);
+    }
+    dist
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn distances(graph: &UnGraph<(), u64>, source: NodeIndex) -> Vec<Option<u64>> {
-        let mut dist = vec![None; graph.node_count()];
-        for (node, d) in dijkstra(graph, source, None, |e| *e.weight()) {
-            dist[node.index()] = Some(d);
-        }
-        dist
-    }
 
     #[test]
     fn true_distances_are_certified_and_wrong_ones_are_not() {
@@ -162,5 +159,30 @@ mod tests {
         assert!(certify(&graph, source, &dist).is_err());
         dist[far] = Some(dist[far].unwrap() - 2);
         assert!(certify(&graph, source, &dist).is_err());
+    }
+
+    #[test]
+    fn a_round_passes_and_a_lost_or_wrong_route_is_caught() {
+        let input = Navigation.prepare(1);
+        let sum = Navigation.round(&input, &mut ()).unwrap();
+        assert_ne!(Navigation.round(&Navigation.prepare(2), &mut ()), Ok(sum));
+        let source = input.sources[0];
+        let mut dist = distances(&input.graph, source);
+        assert_eq!(
+            certify(&input.graph, source, &dist),
+            Navigation.part(&input, &mut (), 0)
+        );
+        // an intersection the search never settled
+        let far = dist.iter().position(|d| d.unwrap_or(0) > 5000).unwrap();
+        let kept = dist[far].take();
+        assert!(certify(&input.graph, source, &dist)
+            .unwrap_err()
+            .contains("not reached"));
+        // a route 10 m too long
+        dist[far] = kept.map(|d| d + 10);
+        assert!(certify(&input.graph, source, &dist).is_err());
+        // the routes of another place
+        let other = distances(&input.graph, input.sources[1]);
+        assert!(certify(&input.graph, source, &other).is_err());
     }
 }

@@ -246,44 +246,107 @@ impl Task for NBody {
     ) -> Result<u64, String> {
         bodies.clone_from(input);
         let before = energy(bodies);
-        let tree = Tree::build(bodies);
-        for i in 0..bodies.len() {
-            acc[i] = tree.accel(i, bodies, stack);
+        forces(bodies, acc, stack);
+        check_forces(bodies, acc)?;
+        integrate(bodies, acc, stack);
+        check_energy(bodies, before)
+    }
+}
+
+/// Every body's acceleration, from a Barnes-Hut tree built over the bodies.
+fn forces(bodies: &[Body], acc: &mut [V3], stack: &mut Vec<usize>) {
+    let tree = Tree::build(bodies);
+    for i in 0..bodies.len() {
+        acc[i] = tree.accel(i, bodies, stack);
+    }
+}
+
+/// The tree's accelerations of 16 sample bodies must be within 5% of the direct sum.
+fn check_forces(bodies: &[Body], acc: &[V3]) -> Result<(), String> {
+    for i in (0..bodies.len()).step_by(bodies.len() / 16) {
+        let exact = direct_accel(i, bodies);
+        let error = norm([0, 1, 2].map(|k| acc[i][k] - exact[k])) / norm(exact);
+        if error > 0.05 {
+            return Err(format!(
+                "tree force on body {i} is {:.1}% off the direct sum",
+                error * 100.0
+            ));
         }
-        for i in (0..bodies.len()).step_by(bodies.len() / 16) {
-            let exact = direct_accel(i, bodies);
-            let error = norm([0, 1, 2].map(|k| acc[i][k] - exact[k])) / norm(exact);
-            if error > 0.05 {
-                return Err(format!(
-                    "tree force on body {i} is {:.1}% off the direct sum",
-                    error * 100.0
-                ));
+    }
+    Ok(())
+}
+
+/// STEPS leapfrog steps (kick, drift, new forces, kick) from the accelerations in `acc`.
+fn integrate(bodies: &mut [Body], acc: &mut [V3], stack: &mut Vec<usize>) {
+    for _ in 0..STEPS {
+        for (b, a) in bodies.iter_mut().zip(acc.iter()) {
+            for k in 0..3 {
+                b.vel[k] += 0.5 * DT * a[k];
+                b.pos[k] += DT * b.vel[k];
             }
         }
-        for _ in 0..STEPS {
-            for (b, a) in bodies.iter_mut().zip(acc.iter()) {
-                for k in 0..3 {
-                    b.vel[k] += 0.5 * DT * a[k];
-                    b.pos[k] += DT * b.vel[k];
-                }
-            }
-            let tree = Tree::build(bodies);
-            for i in 0..bodies.len() {
-                acc[i] = tree.accel(i, bodies, stack);
-            }
-            for (b, a) in bodies.iter_mut().zip(acc.iter()) {
-                for k in 0..3 {
-                    b.vel[k] += 0.5 * DT * a[k];
-                }
+        forces(bodies, acc, stack);
+        for (b, a) in bodies.iter_mut().zip(acc.iter()) {
+            for k in 0..3 {
+                b.vel[k] += 0.5 * DT * a[k];
             }
         }
-        let after = energy(bodies);
-        let drift = ((after - before) / before).abs();
-        if drift > 1e-3 {
-            return Err(format!("total energy drifted by {:.3}%", drift * 100.0));
+    }
+}
+
+/// The total energy must have drifted by less than 0.1% from `before`; returns a checksum
+/// of the bodies' positions.
+fn check_energy(bodies: &[Body], before: f64) -> Result<u64, String> {
+    let after = energy(bodies);
+    let drift = ((after - before) / before).abs();
+    if drift > 1e-3 {
+        return Err(format!("total energy drifted by {:.3}%", drift * 100.0));
+    }
+    Ok(bodies.iter().fold(0u64, |acc, b| {
+        acc.rotate_left(3) ^ (b.pos[0] * 1e9) as i64 as u64
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_wrong_forces_or_energy_are_caught() {
+        let input = NBody.prepare(1);
+        let mut scratch = NBody.scratch(&input);
+        let sum = NBody.round(&input, &mut scratch).unwrap();
+        let (bodies, acc, stack) = &mut scratch;
+        bodies.clone_from(&input);
+        let before = energy(bodies);
+        forces(bodies, acc, stack);
+        assert!(check_forces(bodies, acc).is_ok());
+        // a sampled body's tree force 10% too strong
+        let kept = acc[0];
+        acc[0] = kept.map(|a| a * 1.1);
+        assert!(check_forces(bodies, acc).unwrap_err().contains("body 0"));
+        acc[0] = kept;
+        integrate(bodies, acc, stack);
+        assert_eq!(check_energy(bodies, before), Ok(sum));
+        // every body 2% too fast at the end (an energy changed)
+        let mut fast = bodies.clone();
+        for b in fast.iter_mut() {
+            b.vel = b.vel.map(|v| v * 1.02);
         }
-        Ok(bodies.iter().fold(0u64, |acc, b| {
-            acc.rotate_left(3) ^ (b.pos[0] * 1e9) as i64 as u64
-        }))
+        assert!(check_energy(&fast, before)
+            .unwrap_err()
+            .contains("energy drifted"));
+        // ten bodies lost (their mass dropped)
+        let mut lost = bodies.clone();
+        for b in &mut lost[..10] {
+            b.mass = 0.0;
+        }
+        assert!(check_energy(&lost, before).is_err());
+        // the cluster 1% larger (a drift step too long)
+        let mut spread = bodies.clone();
+        for b in spread.iter_mut() {
+            b.pos = b.pos.map(|p| p * 1.01);
+        }
+        assert!(check_energy(&spread, before).is_err());
     }
 }

@@ -233,53 +233,115 @@ impl Task for RayTracing {
         (band, stack): &mut Self::Scratch,
         index: usize,
     ) -> Result<u64, String> {
-        let (spheres, bvh) = (&scene.spheres, &scene.bvh);
-        let light = unit([0.5, 1.0, -0.4]);
-        for row in 0..BAND {
-            for x in 0..WIDTH {
-                let (origin, dir) = camera_ray(x, index * BAND + row);
-                let mut shade = 0.1;
-                if let Some((i, t)) = bvh.closest(spheres, origin, dir, stack) {
-                    let s = spheres[i];
-                    let p = [
-                        origin[0] + t * dir[0],
-                        origin[1] + t * dir[1],
-                        origin[2] + t * dir[2],
-                    ];
-                    let normal = unit(sub(p, s.centre));
-                    let lambert = dot(normal, light).max(0.0);
-                    let lit = lambert > 0.0
-                        && bvh
-                            .closest(
-                                spheres,
-                                [
-                                    p[0] + normal[0] * 1e-4,
-                                    p[1] + normal[1] * 1e-4,
-                                    p[2] + normal[2] * 1e-4,
-                                ],
-                                light,
-                                stack,
-                            )
-                            .is_none();
-                    shade = 0.1 + if lit { 0.9 * s.albedo * lambert } else { 0.0 };
-                }
-                band[row * WIDTH + x] = (shade * 255.0) as u8;
+        let hits = render(scene, band, stack, index);
+        check(scene, index, &hits, band)
+    }
+}
+
+/// The sample rays of part `index`: CHECKS camera rays spread over the whole image.
+fn sample_ray(k: usize) -> (V, V) {
+    camera_ray((k * 37) % WIDTH, (k * 59) % HEIGHT)
+}
+
+/// Renders band `index` into `band`, then traces the part's sample rays through the BVH:
+/// the spheres they hit.
+fn render(
+    scene: &Scene,
+    band: &mut [u8],
+    stack: &mut Vec<usize>,
+    index: usize,
+) -> [Option<usize>; CHECKS] {
+    let (spheres, bvh) = (&scene.spheres, &scene.bvh);
+    let light = unit([0.5, 1.0, -0.4]);
+    for row in 0..BAND {
+        for x in 0..WIDTH {
+            let (origin, dir) = camera_ray(x, index * BAND + row);
+            let mut shade = 0.1;
+            if let Some((i, t)) = bvh.closest(spheres, origin, dir, stack) {
+                let s = spheres[i];
+                let p = [
+                    origin[0] + t * dir[0],
+                    origin[1] + t * dir[1],
+                    origin[2] + t * dir[2],
+                ];
+                let normal = unit(sub(p, s.centre));
+                let lambert = dot(normal, light).max(0.0);
+                let lit = lambert > 0.0
+                    && bvh
+                        .closest(
+                            spheres,
+                            [
+                                p[0] + normal[0] * 1e-4,
+                                p[1] + normal[1] * 1e-4,
+                                p[2] + normal[2] * 1e-4,
+                            ],
+                            light,
+                            stack,
+                        )
+                        .is_none();
+                shade = 0.1 + if lit { 0.9 * s.albedo * lambert } else { 0.0 };
             }
+            band[row * WIDTH + x] = (shade * 255.0) as u8;
         }
-        for k in index * CHECKS..(index + 1) * CHECKS {
-            let (origin, dir) = camera_ray((k * 37) % WIDTH, (k * 59) % HEIGHT);
-            let (a, b) = (
-                bvh.closest(spheres, origin, dir, stack),
-                brute(spheres, origin, dir),
-            );
-            if a.map(|h| h.0) != b.map(|h| h.0) {
-                return Err(format!(
-                    "the BVH hit {:?} where brute force hits {:?}",
-                    a.map(|h| h.0),
-                    b.map(|h| h.0)
-                ));
-            }
+    }
+    std::array::from_fn(|j| {
+        let (origin, dir) = sample_ray(index * CHECKS + j);
+        bvh.closest(spheres, origin, dir, stack).map(|h| h.0)
+    })
+}
+
+/// The BVH's hits of the sample rays must be what a brute-force test of every sphere hits;
+/// returns a checksum of the band.
+fn check(
+    scene: &Scene,
+    index: usize,
+    hits: &[Option<usize>; CHECKS],
+    band: &[u8],
+) -> Result<u64, String> {
+    for (j, hit) in hits.iter().enumerate() {
+        let (origin, dir) = sample_ray(index * CHECKS + j);
+        let want = brute(&scene.spheres, origin, dir).map(|h| h.0);
+        if *hit != want {
+            return Err(format!(
+                "the BVH hit {hit:?} where brute force hits {want:?}"
+            ));
         }
-        Ok(fold(band))
+    }
+    Ok(fold(band))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_a_wrong_hit_is_caught() {
+        let scene = RayTracing.prepare(1);
+        let mut scratch = RayTracing.scratch(&scene);
+        let sum = RayTracing.round(&scene, &mut scratch).unwrap();
+        assert_ne!(
+            RayTracing.round(&RayTracing.prepare(2), &mut scratch),
+            Ok(sum)
+        );
+        let index = 20;
+        let part = RayTracing.part(&scene, &mut scratch, index).unwrap();
+        let (band, stack) = &mut scratch;
+        let mut hits = render(&scene, band, stack, index);
+        assert_eq!(check(&scene, index, &hits, band), Ok(part));
+        let j = hits
+            .iter()
+            .position(|h| h.is_some_and(|i| i < SPHERES))
+            .unwrap();
+        let kept = hits[j];
+        // a sphere the BVH missed (a node's box too small): the ground behind it, or nothing
+        hits[j] = hits[j].map(|_| SPHERES);
+        assert!(check(&scene, index, &hits, band)
+            .unwrap_err()
+            .contains("brute force"));
+        hits[j] = None;
+        assert!(check(&scene, index, &hits, band).is_err());
+        // another sphere than the nearest (an index mixed up in the leaf order)
+        hits[j] = kept.map(|i| (i + 1) % SPHERES);
+        assert!(check(&scene, index, &hits, band).is_err());
     }
 }

@@ -85,45 +85,90 @@ impl Task for TextCompression {
     }
 
     fn part(&self, text: &Vec<u8>, _: &mut (), index: usize) -> Result<u64, String> {
-        let packed = if index == 0 {
-            let packed =
-                zstd::bulk::compress(text, ZSTD_LEVEL).map_err(|e| format!("zstd: {e}"))?;
-            if zstd::bulk::decompress(&packed, text.len()).map_err(|e| format!("zstd: {e}"))?
-                != *text
-            {
-                return Err("zstd did not give back the text".into());
-            }
-            packed
-        } else {
-            let mut encoder =
-                xz2::write::XzEncoder::new(Vec::with_capacity(text.len() / 2), XZ_PRESET);
-            encoder.write_all(text).map_err(|e| format!("xz: {e}"))?;
-            let packed = encoder.finish().map_err(|e| format!("xz: {e}"))?;
-            let mut back = Vec::with_capacity(text.len());
-            xz2::read::XzDecoder::new(&packed[..])
-                .read_to_end(&mut back)
-                .map_err(|e| format!("xz: {e}"))?;
-            if back != *text {
-                return Err("xz did not give back the text".into());
-            }
-            packed
-        };
-        if packed.len() * 2 > text.len() {
-            return Err("the corpus compressed less than 2:1; the generator is broken".into());
-        }
-        Ok(fold(&packed))
+        let packed = compress(text, index)?;
+        let back = decompress(&packed, index, text.len())?;
+        check(text, &packed, &back, index)
     }
+}
+
+const CODECS: [&str; 2] = ["zstd", "xz"];
+
+/// The text compressed by codec `codec` (0: zstd, 1: xz).
+fn compress(text: &[u8], codec: usize) -> Result<Vec<u8>, String> {
+    if codec == 0 {
+        zstd::bulk::compress(text, ZSTD_LEVEL).map_err(|e| format!("zstd: {e}"))
+    } else {
+        let mut encoder = xz2::write::XzEncoder::new(Vec::with_capacity(text.len() / 2), XZ_PRESET);
+        encoder.write_all(text).map_err(|e| format!("xz: {e}"))?;
+        encoder.finish().map_err(|e| format!("xz: {e}"))
+    }
+}
+
+/// `packed` decompressed by codec `codec`; `size`: the text's length.
+fn decompress(packed: &[u8], codec: usize, size: usize) -> Result<Vec<u8>, String> {
+    if codec == 0 {
+        zstd::bulk::decompress(packed, size).map_err(|e| format!("zstd: {e}"))
+    } else {
+        let mut back = Vec::with_capacity(size);
+        xz2::read::XzDecoder::new(packed)
+            .read_to_end(&mut back)
+            .map_err(|e| format!("xz: {e}"))?;
+        Ok(back)
+    }
+}
+
+/// The decompressed text must be the text, and the text must have compressed at least 2:1.
+/// Returns the compressed stream's checksum.
+fn check(text: &[u8], packed: &[u8], back: &[u8], codec: usize) -> Result<u64, String> {
+    if back != text {
+        return Err(format!("{} did not give back the text", CODECS[codec]));
+    }
+    if packed.len() * 2 > text.len() {
+        return Err("the corpus compressed less than 2:1; the generator is broken".into());
+    }
+    Ok(fold(packed))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn corpus_is_deterministic_text_that_compresses() {
-        let a = super::corpus(1, 100_000);
-        assert_eq!(a, super::corpus(1, 100_000));
-        assert_ne!(a, super::corpus(2, 100_000));
+        let a = corpus(1, 100_000);
+        assert_eq!(a, corpus(1, 100_000));
+        assert_ne!(a, corpus(2, 100_000));
         assert!(a.iter().all(|b| b.is_ascii()));
         let packed = zstd::bulk::compress(&a, 3).unwrap();
         assert!(packed.len() * 2 < a.len());
+    }
+
+    #[test]
+    fn a_round_passes_and_a_corrupted_text_is_caught() {
+        let text = corpus(1, 200_000);
+        let sum = TextCompression.round(&text, &mut ()).unwrap();
+        assert_eq!(TextCompression.round(&text, &mut ()), Ok(sum));
+        for (codec, name) in CODECS.iter().enumerate() {
+            let packed = compress(&text, codec).unwrap();
+            let mut back = decompress(&packed, codec, text.len()).unwrap();
+            assert_eq!(
+                check(&text, &packed, &back, codec),
+                TextCompression.part(&text, &mut (), codec)
+            );
+            // a byte of the decompressed text corrupted (a wrong match copied, a bit flip)
+            back[text.len() / 2] ^= 0x20;
+            let err = check(&text, &packed, &back, codec).unwrap_err();
+            assert!(err.contains(name), "{err}");
+            // the last byte lost
+            back[text.len() / 2] ^= 0x20;
+            back.pop();
+            assert!(check(&text, &packed, &back, codec).is_err());
+            // a byte of the compressed stream corrupted: decoding fails or gives other text
+            let mut broken = packed.clone();
+            broken[packed.len() / 2] ^= 0x04;
+            assert!(decompress(&broken, codec, text.len())
+                .and_then(|back| check(&text, &broken, &back, codec))
+                .is_err());
+        }
     }
 }

@@ -79,49 +79,117 @@ impl Task for VectorRendering {
         shapes: &Vec<Shape>,
         (art, disks): &mut (Pixmap, Pixmap),
     ) -> Result<u64, String> {
-        art.fill(Color::WHITE);
-        let mut paint = Paint {
-            anti_alias: true,
-            ..Paint::default()
-        };
-        for shape in shapes {
-            let mut pb = PathBuilder::new();
-            pb.move_to(shape.points[0].0, shape.points[0].1);
-            for c in shape.points[1..].chunks_exact(3) {
-                pb.cubic_to(c[0].0, c[0].1, c[1].0, c[1].1, c[2].0, c[2].1);
-            }
-            pb.close();
-            let Some(path) = pb.finish() else { continue };
-            let [r, g, b, a] = shape.rgba;
-            paint.set_color_rgba8(r, g, b, a);
-            art.fill_path(
-                &path,
-                &paint,
-                FillRule::EvenOdd,
-                Transform::identity(),
-                None,
-            );
-            paint.set_color_rgba8(b, r, g, 255);
-            art.stroke_path(
-                &path,
-                &paint,
-                &Stroke {
-                    width: shape.width,
-                    ..Stroke::default()
-                },
-                Transform::identity(),
-                None,
-            );
+        draw(shapes, art, disks)?;
+        check(art, disks)
+    }
+}
+
+/// Circles per side of the disk canvas's grid.
+fn per_side() -> usize {
+    (SIZE as f32 / CELL) as usize
+}
+
+/// Paints the shapes on `art` and the grid of circles on `disks`.
+fn draw(shapes: &[Shape], art: &mut Pixmap, disks: &mut Pixmap) -> Result<(), String> {
+    art.fill(Color::WHITE);
+    let mut paint = Paint {
+        anti_alias: true,
+        ..Paint::default()
+    };
+    for shape in shapes {
+        let mut pb = PathBuilder::new();
+        pb.move_to(shape.points[0].0, shape.points[0].1);
+        for c in shape.points[1..].chunks_exact(3) {
+            pb.cubic_to(c[0].0, c[0].1, c[1].0, c[1].1, c[2].0, c[2].1);
         }
+        pb.close();
+        let Some(path) = pb.finish() else { continue };
+        let [r, g, b, a] = shape.rgba;
+        paint.set_color_rgba8(r, g, b, a);
+        art.fill_path(
+            &path,
+            &paint,
+            FillRule::EvenOdd,
+            Transform::identity(),
+            None,
+        );
+        paint.set_color_rgba8(b, r, g, 255);
+        art.stroke_path(
+            &path,
+            &paint,
+            &Stroke {
+                width: shape.width,
+                ..Stroke::default()
+            },
+            Transform::identity(),
+            None,
+        );
+    }
+    disks.fill(Color::TRANSPARENT);
+    paint.set_color_rgba8(0, 0, 0, 255);
+    let per_side = per_side();
+    for i in 0..per_side * per_side {
+        let (x, y) = (
+            (i % per_side) as f32 * CELL + CELL / 2.0,
+            (i / per_side) as f32 * CELL + CELL / 2.0,
+        );
+        let circle = PathBuilder::from_circle(x, y, RADIUS).ok_or("no circle path")?;
+        disks.fill_path(
+            &circle,
+            &paint,
+            FillRule::Winding,
+            Transform::identity(),
+            None,
+        );
+    }
+    Ok(())
+}
+
+/// The circles must cover their exact area to within 1%. Returns the checksum of the
+/// art and the coverage.
+fn check(art: &Pixmap, disks: &Pixmap) -> Result<u64, String> {
+    let per_side = per_side();
+    let covered = disks.pixels().iter().filter(|p| p.alpha() >= 128).count() as f64;
+    let exact = (per_side * per_side) as f64 * std::f64::consts::PI * (RADIUS as f64).powi(2);
+    if (covered - exact).abs() > 0.01 * exact {
+        return Err(format!(
+            "circles covered {covered} pixels, their area is {exact:.0}"
+        ));
+    }
+    Ok(fold(art.data()) ^ covered as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_passes_and_missing_circles_are_caught() {
+        let shapes = VectorRendering.prepare(1);
+        let mut scratch = VectorRendering.scratch(&shapes);
+        let sum = VectorRendering.round(&shapes, &mut scratch).unwrap();
+        assert_ne!(
+            VectorRendering.round(&VectorRendering.prepare(2), &mut scratch),
+            Ok(sum)
+        );
+        let (art, disks) = &mut scratch;
+        draw(&shapes, art, disks).unwrap();
+        assert_eq!(check(art, disks), Ok(sum));
+        // a band of 64 rows the rasteriser skipped: 16 of the 256 circles missing
+        let row = 4 * SIZE as usize;
+        disks.data_mut()[5 * 64 * row..6 * 64 * row].fill(0);
+        assert!(check(art, disks).unwrap_err().contains("circles covered"));
+        // the circles drawn at half their radius (a wrong transform)
         disks.fill(Color::TRANSPARENT);
+        let per_side = per_side();
+        let mut paint = Paint::default();
         paint.set_color_rgba8(0, 0, 0, 255);
-        let per_side = (SIZE as f32 / CELL) as usize;
         for i in 0..per_side * per_side {
             let (x, y) = (
                 (i % per_side) as f32 * CELL + CELL / 2.0,
                 (i / per_side) as f32 * CELL + CELL / 2.0,
             );
-            let circle = PathBuilder::from_circle(x, y, RADIUS).ok_or("no circle path")?;
+            let circle = PathBuilder::from_circle(x, y, RADIUS / 2.0).unwrap();
             disks.fill_path(
                 &circle,
                 &paint,
@@ -130,13 +198,6 @@ impl Task for VectorRendering {
                 None,
             );
         }
-        let covered = disks.pixels().iter().filter(|p| p.alpha() >= 128).count() as f64;
-        let exact = (per_side * per_side) as f64 * std::f64::consts::PI * (RADIUS as f64).powi(2);
-        if (covered - exact).abs() > 0.01 * exact {
-            return Err(format!(
-                "circles covered {covered} pixels, their area is {exact:.0}"
-            ));
-        }
-        Ok(fold(art.data()) ^ covered as u64)
+        assert!(check(art, disks).is_err());
     }
 }
