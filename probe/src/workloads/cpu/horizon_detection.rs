@@ -27,7 +27,7 @@ pub struct Input {
 fn normal_form(tilt: f64, offset: f64) -> (f64, f64) {
     let theta = tilt + std::f64::consts::FRAC_PI_2; // the normal is perpendicular to the line
     let (cx, cy) = (WIDTH as f64 / 2.0, HEIGHT as f64 / 2.0);
-    let rho = (cx - cx) * theta.cos() + (offset - cy) * theta.sin();
+    let rho = (offset - cy) * theta.sin(); // the line passes through (cx, offset)
     (theta, rho)
 }
 
