@@ -26,8 +26,8 @@ pub struct Input {
 /// Angle (0..pi) and signed distance from the centre of the horizon's normal form.
 fn normal_form(tilt: f64, offset: f64) -> (f64, f64) {
     let theta = tilt + std::f64::consts::FRAC_PI_2; // the normal is perpendicular to the line
-    let (cx, cy) = (WIDTH as f64 / 2.0, HEIGHT as f64 / 2.0);
-    let rho = (offset - cy) * theta.sin(); // the line passes through (cx, offset)
+    let cy = HEIGHT as f64 / 2.0;
+    let rho = (offset - cy) * theta.sin(); // the line passes through the centre column at `offset`
     (theta, rho)
 }
 
