@@ -26,6 +26,7 @@ mod navigation;
 mod nbody;
 mod ray_tracing;
 mod rigid_body;
+mod speech_recognition;
 mod sqlite;
 mod text_compression;
 mod vector_rendering;
@@ -427,6 +428,7 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(hdr::Hdr),
         &Cpu(camera::Camera),
         &Cpu(horizon_detection::HorizonDetection),
+        &Cpu(speech_recognition::SpeechRecognition),
     ]
 }
 
