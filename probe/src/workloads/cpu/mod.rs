@@ -27,6 +27,7 @@ mod navigation;
 mod nbody;
 mod ray_tracing;
 mod rigid_body;
+mod speech_recognition;
 mod sqlite;
 mod text_compression;
 mod text_rendering;
@@ -434,6 +435,7 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(horizon_detection::HorizonDetection),
         &Cpu(text_rendering::TextRendering),
         &Cpu(face_detection::FaceDetection),
+        &Cpu(speech_recognition::SpeechRecognition),
     ]
 }
 
