@@ -21,6 +21,7 @@ mod horizon_detection;
 mod html5;
 mod image;
 mod image_compression;
+mod image_inpainting;
 mod ml_inference;
 mod navigation;
 mod nbody;
@@ -427,6 +428,7 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(hdr::Hdr),
         &Cpu(camera::Camera),
         &Cpu(horizon_detection::HorizonDetection),
+        &Cpu(image_inpainting::ImageInpainting),
     ]
 }
 
