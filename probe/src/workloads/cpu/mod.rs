@@ -22,6 +22,7 @@ mod horizon_detection;
 mod html5;
 mod image;
 mod image_compression;
+mod image_inpainting;
 mod ml_inference;
 mod navigation;
 mod nbody;
@@ -436,6 +437,7 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(text_rendering::TextRendering),
         &Cpu(face_detection::FaceDetection),
         &Cpu(speech_recognition::SpeechRecognition),
+        &Cpu(image_inpainting::ImageInpainting),
     ]
 }
 
