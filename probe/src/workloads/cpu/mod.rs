@@ -27,6 +27,7 @@ mod nbody;
 mod ray_tracing;
 mod rigid_body;
 mod sqlite;
+mod structure_from_motion;
 mod text_compression;
 mod vector_rendering;
 
@@ -427,6 +428,7 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(hdr::Hdr),
         &Cpu(camera::Camera),
         &Cpu(horizon_detection::HorizonDetection),
+        &Cpu(structure_from_motion::StructureFromMotion),
     ]
 }
 
