@@ -30,6 +30,7 @@ mod ray_tracing;
 mod rigid_body;
 mod speech_recognition;
 mod sqlite;
+mod structure_from_motion;
 mod text_compression;
 mod text_rendering;
 mod vector_rendering;
@@ -438,6 +439,7 @@ pub fn all() -> Vec<&'static dyn Workload> {
         &Cpu(face_detection::FaceDetection),
         &Cpu(speech_recognition::SpeechRecognition),
         &Cpu(image_inpainting::ImageInpainting),
+        &Cpu(structure_from_motion::StructureFromMotion),
     ]
 }
 
