@@ -99,7 +99,8 @@ def test_cpu_workload_checksums_depend_on_input_only(workload: str) -> None:
     assert two["iterations"] == 2 * one["iterations"] and one["items_per_second"] > 0
 
 
-SHARED = ["cpu.aes_xts", "cpu.navigation", "cpu.compiler", "cpu.ray_tracing", "cpu.gaussian_blur"]
+SHARED = ["cpu.aes_xts", "cpu.navigation", "cpu.compiler", "cpu.ray_tracing", "cpu.gaussian_blur", "cpu.text_rendering",
+          "cpu.face_detection", "cpu.image_inpainting", "cpu.speech_recognition"]  # fmt: skip
 
 
 def test_the_listing_says_which_tasks_split_and_the_suite_version() -> None:

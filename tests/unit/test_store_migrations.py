@@ -124,9 +124,15 @@ def test_reports_of_a_migrated_database_give_the_landed_numbers(landed: Path, na
     report = json.loads(cli("report", name, "--db", str(landed), "-f", "json", check=True).stdout)
     got = {(r["workload"], r["metric"], r["variant"]): r for r in report["rows"]}
     assert set(got) == {(r["workload"], r["metric"], r["variant"]) for r in expected}
+    # a CPU-suite run of an older suite is no longer scored against today's baseline (the report
+    # says so): its rows are then judged as plain metrics, the same numbers under another family
+    unscored = {w.split(":")[0] for w in report["warnings"] if w.endswith("; not scored")}
     for row in expected:
         new = got[(row["workload"], row["metric"], row["variant"])]
         got_numbers, landed_numbers = numbers(new), numbers(row)
+        if row["family"] == "scored" and row["workload"] in unscored:
+            for key in ("verdict", "q"):  # judged in another family, corrected with other rows
+                got_numbers.pop(key), landed_numbers.pop(key)
         assert got_numbers.keys() == landed_numbers.keys()
         for key, value in landed_numbers.items():
             if isinstance(value, float):
