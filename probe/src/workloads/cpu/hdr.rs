@@ -4,7 +4,8 @@
 //!
 //! Written by hand: the operator is a few lines of float arithmetic over every pixel, which
 //! is what this workload measures. Each round checks that the average lands within a normal
-//! exposure, that the key is the scene's log-average (estimated over every 7th pixel) and
+//! exposure, that the key is the scene's log-average (estimated over every 7th pixel, to
+//! 0.2%) and
 //! the white point its brightest pixel, that the written pixels keep the order of sampled
 //! luminances, and that 4096 sampled written pixels are, to within one level, the operator
 //! and gamma recomputed in f64 from their radiance.
@@ -145,7 +146,7 @@ fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, Stri
         n += 1;
     }
     let estimate = 0.18 / (log_sum / n as f64).exp();
-    if !(key as f64 / estimate - 1.0).abs().lt(&0.02) {
+    if !(key as f64 / estimate - 1.0).abs().lt(&0.002) {
         return Err(format!(
             "the key is {key}, the scene's log-average gives {estimate:.4}"
         ));
@@ -169,7 +170,7 @@ fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, Stri
             written_luminance(&out[3 * a..3 * a + 3]),
             written_luminance(&out[3 * b..3 * b + 3]),
         );
-        if lum(a) < lum(b) && ya > yb + 0.01 {
+        if lum(a) < lum(b) && ya > yb + 0.002 {
             return Err(format!(
                 "tone mapping reversed the order of two luminances (pixels {a} and {b})"
             ));
@@ -185,7 +186,7 @@ fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, Stri
             let v = (radiance[3 * i + c] as f64 * ratio).clamp(0.0, 1.0);
             let want = 255.0 * v.powf(1.0 / 2.2);
             let got = out[3 * i + c] as f64;
-            if (got - want).abs() > 1.0 {
+            if (got - want).abs() > 0.75 {
                 return Err(format!(
                     "written pixel {i} channel {c} is {got}, the operator gives {want:.1}"
                 ));
