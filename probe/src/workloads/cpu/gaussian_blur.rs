@@ -249,11 +249,14 @@ fn check(input: &Input, index: usize, out: &[f32]) -> Result<u64, String> {
     let sums = &input.row_sums[c];
     let mut sum = 0.0f64;
     for (y, row) in out.chunks_exact(WIDTH).enumerate() {
-        let mut got = 0.0f64;
-        for v in row {
-            got += *v as f64;
-            sum += *v as f64;
+        let mut lanes = [0.0f64; 8];
+        for chunk in row.chunks_exact(8) {
+            for (l, v) in lanes.iter_mut().zip(chunk) {
+                *l += *v as f64;
+            }
         }
+        let got: f64 = lanes.iter().sum();
+        sum += got;
         let want: f64 = kernel
             .iter()
             .enumerate()
