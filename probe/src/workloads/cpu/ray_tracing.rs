@@ -197,7 +197,7 @@ impl Task for RayTracing {
     type Scratch = (Vec<u8>, Vec<usize>);
     const NAME: &'static str = "cpu.ray_tracing";
     const SECTION: &'static str = "floating_point";
-    const DESCRIPTION: &'static str = "BVH ray tracing of 3,000 spheres at 320x240 with shadows, BVH checked against brute force (work: pixels)";
+    const DESCRIPTION: &'static str = "BVH ray tracing of 3,000 spheres at 320x240 with shadows, sample pixels re-shaded by brute force (work: pixels)";
     const VERSION: u32 = 3;
     const ITERATIONS: u64 = 4;
     const WORK_UNIT: &'static str = "pixels";
