@@ -4,7 +4,11 @@
 //!
 //! Written by hand: the image crates' blurs work on 8-bit buffers with their own
 //! rounding, and this workload's point is the floating-point filter itself. Each band
-//! checks 8 pixels against a direct two-dimensional convolution computed independently.
+//! checks 8 pixels against a direct two-dimensional convolution, one full row and one full
+//! column against a separable convolution in f64 done in the other order (columns then
+//! rows), and every row's sum against the sum the blur must preserve (the source rows'
+//! sums, weighted at the mirrored edges, computed in `prepare`), so a changed pixel or a
+//! zeroed row fails.
 
 use super::image::photo;
 use super::Task;
@@ -21,6 +25,29 @@ const CHECKS: usize = 8;
 pub struct Input {
     planes: Vec<Vec<f32>>, // one plane per colour channel
     kernel: Vec<f32>,
+    /// Per plane and row, the row's sum as the row pass keeps it: the pixels within the
+    /// kernel radius of an edge weighted by how much of the kernel mirrors onto them.
+    row_sums: Vec<Vec<f64>>,
+}
+
+/// Per plane and row, what the row pass of the blur turns the row's sum into.
+fn row_sums(planes: &[Vec<f32>], kernel: &[f32]) -> Vec<Vec<f64>> {
+    let r = kernel.len() / 2;
+    let mut weight = vec![0.0f64; WIDTH];
+    for x in 0..WIDTH {
+        for (k, w) in kernel.iter().enumerate() {
+            weight[mirror(x as isize + k as isize - r as isize, WIDTH)] += *w as f64;
+        }
+    }
+    planes
+        .iter()
+        .map(|plane| {
+            plane
+                .chunks_exact(WIDTH)
+                .map(|row| row.iter().zip(&weight).map(|(v, w)| *v as f64 * w).sum())
+                .collect()
+        })
+        .collect()
 }
 
 pub struct Scratch {
@@ -103,14 +130,14 @@ impl Task for GaussianBlur {
     const SECTION: &'static str = "floating_point";
     const DESCRIPTION: &'static str =
         "separable Gaussian blur (sigma 3) of a 1024x768 RGB photo in f32 (work: pixels)";
-    const VERSION: u32 = 2;
+    const VERSION: u32 = 3;
     const ITERATIONS: u64 = 8;
     const WORK_UNIT: &'static str = "pixels";
     const PARTS: usize = 3 * BANDS;
 
     fn prepare(&self, seed: u64) -> Input {
         let image = photo(seed, WIDTH, HEIGHT);
-        let planes = (0..3)
+        let planes: Vec<Vec<f32>> = (0..3)
             .map(|c| {
                 image
                     .pixels
@@ -121,9 +148,11 @@ impl Task for GaussianBlur {
                     .collect()
             })
             .collect();
+        let kernel = kernel(SIGMA);
         Input {
+            row_sums: row_sums(&planes, &kernel),
             planes,
-            kernel: kernel(SIGMA),
+            kernel,
         }
     }
 
@@ -152,26 +181,100 @@ impl Task for GaussianBlur {
     }
 }
 
-/// Part `index`'s blurred band `out` must match the direct convolution at CHECKS pixels;
-/// returns a checksum of the band.
+/// Part `index`'s blurred band `out` must match the direct convolution at CHECKS pixels,
+/// a separable convolution done columns first along one full row and one full column, and
+/// every row's sum the sum the blur must give it; returns a checksum of the band.
 fn check(input: &Input, index: usize, out: &[f32]) -> Result<u64, String> {
     let (c, band) = (index / BANDS, index % BANDS);
     let plane = &input.planes[c];
+    let kernel = &input.kernel;
+    let r = kernel.len() / 2;
     let y0 = band * BAND;
-    for i in 0..CHECKS {
-        let (x, y) = ((i * 131 + index * 17) % WIDTH, (i * 97 + index * 29) % BAND);
-        let (got, want) = (out[y * WIDTH + x], direct(plane, &input.kernel, x, y0 + y));
-        if (got - want).abs() > 1e-4 {
+    let off = |x: usize, y: usize, want: f64| -> Result<(), String> {
+        let got = out[y * WIDTH + x];
+        if (got as f64 - want).abs() > 1e-5 {
             return Err(format!(
                 "blurred pixel ({x}, {}) is off by {}",
                 y0 + y,
-                got - want
+                got as f64 - want
+            ));
+        }
+        Ok(())
+    };
+    for i in 0..CHECKS {
+        let (x, y) = ((i * 131 + index * 17) % WIDTH, (i * 97 + index * 29) % BAND);
+        off(x, y, direct(plane, kernel, x, y0 + y) as f64)?;
+    }
+    // one full row: the column pass first, then the row pass, in f64
+    let y = (index * 41 + 3) % BAND;
+    let mut column = vec![0.0f64; WIDTH];
+    for (j, w) in kernel.iter().enumerate() {
+        let sy = mirror((y0 + y + j) as isize - r as isize, HEIGHT);
+        for (v, p) in column.iter_mut().zip(&plane[sy * WIDTH..(sy + 1) * WIDTH]) {
+            *v += *w as f64 * *p as f64;
+        }
+    }
+    for x in 0..WIDTH {
+        let want = kernel
+            .iter()
+            .enumerate()
+            .map(|(i, w)| *w as f64 * column[mirror((x + i) as isize - r as isize, WIDTH)])
+            .sum();
+        off(x, y, want)?;
+    }
+    // one full column: the row pass over the band and its halo, then the column pass
+    let x = (index * 131 + 77) % WIDTH;
+    let across: Vec<f64> = (0..BAND + 2 * r)
+        .map(|t| {
+            let sy = mirror((y0 + t) as isize - r as isize, HEIGHT);
+            kernel
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    *w as f64
+                        * plane[sy * WIDTH + mirror((x + i) as isize - r as isize, WIDTH)] as f64
+                })
+                .sum()
+        })
+        .collect();
+    for y in 0..BAND {
+        let want = kernel
+            .iter()
+            .zip(&across[y..])
+            .map(|(w, v)| *w as f64 * v)
+            .sum();
+        off(x, y, want)?;
+    }
+    // every row's sum, and the band's for the checksum
+    let sums = &input.row_sums[c];
+    let mut sum = 0.0f64;
+    for (y, row) in out.chunks_exact(WIDTH).enumerate() {
+        let mut lanes = [0.0f64; 8];
+        for chunk in row.chunks_exact(8) {
+            for (l, v) in lanes.iter_mut().zip(chunk) {
+                *l += *v as f64;
+            }
+        }
+        let got: f64 = lanes.iter().sum();
+        sum += got;
+        let want: f64 = kernel
+            .iter()
+            .enumerate()
+            .map(|(j, w)| *w as f64 * sums[mirror((y0 + y + j) as isize - r as isize, HEIGHT)])
+            .sum();
+        if (got - want).abs() > ROW_SUM_TOLERANCE {
+            return Err(format!(
+                "blurred row {} sums to {got}, the blur keeps its sum at {want}",
+                y0 + y
             ));
         }
     }
-    let sum: f64 = out.iter().map(|v| *v as f64).sum();
     Ok((sum * 1e3).round() as u64)
 }
+
+/// How far a row's sum (of 1024 values in 0..1) may stray from the exact one: f32 rounding
+/// leaves it within 1e-5 (seeds 1..20); a pixel's within 3e-7, against 1e-5 allowed.
+const ROW_SUM_TOLERANCE: f64 = 1e-4;
 
 #[cfg(test)]
 mod tests {
@@ -207,5 +310,22 @@ mod tests {
             &mut other,
         );
         assert!(check(&input, index, &other).is_err());
+        // one pixel off the checked row and column changed by 2% of full scale
+        let mut changed = out.clone();
+        changed[77 * WIDTH + 500] += 0.02;
+        assert!(check(&input, index, &changed)
+            .unwrap_err()
+            .contains(&format!("row {}", band * BAND + 77)));
+        // one row left zero (a row the column pass skipped)
+        let mut zeroed = out.clone();
+        zeroed[50 * WIDTH..51 * WIDTH].fill(0.0);
+        assert!(check(&input, index, &zeroed).is_err());
+        // a pixel of the checked row off by 5e-5, too little for its row's sum to show
+        let y = (index * 41 + 3) % BAND;
+        let mut row = out.clone();
+        row[y * WIDTH + 600] += 5e-5;
+        assert!(check(&input, index, &row)
+            .unwrap_err()
+            .contains("blurred pixel"));
     }
 }

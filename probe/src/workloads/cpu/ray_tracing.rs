@@ -2,8 +2,9 @@
 //! Lambert shading, shadow rays) through a bounding-volume hierarchy.
 //!
 //! The BVH is written here because traversing it is the work being measured, and keeping
-//! it small lets each part verify it: sample rays must hit exactly what a brute-force test
-//! of every sphere hits. It is built with the scene, untimed; a round renders the image in
+//! it small lets each part verify it: sample pixels of each band, shaded again with a
+//! brute-force test of every sphere for both the primary and the shadow ray, must be exactly
+//! the rendered pixels. It is built with the scene, untimed; a round renders the image in
 //! bands of rows, the parts of the shared-task mode.
 
 use super::{fold, Task};
@@ -16,7 +17,7 @@ const SPHERES: usize = 3000;
 const WIDTH: usize = 320;
 const HEIGHT: usize = 240;
 const BAND: usize = 5; // rows per part
-const CHECKS: usize = 6; // brute-force checked rays per part
+const CHECKS: usize = 6; // pixels per part shaded again by brute force
 
 type V = [f64; 3];
 
@@ -175,6 +176,11 @@ fn brute(spheres: &[Sphere], origin: V, dir: V) -> Option<(usize, f64)> {
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// Whether anything lies along the ray (brute force, for shadow rays).
+fn brute_blocked(spheres: &[Sphere], origin: V, dir: V) -> bool {
+    spheres.iter().any(|s| s.hit(origin, dir).is_some())
+}
+
 fn camera_ray(x: usize, y: usize) -> (V, V) {
     let u = (x as f64 + 0.5) / WIDTH as f64 * 2.0 - 1.0;
     let v = 1.0 - (y as f64 + 0.5) / HEIGHT as f64 * 2.0;
@@ -191,8 +197,8 @@ impl Task for RayTracing {
     type Scratch = (Vec<u8>, Vec<usize>);
     const NAME: &'static str = "cpu.ray_tracing";
     const SECTION: &'static str = "floating_point";
-    const DESCRIPTION: &'static str = "BVH ray tracing of 3,000 spheres at 320x240 with shadows, BVH checked against brute force (work: pixels)";
-    const VERSION: u32 = 2;
+    const DESCRIPTION: &'static str = "BVH ray tracing of 3,000 spheres at 320x240 with shadows, sample pixels re-shaded by brute force (work: pixels)";
+    const VERSION: u32 = 3;
     const ITERATIONS: u64 = 4;
     const WORK_UNIT: &'static str = "pixels";
     const PARTS: usize = HEIGHT / BAND;
@@ -233,77 +239,82 @@ impl Task for RayTracing {
         (band, stack): &mut Self::Scratch,
         index: usize,
     ) -> Result<u64, String> {
-        let hits = render(scene, band, stack, index);
-        check(scene, index, &hits, band)
+        render(scene, band, stack, index);
+        check(scene, index, band)
     }
 }
 
-/// The sample rays of part `index`: CHECKS camera rays spread over the whole image.
-fn sample_ray(k: usize) -> (V, V) {
-    camera_ray((k * 37) % WIDTH, (k * 59) % HEIGHT)
+/// The shade of pixel (`x`, `y`), given `trace(origin, direction, shadow)`: the nearest hit
+/// along a ray (for a shadow ray, any hit).
+fn shade(
+    spheres: &[Sphere],
+    x: usize,
+    y: usize,
+    mut trace: impl FnMut(V, V, bool) -> Option<(usize, f64)>,
+) -> u8 {
+    let light = unit([0.5, 1.0, -0.4]);
+    let (origin, dir) = camera_ray(x, y);
+    let mut shade = 0.1;
+    if let Some((i, t)) = trace(origin, dir, false) {
+        let s = spheres[i];
+        let p = [
+            origin[0] + t * dir[0],
+            origin[1] + t * dir[1],
+            origin[2] + t * dir[2],
+        ];
+        let normal = unit(sub(p, s.centre));
+        let lambert = dot(normal, light).max(0.0);
+        let lit = lambert > 0.0
+            && trace(
+                [
+                    p[0] + normal[0] * 1e-4,
+                    p[1] + normal[1] * 1e-4,
+                    p[2] + normal[2] * 1e-4,
+                ],
+                light,
+                true,
+            )
+            .is_none();
+        shade = 0.1 + if lit { 0.9 * s.albedo * lambert } else { 0.0 };
+    }
+    (shade * 255.0) as u8
 }
 
-/// Renders band `index` into `band`, then traces the part's sample rays through the BVH:
-/// the spheres they hit.
-fn render(
-    scene: &Scene,
-    band: &mut [u8],
-    stack: &mut Vec<usize>,
-    index: usize,
-) -> [Option<usize>; CHECKS] {
+/// Renders band `index` into `band` through the BVH.
+fn render(scene: &Scene, band: &mut [u8], stack: &mut Vec<usize>, index: usize) {
     let (spheres, bvh) = (&scene.spheres, &scene.bvh);
-    let light = unit([0.5, 1.0, -0.4]);
     for row in 0..BAND {
         for x in 0..WIDTH {
-            let (origin, dir) = camera_ray(x, index * BAND + row);
-            let mut shade = 0.1;
-            if let Some((i, t)) = bvh.closest(spheres, origin, dir, stack) {
-                let s = spheres[i];
-                let p = [
-                    origin[0] + t * dir[0],
-                    origin[1] + t * dir[1],
-                    origin[2] + t * dir[2],
-                ];
-                let normal = unit(sub(p, s.centre));
-                let lambert = dot(normal, light).max(0.0);
-                let lit = lambert > 0.0
-                    && bvh
-                        .closest(
-                            spheres,
-                            [
-                                p[0] + normal[0] * 1e-4,
-                                p[1] + normal[1] * 1e-4,
-                                p[2] + normal[2] * 1e-4,
-                            ],
-                            light,
-                            stack,
-                        )
-                        .is_none();
-                shade = 0.1 + if lit { 0.9 * s.albedo * lambert } else { 0.0 };
-            }
-            band[row * WIDTH + x] = (shade * 255.0) as u8;
+            band[row * WIDTH + x] = shade(spheres, x, index * BAND + row, |o, d, _| {
+                bvh.closest(spheres, o, d, stack)
+            });
         }
     }
-    std::array::from_fn(|j| {
-        let (origin, dir) = sample_ray(index * CHECKS + j);
-        bvh.closest(spheres, origin, dir, stack).map(|h| h.0)
-    })
 }
 
-/// The BVH's hits of the sample rays must be what a brute-force test of every sphere hits;
-/// returns a checksum of the band.
-fn check(
-    scene: &Scene,
-    index: usize,
-    hits: &[Option<usize>; CHECKS],
-    band: &[u8],
-) -> Result<u64, String> {
-    for (j, hit) in hits.iter().enumerate() {
-        let (origin, dir) = sample_ray(index * CHECKS + j);
-        let want = brute(&scene.spheres, origin, dir).map(|h| h.0);
-        if *hit != want {
+/// The sample pixels of part `index`: CHECKS (column, row in the band) spread over the band.
+fn sample(index: usize, k: usize) -> (usize, usize) {
+    ((index * 97 + k * 53 + 11) % WIDTH, (index + k) % BAND)
+}
+
+/// The sample pixels of the band, shaded again with brute-force primary and shadow rays,
+/// must be exactly the rendered ones; returns a checksum of the band.
+fn check(scene: &Scene, index: usize, band: &[u8]) -> Result<u64, String> {
+    let spheres = &scene.spheres;
+    for k in 0..CHECKS {
+        let (x, row) = sample(index, k);
+        let y = index * BAND + row;
+        let want = shade(spheres, x, y, |o, d, shadow| {
+            if shadow {
+                brute_blocked(spheres, o, d).then_some((0, 0.0))
+            } else {
+                brute(spheres, o, d)
+            }
+        });
+        let got = band[row * WIDTH + x];
+        if got != want {
             return Err(format!(
-                "the BVH hit {hit:?} where brute force hits {want:?}"
+                "pixel ({x}, {y}) is {got}, shaded by brute force it is {want}"
             ));
         }
     }
@@ -315,7 +326,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_round_passes_and_a_wrong_hit_is_caught() {
+    fn a_round_passes_and_wrong_pixels_are_caught() {
         let scene = RayTracing.prepare(1);
         let mut scratch = RayTracing.scratch(&scene);
         let sum = RayTracing.round(&scene, &mut scratch).unwrap();
@@ -326,22 +337,52 @@ mod tests {
         let index = 20;
         let part = RayTracing.part(&scene, &mut scratch, index).unwrap();
         let (band, stack) = &mut scratch;
-        let mut hits = render(&scene, band, stack, index);
-        assert_eq!(check(&scene, index, &hits, band), Ok(part));
-        let j = hits
-            .iter()
-            .position(|h| h.is_some_and(|i| i < SPHERES))
-            .unwrap();
-        let kept = hits[j];
-        // a sphere the BVH missed (a node's box too small): the ground behind it, or nothing
-        hits[j] = hits[j].map(|_| SPHERES);
-        assert!(check(&scene, index, &hits, band)
+        render(&scene, band, stack, index);
+        assert_eq!(check(&scene, index, band), Ok(part));
+        // one sampled pixel a level off
+        let (x, row) = sample(index, 3);
+        band[row * WIDTH + x] ^= 1;
+        assert!(check(&scene, index, band)
             .unwrap_err()
             .contains("brute force"));
-        hits[j] = None;
-        assert!(check(&scene, index, &hits, band).is_err());
+        // a blank band (the background everywhere)
+        band.fill(25);
+        assert!(check(&scene, index, band).is_err());
+    }
+
+    /// Renders every band with `trace` in place of the BVH; how many parts' checks fail.
+    fn failing_parts(
+        scene: &Scene,
+        trace: impl Fn(V, V, bool) -> Option<(usize, f64)> + Copy,
+    ) -> usize {
+        let mut band = vec![0u8; WIDTH * BAND];
+        (0..RayTracing::PARTS)
+            .filter(|&index| {
+                for row in 0..BAND {
+                    for x in 0..WIDTH {
+                        band[row * WIDTH + x] = shade(&scene.spheres, x, index * BAND + row, trace);
+                    }
+                }
+                check(scene, index, &band).is_err()
+            })
+            .count()
+    }
+
+    #[test]
+    fn missing_shadows_and_wrong_hits_are_caught() {
+        let scene = RayTracing.prepare(1);
+        let spheres = &scene.spheres;
+        let bvh = &scene.bvh;
+        let closest = |o, d, _| bvh.closest(spheres, o, d, &mut Vec::new());
+        assert_eq!(failing_parts(&scene, closest), 0);
+        // no shadows: every shadow ray unblocked
+        let unshadowed = |o, d, shadow| if shadow { None } else { closest(o, d, shadow) };
+        assert!(failing_parts(&scene, unshadowed) > 0);
+        // a BVH that loses a tenth of the spheres (boxes too small)
+        let lossy = |o, d, shadow| closest(o, d, shadow).filter(|(i, _)| i % 10 != 3);
+        assert!(failing_parts(&scene, lossy) > 0);
         // another sphere than the nearest (an index mixed up in the leaf order)
-        hits[j] = kept.map(|i| (i + 1) % SPHERES);
-        assert!(check(&scene, index, &hits, band).is_err());
+        let wrong = |o, d, shadow| closest(o, d, shadow).map(|(i, t)| ((i + 1) % SPHERES, t));
+        assert!(failing_parts(&scene, wrong) > 0);
     }
 }
