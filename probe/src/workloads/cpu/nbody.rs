@@ -3,8 +3,10 @@
 //!
 //! Written by hand: no maintained crate offers a Barnes-Hut integrator, and its
 //! tree-building and traversal are the work being measured. Each round checks the physics:
-//! tree forces on sample bodies must match direct summation within 5%, and the total
-//! energy (computed directly) must drift by less than 0.1% over the run.
+//! tree forces on sample bodies must match direct summation within 5%; over the run the
+//! total energy (computed directly) must not drift, nor the total momentum and angular
+//! momentum change, beyond what honest runs show (times three), and the centre of mass
+//! must have moved as the momentum says.
 
 use super::Task;
 use rand::{Rng, SeedableRng};
@@ -204,7 +206,7 @@ impl Task for NBody {
     const SECTION: &'static str = "floating_point";
     const DESCRIPTION: &'static str =
         "Barnes-Hut gravity on 2,000 bodies, 8 leapfrog steps, energy checked (work: body-steps)";
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     const ITERATIONS: u64 = 3;
     const WORK_UNIT: &'static str = "body-steps";
 
@@ -249,7 +251,7 @@ impl Task for NBody {
         forces(bodies, acc, stack);
         check_forces(bodies, acc)?;
         integrate(bodies, acc, stack);
-        check_energy(bodies, before)
+        check(input, bodies, before)
     }
 }
 
@@ -294,28 +296,99 @@ fn integrate(bodies: &mut [Body], acc: &mut [V3], stack: &mut Vec<usize>) {
     }
 }
 
-/// The total energy must have drifted by less than 0.1% from `before`; returns a checksum
-/// of the bodies' positions.
-fn check_energy(bodies: &[Body], before: f64) -> Result<u64, String> {
+/// Total mass, momentum, mass-weighted position (mass times centre of mass) and angular
+/// momentum about the origin.
+fn moments(bodies: &[Body]) -> (f64, V3, V3, V3) {
+    let (mut mass, mut p, mut mx, mut l) = (0.0, [0.0; 3], [0.0; 3], [0.0; 3]);
+    for b in bodies {
+        mass += b.mass;
+        let (r, v) = (b.pos, b.vel);
+        let cross = [
+            r[1] * v[2] - r[2] * v[1],
+            r[2] * v[0] - r[0] * v[2],
+            r[0] * v[1] - r[1] * v[0],
+        ];
+        for k in 0..3 {
+            p[k] += b.mass * v[k];
+            mx[k] += b.mass * r[k];
+            l[k] += b.mass * cross[k];
+        }
+    }
+    (mass, p, mx, l)
+}
+
+/// Relative energy drift, momentum change, centre-of-mass error and angular momentum
+/// change an honest run may show: three times the largest over seeds 1..20.
+const ENERGY_DRIFT: f64 = 3.0 * ENERGY_HONEST;
+const MOMENTUM_CHANGE: f64 = 3.0 * MOMENTUM_HONEST;
+const CENTRE_ERROR: f64 = 3.0 * CENTRE_HONEST;
+const SPIN_CHANGE: f64 = 3.0 * SPIN_HONEST;
+const ENERGY_HONEST: f64 = 7.5e-7;
+const MOMENTUM_HONEST: f64 = 1.7e-6;
+const CENTRE_HONEST: f64 = 4.3e-10;
+const SPIN_HONEST: f64 = 2.7e-6;
+
+/// The run's conserved quantities from the `start` to the end (`bodies`): total energy
+/// (`before`: at the start), momentum and angular momentum must be kept, and the centre of
+/// mass must have moved by the momentum times the time. Returns a checksum of the bodies'
+/// positions and velocities.
+fn check(start: &[Body], bodies: &[Body], before: f64) -> Result<u64, String> {
+    let (m0, p0, x0, l0) = moments(start);
+    let (m1, p1, x1, l1) = moments(bodies);
+    let change = |a: V3, b: V3| norm([0, 1, 2].map(|k| a[k] - b[k]));
+    if m1 != m0 {
+        return Err(format!("the total mass changed from {m0} to {m1}"));
+    }
+    let dp = change(p1, p0);
+    if dp > MOMENTUM_CHANGE {
+        return Err(format!("the total momentum changed by {dp:.3e}"));
+    }
+    let time = DT * STEPS as f64;
+    let moved = [0, 1, 2].map(|k| x0[k] + time * 0.5 * (p0[k] + p1[k]));
+    let dx = change(x1, moved) / m1;
+    if dx > CENTRE_ERROR {
+        return Err(format!(
+            "the centre of mass is {dx:.3e} off where the momentum takes it"
+        ));
+    }
+    let dl = change(l1, l0);
+    if dl > SPIN_CHANGE {
+        return Err(format!("the total angular momentum changed by {dl:.3e}"));
+    }
     let after = energy(bodies);
     let drift = ((after - before) / before).abs();
-    if drift > 1e-3 {
-        return Err(format!("total energy drifted by {:.3}%", drift * 100.0));
+    if drift > ENERGY_DRIFT {
+        return Err(format!("total energy drifted by {:.2e}", drift));
     }
-    Ok(bodies.iter().fold(0u64, |acc, b| {
-        acc.rotate_left(3) ^ (b.pos[0] * 1e9) as i64 as u64
-    }))
+    let mut digest = super::Digest::new();
+    for b in bodies {
+        for v in b.pos.iter().chain(&b.vel) {
+            digest.word((v * 1e9) as i64 as u64);
+        }
+    }
+    Ok(digest.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The bodies after the run, the energy at the start, and the scratch's stack.
+    fn run(input: &[Body]) -> (Vec<Body>, f64) {
+        let mut scratch = NBody.scratch(&input.to_vec());
+        let (bodies, acc, stack) = &mut scratch;
+        let before = energy(bodies);
+        forces(bodies, acc, stack);
+        integrate(bodies, acc, stack);
+        (bodies.clone(), before)
+    }
+
     #[test]
     fn a_round_passes_and_wrong_forces_or_energy_are_caught() {
         let input = NBody.prepare(1);
         let mut scratch = NBody.scratch(&input);
         let sum = NBody.round(&input, &mut scratch).unwrap();
+        assert_ne!(NBody.round(&NBody.prepare(2), &mut scratch), Ok(sum));
         let (bodies, acc, stack) = &mut scratch;
         bodies.clone_from(&input);
         let before = energy(bodies);
@@ -327,26 +400,103 @@ mod tests {
         assert!(check_forces(bodies, acc).unwrap_err().contains("body 0"));
         acc[0] = kept;
         integrate(bodies, acc, stack);
-        assert_eq!(check_energy(bodies, before), Ok(sum));
-        // every body 2% too fast at the end (an energy changed)
-        let mut fast = bodies.clone();
-        for b in fast.iter_mut() {
-            b.vel = b.vel.map(|v| v * 1.02);
-        }
-        assert!(check_energy(&fast, before)
-            .unwrap_err()
-            .contains("energy drifted"));
+        assert_eq!(check(&input, bodies, before), Ok(sum));
+        let caught = |change: &dyn Fn(&mut Vec<Body>), what: &str| {
+            let mut wrong = bodies.clone();
+            change(&mut wrong);
+            let err = check(&input, &wrong, before).unwrap_err();
+            assert!(err.contains(what), "{err}");
+        };
+        // every body 2% too fast at the end (the momentum and energy changed)
+        caught(
+            &|w| w.iter_mut().for_each(|b| b.vel = b.vel.map(|v| v * 1.02)),
+            "momentum",
+        );
         // ten bodies lost (their mass dropped)
-        let mut lost = bodies.clone();
-        for b in &mut lost[..10] {
-            b.mass = 0.0;
-        }
-        assert!(check_energy(&lost, before).is_err());
+        caught(&|w| w[..10].iter_mut().for_each(|b| b.mass = 0.0), "mass");
         // the cluster 1% larger (a drift step too long)
-        let mut spread = bodies.clone();
-        for b in spread.iter_mut() {
-            b.pos = b.pos.map(|p| p * 1.01);
+        caught(
+            &|w| w.iter_mut().for_each(|b| b.pos = b.pos.map(|p| p * 1.01)),
+            "",
+        );
+        // one body moved by 0.05
+        caught(&|w| w[700].pos[1] += 0.05, "centre of mass");
+        // every velocity reversed
+        caught(
+            &|w| w.iter_mut().for_each(|b| b.vel = b.vel.map(|v| -v)),
+            "momentum",
+        );
+        // one body's velocity turned by 90 degrees about y
+        caught(
+            &|w| {
+                let v = w[300].vel;
+                w[300].vel = [v[2], v[1], -v[0]];
+            },
+            "momentum",
+        );
+        // the checksum covers every coordinate and velocity
+        let mut moved = bodies.clone();
+        moved[5].pos[2] += 1e-6;
+        moved[6].pos[2] -= 1e-6;
+        assert_ne!(check(&input, &moved, before), Ok(sum));
+        let mut turned = bodies.clone();
+        turned[5].vel[1] += 1e-6;
+        turned[6].vel[1] -= 1e-6;
+        assert_ne!(check(&input, &turned, before), Ok(sum));
+    }
+
+    #[test]
+    fn a_missing_half_kick_is_caught() {
+        let input = NBody.prepare(1);
+        let (_, before) = run(&input);
+        let mut scratch = NBody.scratch(&input);
+        let (bodies, acc, stack) = &mut scratch;
+        forces(bodies, acc, stack);
+        // the leapfrog with the closing half-kick of the last step left out
+        for step in 0..STEPS {
+            for (b, a) in bodies.iter_mut().zip(acc.iter()) {
+                for k in 0..3 {
+                    b.vel[k] += 0.5 * DT * a[k];
+                    b.pos[k] += DT * b.vel[k];
+                }
+            }
+            forces(bodies, acc, stack);
+            if step + 1 < STEPS {
+                for (b, a) in bodies.iter_mut().zip(acc.iter()) {
+                    for k in 0..3 {
+                        b.vel[k] += 0.5 * DT * a[k];
+                    }
+                }
+            }
         }
-        assert!(check_energy(&spread, before).is_err());
+        assert!(check(&input, bodies, before).is_err());
+    }
+
+    /// The largest energy drift, momentum change, centre error and spin change of honest
+    /// runs over seeds 1..20 (run with --ignored --nocapture to set the tolerances).
+    #[test]
+    #[ignore]
+    fn honest_spread() {
+        let mut worst = [0.0f64; 4];
+        for seed in 1..=20 {
+            let input = NBody.prepare(seed);
+            let (bodies, before) = run(&input);
+            let (_, p0, x0, l0) = moments(&input);
+            let (m1, p1, x1, l1) = moments(&bodies);
+            let change = |a: V3, b: V3| norm([0, 1, 2].map(|k| a[k] - b[k]));
+            let time = DT * STEPS as f64;
+            let moved = [0, 1, 2].map(|k| x0[k] + time * 0.5 * (p0[k] + p1[k]));
+            let got = [
+                ((energy(&bodies) - before) / before).abs(),
+                change(p1, p0),
+                change(x1, moved) / m1,
+                change(l1, l0),
+            ];
+            for k in 0..4 {
+                worst[k] = worst[k].max(got[k]);
+            }
+            println!("seed {seed}: {got:?}");
+        }
+        println!("worst: {worst:?}");
     }
 }
