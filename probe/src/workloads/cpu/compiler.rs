@@ -167,7 +167,7 @@ impl Task for Compiler {
     const NAME: &'static str = "cpu.compiler";
     const SECTION: &'static str = "integer";
     const DESCRIPTION: &'static str = "Cranelift compiles 60 generated loop functions (12 modules of 5) to machine code, which must agree with an interpreter (work: functions)";
-    const VERSION: u32 = 2;
+    const VERSION: u32 = 3;
     const ITERATIONS: u64 = 8;
     const WORK_UNIT: &'static str = "functions";
     const PARTS: usize = FUNCTIONS / PER_MODULE;
@@ -190,12 +190,25 @@ impl Task for Compiler {
     }
 }
 
-/// The arguments each compiled function is called with.
-const ARGUMENTS: [(i64, i64); 3] = [(1, 2), (-7, 1 << 40), (123_456_789, -987_654_321)];
+/// The arguments each compiled function is called with: small and mixed values, and
+/// pairs whose `b` is all ones or has high bits set, so that the And masks made from `b`
+/// keep the bits of the accumulator (and with them its dependence on `a`) and a
+/// miscompiled instruction before them still shows.
+const ARGUMENTS: [(i64, i64); 8] = [
+    (1, 2),
+    (-7, 1 << 40),
+    (123_456_789, -987_654_321),
+    (-1, -1),
+    (0x5555_5555_5555_5555, -1),
+    (0x0123_4567_89ab_cdef, -0x0f0f_0f0f_0f0f_0f10),
+    (i64::MIN + 0x3c3c, 0x7fff_ffff_ffff_ff00),
+    (-0x7654_3210_fedc_ba99, -2),
+];
+const CALLS: usize = ARGUMENTS.len();
 
 /// Compiles the programs into one JIT module and calls each on ARGUMENTS: what the machine
 /// code returned.
-fn compile_and_call(programs: &[Program]) -> Result<Vec<[i64; 3]>, String> {
+fn compile_and_call(programs: &[Program]) -> Result<Vec<[i64; CALLS]>, String> {
     let mut module = jit()?;
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
@@ -232,7 +245,7 @@ fn compile_and_call(programs: &[Program]) -> Result<Vec<[i64; 3]>, String> {
 
 /// Each compiled function must return what the interpreter computes; returns a checksum of
 /// the results.
-fn check(programs: &[Program], got: &[[i64; 3]]) -> Result<u64, String> {
+fn check(programs: &[Program], got: &[[i64; CALLS]]) -> Result<u64, String> {
     if got.len() != programs.len() {
         return Err(format!(
             "{} functions ran, {} were compiled",
@@ -289,5 +302,52 @@ mod tests {
         // the last function's results missing
         let got = compile_and_call(&module[..4]).unwrap();
         assert!(check(module, &got).unwrap_err().contains("functions ran"));
+    }
+
+    /// Every single-instruction change of a program (its op replaced by the next kind):
+    /// how many of them leave the results on `arguments` unchanged, of how many.
+    fn unnoticed(programs: &[Program], arguments: &[(i64, i64)]) -> (usize, usize) {
+        let (mut quiet, mut all) = (0, 0);
+        for p in programs {
+            let want: Vec<i64> = arguments.iter().map(|&(a, b)| p.interpret(a, b)).collect();
+            for s in 0..p.steps.len() {
+                let mut steps = p.steps.clone();
+                steps[s].0 = match steps[s].0 {
+                    Op::Add => Op::Sub,
+                    Op::Sub => Op::Mul,
+                    Op::Mul => Op::Xor,
+                    Op::Xor => Op::And,
+                    Op::And => Op::RotateLeft(13),
+                    Op::RotateLeft(_) => Op::Add,
+                };
+                let q = Program {
+                    steps,
+                    trips: p.trips,
+                };
+                all += 1;
+                if arguments
+                    .iter()
+                    .zip(&want)
+                    .all(|(&(a, b), w)| q.interpret(a, b) == *w)
+                {
+                    quiet += 1;
+                }
+            }
+        }
+        (quiet, all)
+    }
+
+    /// The arguments notice more single-instruction miscompilations than the three pairs the
+    /// task called its functions with before (whose And masks dropped the bits of `a`).
+    #[test]
+    fn the_arguments_notice_more_miscompilations() {
+        let programs: Vec<Program> = (1..=3).flat_map(|seed| Compiler.prepare(seed)).collect();
+        let old = [(1, 2), (-7, 1 << 40), (123_456_789, -987_654_321)];
+        let (before, all) = unnoticed(&programs, &old);
+        let (now, _) = unnoticed(&programs, &ARGUMENTS);
+        assert!(
+            now * 100 < before * 90,
+            "{now} of {all} unnoticed, {before} before"
+        );
     }
 }

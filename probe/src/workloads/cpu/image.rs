@@ -54,6 +54,7 @@ pub fn photo(seed: u64, width: usize, height: usize) -> Rgb {
 }
 
 /// Peak signal-to-noise ratio between two 8-bit images of the same size, in dB.
+#[allow(dead_code)] // camera and image_compression now use their own blockwise PSNR
 pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
     let mse = a
         .iter()
