@@ -6,7 +6,7 @@
 //! (above 28 dB PSNR before sharpening). Filed under Integer, where Geekbench 5 counts its
 //! Camera workload (suite version 2 on; it was Floating Point before).
 
-use super::image::{photo, Rgb};
+use super::image::{photo, psnr, Rgb};
 use super::{fold, Task};
 
 pub struct Camera;
@@ -121,15 +121,6 @@ const MIN_GLOBAL: f64 = 31.9;
 const MIN_TILE: f64 = 15.0;
 const TILE: usize = 32;
 
-/// PSNR in dB of a squared error `sse` over `n` 8-bit samples.
-fn psnr_of(sse: u64, n: usize) -> f64 {
-    if sse == 0 {
-        f64::INFINITY
-    } else {
-        10.0 * (255.0f64 * 255.0 * n as f64 / sse as f64).log10()
-    }
-}
-
 /// PSNR of two RGB frames as a whole and in their worst TILE x TILE tile, and the squared
 /// error of each row.
 fn quality(a: &[u8], b: &[u8]) -> (f64, f64, Vec<u64>) {
@@ -160,8 +151,8 @@ fn quality(a: &[u8], b: &[u8]) -> (f64, f64, Vec<u64>) {
         }
     }
     (
-        psnr_of(total, a.len()),
-        psnr_of(worst, TILE * TILE * 3),
+        psnr(total as f64, a.len()),
+        psnr(worst as f64, TILE * TILE * 3),
         rows,
     )
 }

@@ -3,7 +3,7 @@
 //! The decoded picture must match the original at more than 30 dB PSNR and the file must
 //! be smaller than a fifth of the raw pixels, or the codec did not do its job.
 
-use super::image::{photo, Rgb};
+use super::image::{photo, psnr, Rgb};
 use super::{fold, Task};
 use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 
@@ -76,15 +76,6 @@ const MIN_GLOBAL: f64 = 31.3;
 const MIN_BLOCK: f64 = 10.0;
 const MIN_STRIPE: f64 = 23.0;
 
-/// PSNR in dB of a squared error `sse` over `n` 8-bit samples.
-fn psnr_of(sse: u64, n: usize) -> f64 {
-    if sse == 0 {
-        f64::INFINITY
-    } else {
-        10.0 * (255.0f64 * 255.0 * n as f64 / sse as f64).log10()
-    }
-}
-
 /// PSNR of two RGB pictures as a whole, in their worst 8x8 block and in their worst stripe
 /// of 8 rows.
 fn quality(a: &Rgb, b: &[u8]) -> (f64, f64, f64) {
@@ -115,9 +106,9 @@ fn quality(a: &Rgb, b: &[u8]) -> (f64, f64, f64) {
         }
     }
     (
-        psnr_of(total, a.pixels.len()),
-        psnr_of(worst, 8 * 8 * 3),
-        psnr_of(worst_stripe, 8 * row),
+        psnr(total as f64, a.pixels.len()),
+        psnr(worst as f64, 8 * 8 * 3),
+        psnr(worst_stripe as f64, 8 * row),
     )
 }
 

@@ -17,6 +17,7 @@
 //! 3 dB, and no pixel outside the hole may change. The holes are independent: a round
 //! splits into one part per hole.
 
+use super::image::psnr;
 use super::{fold, Task};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -219,11 +220,6 @@ fn blob(rng: &mut Pcg64, x0: usize, y0: usize, edges: &[Edge]) -> Vec<bool> {
                 .any(|&(dx, dy, r)| (x - dx).powi(2) + (y - dy).powi(2) < r * r)
         })
         .collect()
-}
-
-fn psnr(squared_error: f64, samples: usize) -> f64 {
-    let mse = squared_error / samples.max(1) as f64;
-    10.0 * (255.0f64 * 255.0 / mse.max(1e-12)).log10()
 }
 
 /// The naive fill's PSNR: every hole pixel the mean of the known pixels next to the hole.
