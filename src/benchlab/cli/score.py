@@ -37,7 +37,7 @@ def check_suite_version() -> None:
 def score(
     quick: Annotated[
         bool,
-        typer.Option("--quick", help=f"{QUICK_BLOCKS} blocks of half-length runs, no shared-task runs (about 45 s on 2 cores)"),
+        typer.Option("--quick", help=f"{QUICK_BLOCKS} blocks of half-length runs, no shared-task runs (about 20 s on 2 cores)"),
     ] = False,
     variant: Annotated[
         list[str], typer.Option("--variant", "-V", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")

@@ -332,7 +332,7 @@ impl Task for FaceDetection {
     const SECTION: &'static str = "floating_point";
     const DESCRIPTION: &'static str = "SeetaFace cascade (rustface) finds 6-10 seeded faces in a cluttered 1024x768 photo (work: pixels)";
     const VERSION: u32 = 1;
-    const ITERATIONS: u64 = 2;
+    const ITERATIONS: u64 = 1;
     const WORK_UNIT: &'static str = "pixels";
     const PARTS: usize = BANDS;
 

@@ -704,7 +704,7 @@ impl Task for ImageInpainting {
     const SECTION: &'static str = "floating_point";
     const DESCRIPTION: &'static str = "PatchMatch inpainting fills 16 garbage blobs (5.7%) of a 512x512 photo, checked by PSNR against it (work: pixels)";
     const VERSION: u32 = 1;
-    const ITERATIONS: u64 = 5;
+    const ITERATIONS: u64 = 3;
     const WORK_UNIT: &'static str = "pixels";
     const PARTS: usize = HOLES;
 

@@ -59,7 +59,8 @@ pub trait Task: Sync {
     const SECTION: &'static str;
     const DESCRIPTION: &'static str;
     const VERSION: u32;
-    /// Rounds per copy by default, chosen so one copy runs ~0.3 s on the baseline machine.
+    /// Rounds per copy by default, chosen so one copy runs 0.1 to 0.3 s on the baseline machine
+    /// (the whole suite, single- and multi-core, within 3 minutes on 2 cores).
     const ITERATIONS: u64;
     /// What one unit of work is, for the throughput's unit (e.g. "B" for bytes).
     const WORK_UNIT: &'static str;

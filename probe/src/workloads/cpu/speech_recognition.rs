@@ -808,7 +808,7 @@ impl Task for SpeechRecognition {
     const SECTION: &'static str = "floating_point";
     const DESCRIPTION: &'static str = "MFCC features and Viterbi decoding over a word-loop HMM recognise 8 generated 20-word utterances (work: words)";
     const VERSION: u32 = 1;
-    const ITERATIONS: u64 = 28;
+    const ITERATIONS: u64 = 17;
     const WORK_UNIT: &'static str = "words";
     const PARTS: usize = UTTERANCES;
 

@@ -1118,7 +1118,7 @@ impl Task for StructureFromMotion {
     const SECTION: &'static str = "floating_point";
     const DESCRIPTION: &'static str = "Matches 3 views of 400 points, RANSAC eight-point essential matrices, triangulation and bundle adjustment, checked against the true poses (work: keypoints)";
     const VERSION: u32 = 1;
-    const ITERATIONS: u64 = 35;
+    const ITERATIONS: u64 = 20;
     const WORK_UNIT: &'static str = "keypoints";
 
     fn prepare(&self, seed: u64) -> Input {

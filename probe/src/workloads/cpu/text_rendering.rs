@@ -389,7 +389,7 @@ impl Task for TextRendering {
     const SECTION: &'static str = "integer";
     const DESCRIPTION: &'static str = "rustybuzz shaping and ab_glyph rasterising of 720 words in 8 paragraphs to a 1024 px wide bitmap (work: characters)";
     const VERSION: u32 = 1;
-    const ITERATIONS: u64 = 50;
+    const ITERATIONS: u64 = 30;
     const WORK_UNIT: &'static str = "characters";
     const PARTS: usize = PARAGRAPHS;
 
