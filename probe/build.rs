@@ -10,6 +10,7 @@ const MODEL: &str = "model/seeta_fd_frontal_v1.0.bin";
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=Cargo.lock");
+    println!("cargo:rerun-if-env-changed=CARGO_HOME"); // the registry the model's path is in
     let var = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("cargo sets {name}"));
     let manifest = Path::new(&var("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     // The resolved packages of this crate, for the target only (the ones cargo has fetched).
@@ -25,14 +26,18 @@ fn main() {
         "cargo metadata failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8(out.stdout).expect("cargo metadata writes UTF-8");
-    let key = "\"manifest_path\":\"";
-    let model: PathBuf = text
-        .match_indices(key)
-        .filter_map(|(at, _)| {
-            let rest = &text[at + key.len()..];
-            let manifest = Path::new(&rest[..rest.find('"')?]);
-            Some(manifest.parent()?.join(MODEL))
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cargo metadata writes JSON");
+    let model: PathBuf = metadata["packages"]
+        .as_array()
+        .expect("cargo metadata lists packages")
+        .iter()
+        .filter_map(|package| {
+            Some(
+                Path::new(package["manifest_path"].as_str()?)
+                    .parent()?
+                    .join(MODEL),
+            )
         })
         .find(|model| model.is_file())
         .unwrap_or_else(|| panic!("no package of the build has {MODEL} (the rustface crate)"));

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from benchlab.errors import EnvironmentProblem, SpecError
 from benchlab.spec.models import EnvironmentSpec, MemorySpec, VariantSpec
 from benchlab.spec.quick import parse_variant
-from benchlab.variants import memory, swap
+from benchlab.variants import ballast, memory, swap
 from benchlab.variants.knobs import KnobJournal
 from benchlab.variants.memory import PreparedMemory, guest_environment, machine_memory
 
@@ -243,3 +243,20 @@ def test_a_typed_entry_whose_undoing_fails_stays_journalled(
     done = journal.restore()
     assert done.failed == [f"`swapon -p 3 {swap_file}` failed: Operation not permitted"]
     assert journal.entries() == [entry]
+
+
+def test_a_ballast_refuses_a_ramfs_folder_others_may_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mounted: list[object] = []
+    monkeypatch.setattr(swap, "run_tool", lambda argv: mounted.append(argv))
+    shared = tmp_path / "benchlab"
+    shared.mkdir()
+    shared.chmod(0o777)  # anyone could swap a ballast folder for a link before the mount
+    monkeypatch.setattr(ballast, "RAMFS_ROOT", shared)
+    with pytest.raises(EnvironmentProblem, match="is not a folder only this user may write"):
+        ballast.RamfsBallast(str(shared / "ballast-0123456789abcdef")).make(4096)
+    assert mounted == []
+
+
+def test_a_missing_tool_is_one_line_not_a_traceback() -> None:
+    with pytest.raises(EnvironmentProblem, match="`/nonexistent/mount` cannot run: No such file or directory"):
+        swap.run_tool(["/nonexistent/mount", "-t", "ramfs"])

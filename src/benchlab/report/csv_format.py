@@ -32,7 +32,7 @@ METRIC_COLUMNS = [
 ]  # fmt: skip
 SCORE_COLUMNS = [
     "level", "name", "section", "mode", "variant", "unit", "n", "score", "score_ci_low", "score_ci_high", *JUDGEMENT,
-    "peak_memory_kib", "threads", "scaling",
+    "peak_memory_kib", "threads", "scaling", "spread", "covers",
 ]  # fmt: skip
 TIME_COLUMNS = [
     "workload", "metric", "unit", "variant", "n", "baseline_best", "baseline_median", "best", "median",

@@ -16,12 +16,14 @@ MODE_TITLES = {"single-core": "single-core", "multi-core": "multi-core", "shared
 
 def _score(row: ScoreRow | None, *, interval: bool) -> str:
     """A score, with its 95% interval where asked and always its run-to-run spread (`±4%`), so
-    that a reader sees which rows this machine measures steadily."""
+    that a reader sees which rows this machine measures steadily. Only a workload's interval is
+    shown: a section's or the overall score is Geekbench's arithmetic on workload medians, which
+    an interval of the per-block values need not contain."""
     if row is None or row.score is None:
         return ""
     text = f"{row.score:,.0f}"
     lo, hi = row.score_ci
-    if interval and lo is not None and hi is not None and row.n > 1:
+    if interval and lo is not None and hi is not None and row.n > 1 and row.level == "workload":
         text += f" [{lo:,.0f}, {hi:,.0f}]"
     if row.spread is not None:
         text += f" ±{row.spread:.0%}" if row.spread >= 0.095 else f" ±{row.spread:.1%}"
@@ -88,7 +90,7 @@ def single_variant(scores: Scores) -> Grid:
         grid.add([*cols, " / ".join(scaling), _memory(peak)], emphasis=level != "workload")
     grid.notes.append(_suite_line(scores, variant))
     grid.notes.append(
-        "score [95% interval of the median] ±spread (run to run, robust); "
+        "score [95% interval of the median] ±spread (run to run, robust, of the per-block values); "
         "scaling = multi-core (and shared-task) score / single-core score / threads"
     )
     return grid
@@ -204,6 +206,8 @@ def footer(report: Report) -> str:
         "section = geometric mean of its workloads, overall = "
         + ", ".join(f"{cells.section_title(k)} {w:.0%}" for k, w in scores.weights.items())
     )
+    if any(r.covers for r in scores.rows if r.level == "overall"):
+        text += " (over a subset: the weights of the sections that ran, scaled to sum to 1)"
     if judged:
         text += f"; {judged} comparisons, {report.correction} correction at alpha={report.alpha}"
     return text + "; every metric of every run: --format json or csv"

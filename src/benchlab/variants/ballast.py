@@ -19,6 +19,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,9 +62,17 @@ class RamfsBallast:
         return {"kind": KIND, "mount": self.mount}
 
     def make(self, size: int) -> None:
-        """Mounts the ramfs and writes `size` bytes of zeros into it (each page touched once)."""
-        RAMFS_ROOT.mkdir(mode=0o700, exist_ok=True)
-        os.mkdir(self.mount, 0o700)
+        """Mounts the ramfs and writes `size` bytes of zeros into it (each page touched once), in
+        a folder of `RAMFS_ROOT` that is this user's own real folder: nobody else may swap the
+        mount point for a link between its making and the mount."""
+        try:
+            RAMFS_ROOT.mkdir(mode=0o700, exist_ok=True)
+            root = os.lstat(RAMFS_ROOT)
+            if not stat.S_ISDIR(root.st_mode) or root.st_uid != os.geteuid() or root.st_mode & 0o022:
+                raise EnvironmentProblem(f"{RAMFS_ROOT} is not a folder only this user may write", hint="remove it")
+            os.mkdir(self.mount, 0o700)
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot make {self.mount} for a ballast: {exc.strerror or exc}") from None
         swap.run_tool(["mount", "-t", KIND, "-o", "mode=0700", RAMFS_SOURCE, self.mount])
         zeros = bytes(_CHUNK)
         try:

@@ -34,8 +34,12 @@ NODE_WAIT_S = 2.0  # for devtmpfs to make a hot-added device's node
 
 
 def run_tool(argv: list[str]) -> None:
-    """Runs mkswap, swapon or swapoff; a failure is one line with the tool's last words."""
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    """Runs mkswap, swapon, swapoff, mount or umount; a failure is one line with the tool's last words."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True)
+    except OSError as exc:  # the tool itself is missing
+        problem = f"`{argv[0]}` cannot run: {exc.strerror or exc}"
+        raise EnvironmentProblem(problem, hint="apt-get install util-linux mount") from None
     if proc.returncode != 0:
         said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         raise EnvironmentProblem(f"`{' '.join(argv)}` failed: {said}")

@@ -81,7 +81,7 @@ def changed(report: Report) -> str:
         lines.append(["", cells.geomean_label(g.direction), g.variant, "", "", cells.row_change(g), _q(g.q), g.verdict])
     scores = report.scores.rows if report.scores else []
     for s in sorted((s for s in scores if s.verdict in DECIDED), key=_change_key):
-        name = f"{s.name} score ({s.mode})" if s.level != "suite" else s.mode
+        name = f"{s.name} score ({s.mode}{f', over {s.covers}' if s.covers else ''})" if s.level != "suite" else s.mode
         lines.append([report.scores.suite if report.scores else "", name, s.variant, "", cells.quantity(s.score, ""),
                       cells.change(s.change, s.change_ci, log_scale=s.log_scale), _q(s.q), s.verdict])  # fmt: skip
     if not lines:
