@@ -117,7 +117,7 @@ def suite_series(spec: dict[str, Any], versions: dict[str, str], series: list[Se
             s.family = SCORED
     _score_series(suite, baseline)
     tasks = {m.task for m in members.values()}
-    if len(tasks) < len(baseline.tasks):
+    if len(tasks) < len(baseline.tasks) and suite.overall:  # shared-task runs alone have no section scores
         warnings.append(
             f"{len(tasks)} of {len(baseline.tasks)} suite workloads ran: section and overall scores are over those "
             "(a missing section's weight shared among the others), labelled as a subset"
