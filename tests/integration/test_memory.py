@@ -336,7 +336,7 @@ def vmstat() -> dict[str, int]:
 
 def test_the_app_cycle_under_pressure_kills_and_refaults_as_swap_and_zram_say(tmp_path: Path, machine: dict[str, Any]) -> None:
     """Global pressure from the ballast, one cycle per run: without swap the killer kills most,
-    no anonymous page refaults and the file cache thrashes; a larger zram keeps more to come back. The cycle's counters are deltas inside each run,
+    no anonymous page refaults and the file cache thrashes; with zram, swapped pages come back. The cycle's counters are deltas inside each run,
     so over the experiment they add up to no more than /proc/vmstat read by hand around it."""
     path = tmp_path / "cycle.toml"
     cycle = '{ apps = 10, anon = "128m", code = "2m", framework = "8m", iterations = 2, dwell = 0 }'
@@ -357,7 +357,10 @@ def test_the_app_cycle_under_pressure_kills_and_refaults_as_swap_and_zram_say(tm
             total[run["variant"]][metric] = total[run["variant"]].get(metric, 0) + value
     assert total["noswap"]["kills"] > max(total["zram25"]["kills"], total["zram50"]["kills"]), total
     assert total["noswap"]["refault_anon"] == total["noswap"]["pswpout"] == 0
-    assert total["zram50"]["refault_anon"] > total["zram25"]["refault_anon"] > 0, "more zram, more kept to come back"
+    # with zram, swapped pages come back; which of 25% and 50% refaults more is not ordered by two
+    # blocks of one cycle (a CI run saw 3,394 against 4,681), so only that both do is asserted
+    assert min(total["zram50"]["refault_anon"], total["zram25"]["refault_anon"]) > 0, "with zram, anon pages come back"
+    assert min(total["zram50"]["pswpout"], total["zram25"]["pswpout"]) > 0
     assert total["noswap"]["refault_file"] > total["zram50"]["refault_file"], "without swap the file cache pays"
     for metric, counter in {"pswpout": "pswpout", "pswpin": "pswpin", "refault_anon": "workingset_refault_anon",
                             "refault_file": "workingset_refault_file", "oom_kill": "oom_kill"}.items():  # fmt: skip
