@@ -6,7 +6,7 @@
 //! (above 28 dB PSNR before sharpening). Filed under Integer, where Geekbench 5 counts its
 //! Camera workload (suite version 2 on; it was Floating Point before).
 
-use super::image::{photo, psnr, Rgb};
+use super::image::{aligned, photo, psnr, Rgb};
 use super::{fold, Task};
 
 pub struct Camera;
@@ -155,41 +155,6 @@ fn quality(a: &[u8], b: &[u8]) -> (f64, f64, Vec<u64>) {
         psnr(worst as f64, TILE * TILE * 3),
         rows,
     )
-}
-
-/// Whether the picture `b` is aligned with the original `a`: on every 8th row, its squared
-/// error against `a` must be well below that against `a` moved by one pixel in any of the
-/// four directions (a picture shifted by one row or column fails this, while its PSNR may
-/// still look fine on a noisy photo).
-fn aligned(a: &[u8], b: &[u8], width: usize, height: usize) -> Result<(), String> {
-    let row = width * 3;
-    let mut sse = [0u64; 5];
-    for y in (8..height - 8).step_by(8) {
-        for (k, (dx, dy)) in [(0isize, 0isize), (1, 0), (-1, 0), (0, 1), (0, -1)]
-            .into_iter()
-            .enumerate()
-        {
-            let ra = &a[(y as isize + dy) as usize * row..][..row];
-            let rb = &b[y * row..(y + 1) * row];
-            let (ra, rb) = (
-                &ra[(3 + 3 * dx) as usize..(row as isize - 3 + 3 * dx) as usize],
-                &rb[3..row - 3],
-            );
-            sse[k] += ra
-                .iter()
-                .zip(rb)
-                .map(|(p, q)| (*p as i32 - *q as i32).pow(2) as u64)
-                .sum::<u64>();
-        }
-    }
-    if sse[1..].iter().any(|s| sse[0] * 5 / 4 > *s) {
-        return Err(format!(
-            "the picture is shifted: its error against the original is {}, moved by a pixel {:?}",
-            sse[0],
-            &sse[1..]
-        ));
-    }
-    Ok(())
 }
 
 /// The developed image must be close to the scene the mosaic was sampled from, as a whole,

@@ -3,7 +3,7 @@
 //! The decoded picture must match the original at more than 30 dB PSNR and the file must
 //! be smaller than a fifth of the raw pixels, or the codec did not do its job.
 
-use super::image::{photo, psnr, Rgb};
+use super::image::{aligned, photo, psnr, Rgb};
 use super::{fold, Task};
 use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 
@@ -110,41 +110,6 @@ fn quality(a: &Rgb, b: &[u8]) -> (f64, f64, f64) {
         psnr(worst as f64, 8 * 8 * 3),
         psnr(worst_stripe as f64, 8 * row),
     )
-}
-
-/// Whether the picture `b` is aligned with the original `a`: on every 8th row, its squared
-/// error against `a` must be well below that against `a` moved by one pixel in any of the
-/// four directions (a picture shifted by one row or column fails this, while its PSNR may
-/// still look fine on a noisy photo).
-fn aligned(a: &[u8], b: &[u8], width: usize, height: usize) -> Result<(), String> {
-    let row = width * 3;
-    let mut sse = [0u64; 5];
-    for y in (8..height - 8).step_by(8) {
-        for (k, (dx, dy)) in [(0isize, 0isize), (1, 0), (-1, 0), (0, 1), (0, -1)]
-            .into_iter()
-            .enumerate()
-        {
-            let ra = &a[(y as isize + dy) as usize * row..][..row];
-            let rb = &b[y * row..(y + 1) * row];
-            let (ra, rb) = (
-                &ra[(3 + 3 * dx) as usize..(row as isize - 3 + 3 * dx) as usize],
-                &rb[3..row - 3],
-            );
-            sse[k] += ra
-                .iter()
-                .zip(rb)
-                .map(|(p, q)| (*p as i32 - *q as i32).pow(2) as u64)
-                .sum::<u64>();
-        }
-    }
-    if sse[1..].iter().any(|s| sse[0] * 5 / 4 > *s) {
-        return Err(format!(
-            "the picture is shifted: its error against the original is {}, moved by a pixel {:?}",
-            sse[0],
-            &sse[1..]
-        ));
-    }
-    Ok(())
 }
 
 /// The decoded picture must have the original's size and be close to it, as a whole, in
