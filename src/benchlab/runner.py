@@ -27,7 +27,7 @@ from benchlab.measure.rusage import RESERVED, usage_metrics
 from benchlab.measure.served import ServedExecutor
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
-from benchlab.store import ExperimentRecord, Store, host_digest, spec_digest
+from benchlab.store import ExperimentRecord, Store, spec_digest
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.background import background_load
@@ -224,7 +224,7 @@ class Runner:
             executor = GuestExecutor(guest)
             self.guests.append(executor)
             # the machine that booted it: its runs pair with this machine's native runs
-            return executor, {**executor.prepare(), "guest_of": host_digest(here)}
+            return executor, {**executor.prepare(), "guest_of": self.store.host_row(here)[1]}
         if env.kind != "ssh":
             return self.executor, here
         remote = self.remotes.setdefault(env.label, RemoteExecutor(env))

@@ -85,3 +85,17 @@ def test_a_dropped_experiment_frees_its_name(tmp_path: Path) -> None:
     store.drop_experiment(exp)
     assert store.find_experiment("gone") is None
     assert store.create_experiment(name="gone", **make).name == "gone"  # type: ignore[arg-type]
+
+
+def test_memory_that_moved_a_few_pages_is_the_same_host_and_its_stored_row(tmp_path: Path) -> None:
+    """A fresh qemu guest's MemTotal moved by 4 KiB between boots (a CI run stored block 0 twice
+    before this); a reboot moves a machine's by a few pages: one row, whose hash guests name."""
+    store = Store(str(tmp_path / "h.db"))
+    first = store.host_row(HOST)
+    rebooted = {**HOST, "memory_kib": HOST["memory_kib"] - 12}
+    assert store.host_row(rebooted) == first  # the stored row's hash, not the rebooted fingerprint's digest
+    assert store.host_row({**HOST, "memory_kib": HOST["memory_kib"] + 4}) == first
+    assert store.host_id({**HOST, "memory_kib": HOST["memory_kib"] + (32 << 10)}) != first[0]  # 32 MiB more: other RAM
+    assert store.host_id({**rebooted, "kernel": "6.2.0"}) != first[0]  # only memory has a tolerance
+    with sqlite3.connect(tmp_path / "h.db") as conn:
+        assert conn.execute("select count(*) from host").fetchone()[0] == 3

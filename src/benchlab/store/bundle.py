@@ -408,7 +408,7 @@ def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: 
     """The bundle's runs, their hosts, metrics and details, in the caller's transaction, through
     the insert path live runs take."""
     used = {run.host for run in bundle.runs}
-    host_ids = {key: host_row(conn, host_facts(facts)) for key, facts in bundle.hosts.items() if key in used}
+    host_ids = {key: host_row(conn, host_facts(facts))[0] for key, facts in bundle.hosts.items() if key in used}
     runs = [
         NewRun(
             workload=run.workload,

@@ -77,6 +77,11 @@ class Store:
     # -- hosts ---------------------------------------------------------------
     def host_id(self, fingerprint: dict[str, Any]) -> int:
         """The host row for a fingerprint (see hosts.IDENTITY for what identifies one)."""
+        return self.host_row(fingerprint)[0]
+
+    def host_row(self, fingerprint: dict[str, Any]) -> tuple[int, str]:
+        """The host row for a fingerprint and its identity hash: what a guest's `guest_of` names,
+        the stored row's, which a rebooted machine's fingerprint need not hash to."""
         with self.transaction() as conn:
             return hosts.host_row(conn, fingerprint)
 
