@@ -15,7 +15,7 @@ What becomes of a task that does not end `done` or `skipped` depends on whose fa
 - Forged: the message is no task of this fleet's. Logged and dropped.
 - Refused: the task asks for what this worker does not allow. Recorded (the driver stops with
   the reason) and dropped: another worker of the pool would be asked the same.
-- Unfit: this machine cannot run it now (a binary missing, a workload of another version, a
+- Unfit: this machine cannot run it now (an allocator library missing, a workload of another version, a
   knob journal left by a killed run, another database than the driver's, a bug). The
   task goes back to the queue for a sound machine, the attempt says why, and this worker stops
   rather than drain the queue by failing every task in a millisecond.
