@@ -39,7 +39,14 @@ from benchlab.measure.served import Serving, request_line
 
 GUEST_PROTOCOL = 1  # the boot line the guest sends
 SHARE_PREFIX = "benchlab-guest-"  # then the pid of the benchlab that booted it
-TCG_BOOT_TIMEOUT_S = 300.0  # to the boot line; TCG boots Debian's kernel in ~17 s here
+TCG_BOOT_TIMEOUT_S = 300.0  # to the boot line; TCG boots Debian's kernel in ~11 s here
+# How a guest boots faster without changing what it runs (16.3 s -> 11.5 s a boot under TCG here):
+# its root is always 9p, the same on every host (vng first waits 3.3 s for a virtiofsd that
+# Debian 12's qemu cannot start, then falls back to 9p; where one could start, a guest's file IO
+# would silently differ between hosts); and udev does not load drivers for qemu's emulated
+# hardware that no run uses (nested KVM, the CD-ROM, AHCI, watchdog, SMBus, speaker: ~1.5 s of
+# modprobes under emulation). A blacklist stops only udev's loading: `modules` still loads any.
+FAST_BOOT = ("--force-9p", "--append", "modprobe.blacklist=kvm_amd,kvm_intel,sr_mod,ahci,iTCO_wdt,i2c_i801,lpc_ich,pcspkr")
 log = logging.getLogger(__name__)
 CONSOLE_TAIL_BYTES = 2000
 GUEST_DISK = "/var/benchlab/disk"  # /var is one of the guest's writable overlays: a mount point can be made there
@@ -230,7 +237,7 @@ class GuestExecutor:
         disk = _data_disk(folder, self.guest.disk, self.guest.label) if self.guest.disk is not None else None
         argv = [
             vng_path(), "--run", str(self.guest.image), "--verbose", "-m", f"{max(1, self.guest.memory >> 20)}M",
-            "-p", str(self.guest.cpus), "--rwdir", str(folder), *(["--disable-kvm"] if accel == "tcg" else []),
+            "-p", str(self.guest.cpus), "--rwdir", str(folder), *(["--disable-kvm"] if accel == "tcg" else []), *FAST_BOOT,
             *(["--append", self.guest.cmdline] if self.guest.cmdline else []), *_balloon_options(self.guest.balloon, folder),
             *(["--disk", str(disk)] if disk else []),
             "--exec", f"sh {folder}/boot.sh",
