@@ -59,7 +59,7 @@ BINDER_WORKLOADS = (
 def test_a_guest_loads_its_modules_writes_its_knobs_balloons_and_is_the_runs_host(
     guest_kernel: kernels.GuestKernel, tmp_path: Path
 ) -> None:
-    """One guest for many checks (a boot under TCG costs ~20 s): MGLRU, zram swap, a balloon,
+    """One guest for many checks (a boot under TCG costs ~12 s): MGLRU, zram swap, a balloon,
     auto's fallback from a hanging KVM, and real binder in an experiment (this host has none;
     Debian's kernel ships binder_linux as a module)."""
     switches = guest_kernel.switches()
