@@ -15,7 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
 
 from benchlab.metrics import Metric
-from benchlab.store import BASELINE, HEAD, Store
+from benchlab.store import BASELINE, HEAD, Store, hosts
 from benchlab.store.migrate import alembic_config
 from benchlab.store.schema import SCHEMA_VERSION, metadata
 from tests.conftest import cli
@@ -111,6 +111,40 @@ def test_a_postgres_database_newer_than_this_benchlab_is_refused(postgres_url: s
         refused = cli(*args, "--db", url)
         assert refused.returncode == 4 and len(refused.stderr.splitlines()) == 1
         assert "newer than this benchlab" in refused.stderr and "upgrade benchlab" in refused.stderr
+
+
+def test_two_workers_making_one_hosts_row_at_once_get_the_same_row(postgres_url: str) -> None:
+    """A fleet's workers on one machine start together: each makes the machine's host row. The
+    later insert waits on the earlier's uncommitted row and then takes it, not a second row and
+    not an error (before `insert_new`, the second worker failed on the unique hash)."""
+    url = fresh_database(postgres_url, "host_race")
+    first, second = Store(url, migrate=True), Store(url)
+    machine = {"hostname": "lab", "machine_id": "m1", "memory_kib": 16 << 20}
+    got: list[int | BaseException] = []
+
+    def make_second() -> None:
+        try:
+            got.append(second.host_id(machine))
+        except BaseException as exc:
+            got.append(exc)
+
+    with first.transaction() as conn:
+        made, _ = hosts.host_row(conn, machine)  # not committed yet
+        racer = threading.Thread(target=make_second)
+        racer.start()
+        deadline = time.monotonic() + 30
+        with psycopg.connect(postgres_url, autocommit=True) as watch:
+            while not watch.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE datname = 'host_race' AND wait_event_type = 'Lock'"
+            ).fetchall():
+                assert time.monotonic() < deadline and racer.is_alive(), got
+                time.sleep(0.02)
+    racer.join(30)
+    assert got == [made]
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM host").fetchone() == (1,)
+    first.engine.dispose()
+    second.engine.dispose()
 
 
 def test_two_processes_registering_a_workloads_metric_names_at_once_both_store_their_runs(postgres_url: str) -> None:
