@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -113,6 +114,29 @@ def test_a_postgres_database_newer_than_this_benchlab_is_refused(postgres_url: s
         assert "newer than this benchlab" in refused.stderr and "upgrade benchlab" in refused.stderr
 
 
+def _blocked_racer(postgres_url: str, database: str, step: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
+    """`step` started on a thread of its own, once PostgreSQL shows it waiting on a lock in
+    `database` (the caller's uncommitted rows); the list gets what it returned or raised."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(step())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    racer = threading.Thread(target=run)
+    racer.start()
+    deadline = time.monotonic() + 30
+    with psycopg.connect(postgres_url, autocommit=True) as watch:
+        while not watch.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", (database,)
+        ).fetchall():
+            assert time.monotonic() < deadline and racer.is_alive(), outcome
+            time.sleep(0.02)
+    return racer, outcome
+
+
 def test_two_workers_making_one_hosts_row_at_once_get_the_same_row(postgres_url: str) -> None:
     """A fleet's workers on one machine start together: each makes the machine's host row. The
     later insert waits on the earlier's uncommitted row and then takes it, not a second row and
@@ -120,25 +144,9 @@ def test_two_workers_making_one_hosts_row_at_once_get_the_same_row(postgres_url:
     url = fresh_database(postgres_url, "host_race")
     first, second = Store(url, migrate=True), Store(url)
     machine = {"hostname": "lab", "machine_id": "m1", "memory_kib": 16 << 20}
-    got: list[int | BaseException] = []
-
-    def make_second() -> None:
-        try:
-            got.append(second.host_id(machine))
-        except BaseException as exc:
-            got.append(exc)
-
     with first.transaction() as conn:
         made, _ = hosts.host_row(conn, machine)  # not committed yet
-        racer = threading.Thread(target=make_second)
-        racer.start()
-        deadline = time.monotonic() + 30
-        with psycopg.connect(postgres_url, autocommit=True) as watch:
-            while not watch.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE datname = 'host_race' AND wait_event_type = 'Lock'"
-            ).fetchall():
-                assert time.monotonic() < deadline and racer.is_alive(), got
-                time.sleep(0.02)
+        racer, got = _blocked_racer(postgres_url, "host_race", lambda: second.host_id(machine))
     racer.join(30)
     assert got == [made]
     with psycopg.connect(url) as conn:
@@ -156,27 +164,14 @@ def test_two_processes_registering_a_workloads_metric_names_at_once_both_store_t
     exp = first.create_experiment(name="race", spec={"name": "race"}, workloads=[("w", "command", "command:true")],
                                   variants=[("a", {}, True)])  # fmt: skip
     host = first.host_id({"hostname": "lab"})
-    outcome: list[BaseException | None] = []
 
     def store_second() -> None:
-        try:
-            second.record_run(exp, host_id=host, workload="w", variant="a", block=1, warmup=False, position=1,
-                              status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", 1.0, "s", "lower")])  # fmt: skip
-            outcome.append(None)
-        except BaseException as exc:
-            outcome.append(exc)
+        second.record_run(exp, host_id=host, workload="w", variant="a", block=1, warmup=False, position=1,
+                          status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", 1.0, "s", "lower")])  # fmt: skip
 
     with first.transaction() as conn:
         first.runs.name_ids(conn, exp.workload_ids["w"], [Metric("wall", 1.0, "s", "lower")])  # not committed yet
-        racer = threading.Thread(target=store_second)
-        racer.start()
-        deadline = time.monotonic() + 30
-        with psycopg.connect(postgres_url, autocommit=True) as watch:
-            while not watch.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE datname = 'names_race' AND wait_event_type = 'Lock'"
-            ).fetchall():
-                assert time.monotonic() < deadline and racer.is_alive(), outcome
-                time.sleep(0.02)
+        racer, outcome = _blocked_racer(postgres_url, "names_race", store_second)
     racer.join(30)
     assert outcome == [None]
     runs = second.load(second.require_experiment("race")).runs
