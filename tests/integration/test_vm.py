@@ -18,7 +18,7 @@ import pytest
 from benchlab.locate import probe_path
 from benchlab.measure.guest import SHARE_PREFIX
 from benchlab.variants import kernels
-from tests.conftest import BENCHLAB, cli, signals_as_at_a_terminal
+from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -110,6 +110,25 @@ def test_what_the_guest_kernel_lacks_is_one_line_naming_it(guest_kernel: kernels
     assert knob.returncode == 2 and knob.stderr.count("\n") == 1, knob.stderr
     assert f"the guest kernel {guest_kernel.release} has no /sys/kernel/mm/no_knob" in knob.stderr
     assert _guests_running() == []
+
+
+def test_a_guest_virtme_ng_cannot_start_is_one_line_naming_the_package(guest_kernel: kernels.GuestKernel, tmp_path: Path) -> None:
+    """The real vng where no statically linked busybox is installed: in a mount namespace of the test's own,
+    every busybox vng would find is a dynamically linked program (or there is none at all)."""
+    if os.geteuid() != 0:
+        pytest.skip("a mount namespace needs root")
+    need("unshare")
+    found = {os.path.realpath(f"{folder}/{name}") for name in ("busybox-static", "busybox.static", "busybox")
+             for folder in [*os.environ["PATH"].split(os.pathsep), "/usr/local/bin", "/usr/local/sbin", "/usr/bin",
+                            "/usr/sbin", "/bin", "/sbin"] if os.path.isfile(f"{folder}/{name}")}  # fmt: skip
+    hide = "".join(f"mount --bind /bin/true {path} && " for path in sorted(found))
+    spec = _spec(tmp_path / "nobusybox.toml", guest_kernel, {"t": "true"}, "cpus = 1")
+    proc = subprocess.Popen(["unshare", "--mount", "sh", "-c", f'{hide}exec "$@"', "sh", BENCHLAB, "run", str(spec),
+                             "--db", str(tmp_path / "r.db")], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    _, stderr = proc.communicate(timeout=120)  # unshare and sh exec: the pid is benchlab's
+    assert proc.returncode == 3 and stderr.count("\n") == 1, stderr
+    assert "busybox" in stderr and "apt-get install busybox-static" in stderr and "Traceback" not in stderr
+    assert _guests_running() == [] and not list(Path(tempfile.gettempdir()).glob(f"{SHARE_PREFIX}{proc.pid}-*"))
 
 
 def test_a_guest_that_panics_fails_its_run_and_the_next_run_boots_a_new_one(

@@ -51,6 +51,13 @@ log = logging.getLogger(__name__)
 CONSOLE_TAIL_BYTES = 2000
 GUEST_DISK = "/var/benchlab/disk"  # /var is one of the guest's writable overlays: a mount point can be made there
 PANIC_WORDS = ("Kernel panic", "Oops", "BUG:", "sysrq: Trigger a crash")
+VNG_EXIT_WAIT_S = 5.0  # for vng to exit once its output ended before the boot line
+# What virtme-ng prints, and exits, where it cannot make the guest's initramfs (virtme/commands/run.py)
+NO_STATIC_BUSYBOX = ("no busybox was found", "a statically linked busybox could not be found")
+
+
+class _CannotStart(EnvironmentProblem):
+    """virtme-ng refused before qemu started: the same on every accelerator, so none is tried next."""
 
 
 BALLOON_DRIVER = "virtio_balloon"
@@ -218,6 +225,9 @@ class GuestExecutor:
                 self._start(accel)
                 self.accel = accel
                 return
+            except _CannotStart:
+                self.close()
+                raise
             except EnvironmentProblem as problem:  # did not boot: the next accelerator may
                 why = problem.message
                 self.close()
@@ -259,10 +269,10 @@ class GuestExecutor:
                 os.close(fd)
         self._serving = Serving(self._vng, requests, answers, (folder / "out").open("rb"), (folder / "err").open("rb"))
         deadline = self.guest.kvm_boot_timeout if accel == "kvm" else TCG_BOOT_TIMEOUT_S
+        started = time.monotonic()
         line = self._serving.ask(b"", deadline)
         if line is None or line.get("protocol") != GUEST_PROTOCOL:
-            how = "ended before it booted" if self._vng.poll() is not None else f"did not boot within {deadline:.0f} s"
-            raise EnvironmentProblem(f"{self.guest.label}: the guest {how} under {accel}: {self.console_tail()}")
+            raise self._not_booted(accel, deadline, time.monotonic() - started < deadline)
         if "failed" in line:  # the variant asks for what its kernel lacks: bad input, as for a missing module
             raise SpecError(self._refusal(line))
         fp = parse_remote_fingerprint(base64.b64decode(line["fingerprint"]).decode(errors="replace"))
@@ -274,6 +284,22 @@ class GuestExecutor:
         balloon = self.guest.balloon
         if balloon is not None and balloon.target is not None:
             _shrink(folder / "qmp", balloon.target, self.guest.label)
+
+    def _not_booted(self, accel: str, deadline: float, early: bool) -> EnvironmentProblem:
+        """Why no boot line came: vng's refusal where it ended before the deadline, worded with its fix."""
+        vng = self._vng
+        assert vng is not None
+        if early:  # its output ended: vng is ending (a guest that hangs keeps it open)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                vng.wait(VNG_EXIT_WAIT_S)
+        said = self.console_tail()
+        if vng.returncode is not None and any(words in said for words in NO_STATIC_BUSYBOX):
+            return _CannotStart(
+                f"{self.guest.label}: virtme-ng cannot make a guest's initramfs without a statically linked busybox",
+                hint="install it: `apt-get install busybox-static`",
+            )
+        how = "ended before it booted" if vng.returncode is not None else f"did not boot within {deadline:.0f} s"
+        return EnvironmentProblem(f"{self.guest.label}: the guest {how} under {accel}: {said}")
 
     def _refusal(self, line: dict[str, Any]) -> str:
         kind, index = line.get("failed"), int(line.get("index", 0))

@@ -114,14 +114,16 @@ class Serving:
 
     def stop(self) -> None:
         """Ends the launcher and whatever it runs: told first (SIGTERM: the run's group is killed,
-        its cgroup removed), then its own group and cgroup are killed and removed behind it. Once."""
+        its cgroup removed), then its own group and cgroup are killed and removed behind it. Once;
+        a launcher that ended (and was reaped) already has only its group and cgroup left to go."""
         if self.stopped:
             return
         self.stopped = True
         os.close(self.requests)  # an idle launcher also ends at end of file
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.proc.pid, signal.SIGTERM)
-        wait_exit(self.proc.pid, REMOVE_WAIT_S)
+        if self.proc.returncode is None:  # not reaped yet, so its pid is still its own (once reaped, another's)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGTERM)
+            wait_exit(self.proc.pid, REMOVE_WAIT_S)
         kill_group(self.proc.pid)
         self.proc.wait()
         remove_run_cgroup(self.proc.pid)

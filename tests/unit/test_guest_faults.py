@@ -1,0 +1,64 @@
+"""A guest that cannot start is one line naming the fix, and closing what already ended raises nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+from pathlib import Path
+
+import pytest
+
+from benchlab.errors import EnvironmentProblem
+from benchlab.measure import guest as guest_module
+from benchlab.measure.guest import Guest, GuestExecutor
+from benchlab.measure.process import Launch
+from benchlab.measure.served import ServedExecutor
+
+# what virtme-ng 1.42 prints, and exits 1, where no (statically linked) busybox is installed
+NO_BUSYBOX = "virtme-run: initramfs is needed, and no busybox was found"
+DYNAMIC_BUSYBOX = "virtme-run: a statically linked busybox could not be found, please install busybox-static"
+
+
+def _guest(tmp_path: Path) -> Guest:
+    return Guest(
+        label="vm test", image=tmp_path / "vmlinuz", release="6.1.0-test", memory=256 << 20, cpus=1, accel="auto",
+        modules=(), knobs=(), swap=(), disk=None, cmdline=None, fresh=False, kvm_boot_timeout=30, balloon=None, facts={},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("said", [NO_BUSYBOX, DYNAMIC_BUSYBOX])
+def test_a_guest_virtme_ng_cannot_start_is_one_problem_naming_the_package(
+    said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vng refuses before qemu starts, on every accelerator alike: one refusal, not one try each."""
+    vng = tmp_path / "vng"
+    vng.write_text(
+        f"#!/bin/sh\necho 'virtme: generating modules.dep file' >&2\necho '{said}' >&2\necho x >> {tmp_path}/starts\nexit 1\n"
+    )
+    vng.chmod(vng.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(guest_module, "vng_path", lambda: str(vng))
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: path == "/dev/kvm" or access(path, mode))  # auto: kvm, then tcg
+    executor = GuestExecutor(_guest(tmp_path))
+    with pytest.raises(EnvironmentProblem) as caught:
+        executor.prepare()
+    message = str(caught.value)
+    assert "busybox" in message and "apt-get install busybox-static" in message and "\n" not in message, message
+    assert (tmp_path / "starts").read_text() == "x\n"
+    executor.close()  # again, after the failed boot's own clean-up: nothing to do, nothing raised
+
+
+def test_closing_a_guest_that_never_started_raises_nothing(tmp_path: Path) -> None:
+    GuestExecutor(_guest(tmp_path)).close()
+
+
+def test_stopping_a_launcher_that_already_ended_and_was_reaped_raises_nothing() -> None:
+    executor = ServedExecutor()
+    assert executor.run(Launch(argv=("true",), env=dict(os.environ), timeout=10)).ok
+    serving = executor._launcher
+    assert serving is not None
+    os.kill(serving.proc.pid, signal.SIGKILL)
+    serving.proc.wait()  # reaped: its pid may be another process's by now
+    executor.close()
+    assert serving.stopped
