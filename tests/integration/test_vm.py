@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.errors import WorkloadFailed
 from benchlab.locate import probe_path
-from benchlab.measure.guest import SHARE_PREFIX
+from benchlab.measure.guest import SHARE_PREFIX, Guest, GuestExecutor
+from benchlab.measure.process import Launch
+from benchlab.measure.served import ANSWER_GRACE_S
 from benchlab.variants import kernels
 from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 
@@ -131,16 +134,46 @@ def test_a_guest_virtme_ng_cannot_start_is_one_line_naming_the_package(guest_ker
     assert _guests_running() == [] and not list(Path(tempfile.gettempdir()).glob(f"{SHARE_PREFIX}{proc.pid}-*"))
 
 
-def test_a_guest_that_panics_fails_its_run_and_the_next_run_boots_a_new_one(
+def test_a_guest_that_panics_fails_its_run_with_its_lines_and_the_next_run_boots_a_new_one(
     guest_kernel: kernels.GuestKernel, tmp_path: Path
 ) -> None:
-    spec = _spec(tmp_path / "panic.toml", guest_kernel, {"panic": "echo c > /proc/sysrq-trigger; sleep 5"}, "cpus = 1")
+    spec = _spec(tmp_path / "panic.toml", guest_kernel, {"panic": "echo panicking >&2; echo c > /proc/sysrq-trigger; sleep 5"},
+                 "cpus = 1")  # fmt: skip
     done = cli("run", str(spec), "--db", str(tmp_path / "r.db"), "--format", "json", timeout=900)
     assert done.returncode == 5, done.stderr[-2000:]
     failed = json.loads(done.stdout)["failed_runs"]
     assert len(failed) == 2  # both blocks ran: the second in a new guest
-    assert all("stopped answering" in run["message"] for run in failed)
+    for run in failed:  # the run's own lines: the panic it caused and its stderr, not the boot's
+        assert "stopped answering: it ended during the run; its console during the run: " in run["message"]
+        assert "Kernel panic - not syncing: sysrq triggered crash" in run["message"], run["message"]
+        assert run["message"].endswith("the run's stderr: panicking") and "virtme-ng-init" not in run["message"]
     assert _guests_running() == []
+
+
+def test_a_guest_that_stops_answering_fails_its_run_at_its_timeout_plus_the_grace(
+    guest_kernel: kernels.GuestKernel, tmp_path: Path
+) -> None:
+    """The guest's launcher stopped mid-run (its channel says nothing, its kernel runs on): given up
+    on at the run's timeout plus ANSWER_GRACE_S, named with that run's lines, and no guest is left."""
+    guest = Guest(
+        label="vm hang", image=guest_kernel.image, release=guest_kernel.release, memory=512 << 20, cpus=1, accel="tcg",
+        modules=(), knobs=(), swap=(), disk=None, cmdline=None, fresh=False, kvm_boot_timeout=30, balloon=None, facts={},
+    )  # fmt: skip
+    executor = GuestExecutor(guest)
+    try:
+        executor.prepare()
+        hang = Launch(argv=("sh", "-c", "echo about to stop >&2; kill -STOP $PPID; sleep 60"), env=dict(os.environ), timeout=3)
+        started = time.monotonic()
+        with pytest.raises(WorkloadFailed) as caught:
+            executor.run(hang)
+        assert time.monotonic() - started < 3 + ANSWER_GRACE_S + 5  # the clean-up's few seconds beside
+    finally:
+        executor.close()
+    assert caught.value.message == (
+        f"the guest (vm hang) stopped answering: no answer within the run's timeout of 3 s + {ANSWER_GRACE_S:g} s; "
+        "its console during the run: nothing; the run's stderr: about to stop"
+    )
+    assert caught.value.stderr_tail == "about to stop\n" and _guests_running() == []
 
 
 def test_fresh_guests_and_kill_9_leave_no_guest_and_resume_finishes_on_the_same_host(

@@ -1,16 +1,19 @@
-"""A guest that cannot start is one line naming the fix, and closing what already ended raises nothing."""
+"""A guest that cannot start is one line naming the fix; closing what already ended raises nothing; a
+served launcher that stops reading or answering is given up on at the run's timeout plus a bounded grace."""
 
 from __future__ import annotations
 
 import os
 import signal
 import stat
+import time
 from pathlib import Path
 
 import pytest
 
-from benchlab.errors import EnvironmentProblem
+from benchlab.errors import EnvironmentProblem, WorkloadFailed
 from benchlab.measure import guest as guest_module
+from benchlab.measure import served
 from benchlab.measure.guest import Guest, GuestExecutor
 from benchlab.measure.process import Launch
 from benchlab.measure.served import ServedExecutor
@@ -62,3 +65,28 @@ def test_stopping_a_launcher_that_already_ended_and_was_reaped_raises_nothing() 
     serving.proc.wait()  # reaped: its pid may be another process's by now
     executor.close()
     assert serving.stopped
+
+
+@pytest.mark.parametrize("stop", ["answering", "reading"])
+@pytest.mark.timeout(30)
+def test_a_launcher_that_stops_is_given_up_on_at_the_runs_timeout_plus_the_grace(
+    stop: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped mid-run (no answer), or before a request larger than a pipe holds (which it never
+    reads): either way the run fails at its timeout plus the grace, and the launcher is gone."""
+    monkeypatch.setattr(served, "ANSWER_GRACE_S", 1.0)
+    executor = ServedExecutor()
+    try:
+        launcher = int(executor.run(Launch(argv=("sh", "-c", "echo $PPID"), env=dict(os.environ), timeout=10)).stdout)
+        if stop == "answering":
+            argv, env = ("sh", "-c", "kill -STOP $PPID; sleep 30"), dict(os.environ)
+        else:
+            os.kill(launcher, signal.SIGSTOP)
+            argv, env = ("sh", "-c", "true"), {**os.environ, "BIG": "x" * (4 << 20)}
+        started = time.monotonic()
+        with pytest.raises(WorkloadFailed, match="the launcher reported nothing"):
+            executor.run(Launch(argv=argv, env=env, timeout=0.5))
+        assert time.monotonic() - started < 0.5 + 1.0 + 2.0  # the stopped launcher ends at its SIGTERM, not 5 s later
+        assert not Path(f"/proc/{launcher}").exists()
+    finally:
+        executor.close()

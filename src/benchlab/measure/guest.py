@@ -8,8 +8,9 @@ stdin and stdout): every run has the usual wait4 account, measured inside the gu
 launcher's output files lie in a folder shared read-write with the guest, where this side reads
 their tails. Before it starts, the guest loads the variant's modules, writes its knobs, turns on its swap and sends
 its fingerprint, as one JSON line. One guest serves all of a variant's runs (or, `fresh`, each
-run boots its own); a guest that hangs or dies fails its run with the console's last lines,
-and the next run boots a new one. vng runs under a one-shot launcher: it dies with benchlab, and
+run boots its own); a guest that dies, or gives no answer within the run's timeout plus a
+grace, fails its run with its own lines from that run (its console since the run was sent and
+the run's stderr), and the next run boots a new one. vng runs under a one-shot launcher: it dies with benchlab, and
 qemu (which vng becomes) with it.
 """
 
@@ -29,13 +30,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import launcher_path
 from benchlab.measure.host import REMOTE_FINGERPRINT, parse_remote_fingerprint
 from benchlab.measure.process import Finished, Launch, start_launcher, stop_tree
-from benchlab.measure.served import Serving, request_line
+from benchlab.measure.served import ANSWER_GRACE_S, Serving, request_line
 
 GUEST_PROTOCOL = 1  # the boot line the guest sends
 SHARE_PREFIX = "benchlab-guest-"  # then the pid of the benchlab that booted it
@@ -49,6 +50,7 @@ TCG_BOOT_TIMEOUT_S = 300.0  # to the boot line; TCG boots Debian's kernel in ~11
 FAST_BOOT = ("--force-9p", "--append", "modprobe.blacklist=kvm_amd,kvm_intel,sr_mod,ahci,iTCO_wdt,i2c_i801,lpc_ich,pcspkr")
 log = logging.getLogger(__name__)
 CONSOLE_TAIL_BYTES = 2000
+STDERR_QUOTE_CHARS = 500  # of a run's stderr, in the message of a guest that stopped answering
 GUEST_DISK = "/var/benchlab/disk"  # /var is one of the guest's writable overlays: a mount point can be made there
 PANIC_WORDS = ("Kernel panic", "Oops", "BUG:", "sysrq: Trigger a crash")
 VNG_EXIT_WAIT_S = 5.0  # for vng to exit once its output ended before the boot line
@@ -269,10 +271,9 @@ class GuestExecutor:
                 os.close(fd)
         self._serving = Serving(self._vng, requests, answers, (folder / "out").open("rb"), (folder / "err").open("rb"))
         deadline = self.guest.kvm_boot_timeout if accel == "kvm" else TCG_BOOT_TIMEOUT_S
-        started = time.monotonic()
         line = self._serving.ask(b"", deadline)
         if line is None or line.get("protocol") != GUEST_PROTOCOL:
-            raise self._not_booted(accel, deadline, time.monotonic() - started < deadline)
+            raise self._not_booted(accel, deadline)
         if "failed" in line:  # the variant asks for what its kernel lacks: bad input, as for a missing module
             raise SpecError(self._refusal(line))
         fp = parse_remote_fingerprint(base64.b64decode(line["fingerprint"]).decode(errors="replace"))
@@ -285,14 +286,14 @@ class GuestExecutor:
         if balloon is not None and balloon.target is not None:
             _shrink(folder / "qmp", balloon.target, self.guest.label)
 
-    def _not_booted(self, accel: str, deadline: float, early: bool) -> EnvironmentProblem:
+    def _not_booted(self, accel: str, deadline: float) -> EnvironmentProblem:
         """Why no boot line came: vng's refusal where it ended before the deadline, worded with its fix."""
-        vng = self._vng
-        assert vng is not None
-        if early:  # its output ended: vng is ending (a guest that hangs keeps it open)
+        vng, serving = self._vng, self._serving
+        assert vng is not None and serving is not None
+        if serving.silence == "ended":  # its output ended: vng is ending (a guest that hangs keeps it open)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 vng.wait(VNG_EXIT_WAIT_S)
-        said = self.console_tail()
+        said = self.console_tail() or "no console output"
         if vng.returncode is not None and any(words in said for words in NO_STATIC_BUSYBOX):
             return _CannotStart(
                 f"{self.guest.label}: virtme-ng cannot make a guest's initramfs without a statically linked busybox",
@@ -315,17 +316,20 @@ class GuestExecutor:
             return f"{self.guest.label}: the guest kernel {release} has no {path}"
         return f"{self.guest.label}: the guest kernel {release} refused {value!r} for {path}"
 
-    def console_tail(self) -> str:
-        """The console's last lines, led by the kernel's panic or oops line where it printed one."""
+    def console_end(self) -> int:
+        """Where the console ends now: what it prints from here on is the next run's."""
+        return self._console.seek(0, os.SEEK_END) if self._console is not None else 0
+
+    def console_tail(self, since: int = 0) -> str:
+        """The console's last lines (after `since`), led by the kernel's panic or oops line where
+        it printed one; empty where it printed nothing."""
         if self._console is None:
-            return "no console output"
-        self._console.flush()
-        self._console.seek(0, os.SEEK_END)
-        size = self._console.tell()
-        self._console.seek(max(0, size - CONSOLE_TAIL_BYTES * 8))
+            return ""
+        size = self._console.seek(0, os.SEEK_END)
+        self._console.seek(max(since, size - CONSOLE_TAIL_BYTES * 8))
         lines = self._console.read().decode(errors="replace").strip().splitlines()
         cause = [line for line in lines if any(word in line for word in PANIC_WORDS)][-1:]
-        return " | ".join(cause + lines[-3:])[-CONSOLE_TAIL_BYTES:] or "no console output"
+        return " | ".join(cause + lines[-3:])[-CONSOLE_TAIL_BYTES:]
 
     def run(self, launch: Launch) -> Finished:
         request = request_line(launch)
@@ -335,23 +339,37 @@ class GuestExecutor:
             self._boot()
         serving = self._serving
         assert serving is not None
+        since = self.console_end()
         try:
             finished = serving.run(request, launch, None)
-        except WorkloadFailed:
+        except WorkloadFailed as failed:
             if not serving.stopped:
                 raise
-            finished = None
+            self._stopped_answering(launch, since, failed.stderr_tail)
         except BaseException:
             self.close()
             raise
-        if serving.stopped:  # the guest hung or died: its run fails with what the console said, the next boots anew
-            tail = self.console_tail()
-            self.close()
-            raise WorkloadFailed(f"the guest ({self.guest.label}) stopped answering: {tail}")
         if self.guest.fresh:
             self.close()
-        assert finished is not None
         return finished
+
+    def _stopped_answering(self, launch: Launch, since: int, stderr: str) -> NoReturn:
+        """The guest hung or died in a run (`ask` waits no longer than the run's timeout plus
+        ANSWER_GRACE_S): the run fails with the guest's own lines from that run, never the boot's
+        (its console since the run was sent, the panic line first, and the run's stderr), and the
+        next run boots a new guest."""
+        how = {
+            "ended": "it ended during the run",
+            "late": f"no answer within the run's timeout of {launch.timeout:g} s + {ANSWER_GRACE_S:g} s",
+        }.get(self._serving.silence if self._serving else "", "its answer was garbled")
+        console = self.console_tail(since) or "nothing"
+        said = " | ".join(stderr.strip().splitlines()[-3:])[-STDERR_QUOTE_CHARS:] or "nothing"
+        self.close()
+        raise WorkloadFailed(
+            f"the guest ({self.guest.label}) stopped answering: {how}; its console during the run: {console}; "
+            f"the run's stderr: {said}",
+            stderr_tail=stderr,
+        )
 
     def close(self) -> None:
         serving, self._serving = self._serving, None

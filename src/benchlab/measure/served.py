@@ -13,7 +13,8 @@ same way, in a fresh cgroup of its own, with its own environment, folder and CPU
 is enforced by the launcher, which kills the run's whole process group and cgroup, and its
 output goes to two files of which only a bounded tail is read back. Nothing outlives benchlab:
 the launcher dies with it (`--die-with`), and kills the run in flight first; on Ctrl-C or
-SIGTERM here, or a launcher that stops answering, the launcher is told to stop (SIGTERM) and
+SIGTERM here, or a launcher that stops answering (no answer within the run's timeout plus
+ANSWER_GRACE_S, the request's sending included), the launcher is told to stop (SIGTERM) and
 its group and cgroup are killed and removed behind it. A launcher that dies unexpectedly fails
 the run in flight ("the launcher reported nothing") and the next run starts a new one.
 
@@ -65,24 +66,26 @@ class Serving:
     err: IO[bytes]
     pending: bytearray = field(default_factory=bytearray)
     stopped: bool = False
+    silence: str = ""  # why the last `ask` had no answer: "ended", "late" or "garbled"
 
     def ask(self, request: bytes, timeout: float) -> dict[str, Any] | None:
-        """The answer to one request line; None when the launcher ended or did not answer in time."""
-        data = request
-        try:
-            while data:
-                data = data[os.write(self.requests, data) :]
-        except BrokenPipeError:
-            return None
+        """The answer to one request line within `timeout` seconds, the request's sending included
+        (a launcher that stops reading cannot hold this side in a full pipe); None when the launcher
+        ended, did not answer in time or answered no JSON (`silence` says which)."""
         deadline = time.monotonic() + timeout
+        self.silence = ""
+        if not self._send(request, deadline):
+            return None
         poller = select.poll()
         poller.register(self.answers, select.POLLIN)
         while b"\n" not in self.pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not poller.poll(remaining * 1000):
+                self.silence = "late"
                 return None
             chunk = os.read(self.answers, OUTPUT_TAIL_BYTES)
             if not chunk:
+                self.silence = "ended"
                 return None
             self.pending += chunk
         line, _, rest = bytes(self.pending).partition(b"\n")
@@ -90,8 +93,28 @@ class Serving:
         try:
             answer: dict[str, Any] = json.loads(line)
         except ValueError:
+            self.silence = "garbled"
             return None
         return answer
+
+    def __post_init__(self) -> None:
+        os.set_blocking(self.requests, False)  # written only as far as `_send` finds room
+
+    def _send(self, data: bytes, deadline: float) -> bool:
+        poller = select.poll()
+        poller.register(self.requests, select.POLLOUT)
+        try:
+            while data:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not poller.poll(remaining * 1000):
+                    self.silence = "late"
+                    return False
+                with contextlib.suppress(BlockingIOError):  # room for less than a pipe's atomic write
+                    data = data[os.write(self.requests, data) :]
+        except BrokenPipeError:
+            self.silence = "ended"
+            return False
+        return True
 
     def run(self, request: bytes, launch: Launch, peak_note: str | None) -> Finished:
         """One run served. A launcher that died or hangs is stopped (`stopped`), with its run,
@@ -123,6 +146,7 @@ class Serving:
         if self.proc.returncode is None:  # not reaped yet, so its pid is still its own (once reaped, another's)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGTERM)
+                os.kill(self.proc.pid, signal.SIGCONT)  # a stopped launcher would hold SIGTERM until REMOVE_WAIT_S
             wait_exit(self.proc.pid, REMOVE_WAIT_S)
         kill_group(self.proc.pid)
         self.proc.wait()
