@@ -53,7 +53,6 @@ CONSOLE_TAIL_BYTES = 2000
 STDERR_QUOTE_CHARS = 500  # of a run's stderr, in the message of a guest that stopped answering
 GUEST_DISK = "/var/benchlab/disk"  # /var is one of the guest's writable overlays: a mount point can be made there
 PANIC_WORDS = ("Kernel panic", "Oops", "BUG:", "sysrq: Trigger a crash")
-VNG_EXIT_WAIT_S = 5.0  # for vng to exit once its output ended before the boot line
 # What virtme-ng prints, and exits, where it cannot make the guest's initramfs (virtme/commands/run.py)
 NO_STATIC_BUSYBOX = ("no busybox was found", "a statically linked busybox could not be found")
 
@@ -287,19 +286,19 @@ class GuestExecutor:
             _shrink(folder / "qmp", balloon.target, self.guest.label)
 
     def _not_booted(self, accel: str, deadline: float) -> EnvironmentProblem:
-        """Why no boot line came: vng's refusal where it ended before the deadline, worded with its fix."""
-        vng, serving = self._vng, self._serving
-        assert vng is not None and serving is not None
-        if serving.silence == "ended":  # its output ended: vng is ending (a guest that hangs keeps it open)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                vng.wait(VNG_EXIT_WAIT_S)
+        """Why no boot line came; vng's refusal to start a guest worded with its fix. Its output
+        ends only when vng (qemu, which it becomes) has exited: what it said is on the console."""
+        assert self._serving is not None
+        ended = self._serving.silence == "ended"
         said = self.console_tail() or "no console output"
-        if vng.returncode is not None and any(words in said for words in NO_STATIC_BUSYBOX):
+        if ended and any(words in said for words in NO_STATIC_BUSYBOX):
             return _CannotStart(
                 f"{self.guest.label}: virtme-ng cannot make a guest's initramfs without a statically linked busybox",
                 hint="install it: `apt-get install busybox-static`",
             )
-        how = "ended before it booted" if vng.returncode is not None else f"did not boot within {deadline:.0f} s"
+        how = {"ended": "ended before it booted", "late": f"did not boot within {deadline:.0f} s"}.get(
+            self._serving.silence, "sent no boot line"
+        )
         return EnvironmentProblem(f"{self.guest.label}: the guest {how} under {accel}: {said}")
 
     def _refusal(self, line: dict[str, Any]) -> str:
