@@ -68,6 +68,9 @@ class Serving:
     stopped: bool = False
     silence: str = ""  # why the last `ask` had no answer: "ended", "late" or "garbled"
 
+    def __post_init__(self) -> None:
+        os.set_blocking(self.requests, False)  # written only as far as `_send` finds room
+
     def ask(self, request: bytes, timeout: float) -> dict[str, Any] | None:
         """The answer to one request line within `timeout` seconds, the request's sending included
         (a launcher that stops reading cannot hold this side in a full pipe); None when the launcher
@@ -96,9 +99,6 @@ class Serving:
             self.silence = "garbled"
             return None
         return answer
-
-    def __post_init__(self) -> None:
-        os.set_blocking(self.requests, False)  # written only as far as `_send` finds room
 
     def _send(self, data: bytes, deadline: float) -> bool:
         poller = select.poll()
