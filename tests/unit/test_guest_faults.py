@@ -30,11 +30,9 @@ def _guest(tmp_path: Path) -> Guest:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("said", [NO_BUSYBOX, DYNAMIC_BUSYBOX])
-def test_a_guest_virtme_ng_cannot_start_is_one_problem_naming_the_package(
-    said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """vng refuses before qemu starts, on every accelerator alike: one refusal, not one try each."""
+def _failing_vng(tmp_path: Path, said: str, monkeypatch: pytest.MonkeyPatch) -> GuestExecutor:
+    """A guest whose vng says `said` and exits 1 at once, counting its starts; /dev/kvm "usable",
+    so that `auto` would try kvm, then tcg."""
     vng = tmp_path / "vng"
     vng.write_text(
         f"#!/bin/sh\necho 'virtme: generating modules.dep file' >&2\necho '{said}' >&2\necho x >> {tmp_path}/starts\nexit 1\n"
@@ -42,14 +40,35 @@ def test_a_guest_virtme_ng_cannot_start_is_one_problem_naming_the_package(
     vng.chmod(vng.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(guest_module, "vng_path", lambda: str(vng))
     access = os.access
-    monkeypatch.setattr(os, "access", lambda path, mode: path == "/dev/kvm" or access(path, mode))  # auto: kvm, then tcg
-    executor = GuestExecutor(_guest(tmp_path))
+    monkeypatch.setattr(os, "access", lambda path, mode: path == "/dev/kvm" or access(path, mode))
+    return GuestExecutor(_guest(tmp_path))
+
+
+@pytest.mark.parametrize("said", [NO_BUSYBOX, DYNAMIC_BUSYBOX])
+def test_a_guest_virtme_ng_cannot_start_is_one_problem_naming_the_package(
+    said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vng refuses before qemu starts, on every accelerator alike: one refusal, not one try each."""
+    executor = _failing_vng(tmp_path, said, monkeypatch)
     with pytest.raises(EnvironmentProblem) as caught:
         executor.prepare()
     message = str(caught.value)
     assert "busybox" in message and "apt-get install busybox-static" in message and "\n" not in message, message
     assert (tmp_path / "starts").read_text() == "x\n"
     executor.close()  # again, after the failed boot's own clean-up: nothing to do, nothing raised
+
+
+def test_a_guest_that_ends_before_booting_for_another_reason_is_tried_on_the_next_accelerator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    executor = _failing_vng(tmp_path, "qemu-system-x86_64: failed to initialize kvm: Permission denied", monkeypatch)
+    with pytest.raises(EnvironmentProblem) as caught:
+        executor.prepare()
+    assert str(caught.value) == (
+        "vm test: the guest ended before it booted under tcg: virtme: generating modules.dep file | "
+        "qemu-system-x86_64: failed to initialize kvm: Permission denied"
+    )
+    assert (tmp_path / "starts").read_text() == "x\nx\n"
 
 
 def test_closing_a_guest_that_never_started_raises_nothing(tmp_path: Path) -> None:
