@@ -246,7 +246,13 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
     rows = [r for r in rows if r.group != SCORES]
     scores = score_report(suite, score_rows, settings, baseline_scores)
     warnings += suite.warnings
-    sweep, sweep_warnings = sweep_report(spec, stored_setting(spec, "fit"), [*suite.overall, *series], settings)
+    by_key = {(r.workload, r.metric, r.variant): r for r in [*rows, *score_rows]}
+
+    def judged(workload: str, metric: str, variant: str) -> model.MetricRow | None:
+        found = by_key.get((workload, metric, variant))
+        return found.exported() if found else None
+
+    sweep, sweep_warnings = sweep_report(spec, stored_setting(spec, "fit"), [*suite.overall, *series], settings, judged)
     warnings += sweep_warnings
     failed = int((~data.runs.ok).sum())
     if failed:

@@ -9,6 +9,7 @@ describe the run, and are in the tables and the embedded data (a workload has a 
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 
@@ -205,12 +206,14 @@ def sweep(report: Report, canvas: plots.Canvas) -> list[str]:
         fit = fits.get((workload, metric))
         line = None
         if fit and fit.intercept is not None and fit.slope is not None and ticks is None and not second:
-            line = (fit.intercept, fit.slope, fit.x == "reciprocal")
+            line = (math.log1p(fit.intercept), fit.slope, fit.x == "reciprocal")
         title = f"{_title(workload, metric)} along {parameter}"
         svg = plots.sweep_figure(canvas, title, parameter, points, ticks, line)
         caption = f"{title}: change against '{swept.reference}' with its 95% interval"
         if fit and line:
             caption += f"; fitted line: change at 0 {cells.change(fit.intercept, fit.intercept_ci)}"
+            if not fit.line_fits:
+                caption += f"; the line does not describe the points (lack-of-fit p = {fit.lack_of_fit_p:.2g}, see warnings)"
         out.append(figure(svg, caption, half=True))
     return out
 
