@@ -101,7 +101,11 @@ class ScoreRow(Judgement):
     unit: str
     n: int
     score: Number
-    score_ci: Pair
+    score_ci: Pair = Field(
+        description="95% interval of the score: a workload's, of its median (order statistics); a section's or the "
+        "overall score's, a percentile bootstrap over blocks of Geekbench's arithmetic on the workload medians; a suite "
+        "total's, of its median; null under 6 blocks"
+    )
     log_scale: bool | None = Field(description=LOG_SCALE + "; null where the row is not compared")
     peak_memory_kib: Number = None
     threads: Number = None

@@ -238,7 +238,7 @@ def scores(report: Report, canvas: plots.Canvas) -> list[str]:
                                    [r.score_ci if r else (None, None) for r in got]))  # fmt: skip
         title = f"{suite.suite} suite: {mode} scores"
         out.append(figure(plots.score_figure(canvas, title, categories, bars),
-                          f"{title} (baseline machine = 1000), with the 95% interval where the workload has one"))  # fmt: skip
+                          f"{title} (baseline machine = 1000), with the 95% interval where there is one"))  # fmt: skip
     return out
 
 
