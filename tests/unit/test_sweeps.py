@@ -242,3 +242,36 @@ def test_a_sweep_the_line_does_not_describe_says_so_in_every_format_and_reads_th
         text = render(report, fmt)
         assert "does not describe the points" in text and "measured (noop)" in text or fmt == "html"
     assert "lack-of-fit p" in render(report, "html")
+
+
+class StepMachine:
+    """The line in 1/N holds for every sampling rate (+5% installed, 0.4 per unit of rate), but the
+    shim installed with sampling off costs nothing: the line's change at 0 is not the measured one."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(9)
+
+    def run(self, launch: Launch) -> Finished:
+        n = int(launch.env.get("N", "-1"))
+        wall = 1.0 if n <= 0 else 1.05 * math.exp(0.4 / n)
+        return Finished(exit_code=0, signal=None, timed_out=False, usage=usage(wall * math.exp(self.rng.normal(0, 0.005))))
+
+
+def test_a_line_that_fits_but_disagrees_with_the_point_measured_at_0_gives_way_to_it(tmp_path: Path) -> None:
+    spec = spec_from_dict({
+        "name": "step", "workloads": WORKLOADS, "variants": [{"name": "none"}, {"name": "off", "env": {"N": "0"}}],
+        "blocks": 8, "sweep": {"fit": "reciprocal", "parameters": [{"field": "env.N", "values": [1, 2, 10, 100]}]},
+    })  # fmt: skip
+    store = Store(str(tmp_path / "s.db"))
+    clock = itertools.count(1000.0, 0.5)
+    runner = Runner(store, executor=StepMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
+    report = analyze(store.load(runner.run(Prepared.from_spec(spec)))).report()
+    assert report.sweep is not None
+    (fit,) = [f for f in report.sweep.fits if f.metric == "wall"]
+    assert fit.line_fits and fit.model == LINE and fit.intercept is not None and abs(fit.intercept - 0.05) < 0.01
+    assert fit.measured_agrees is False and fit.change_at_0_from == "measured (off)"
+    assert fit.change_at_0 is not None and abs(fit.change_at_0) < 0.01
+    assert any(
+        w.startswith("t wall: the line's change at 0 (+") and "disagrees with the one measured there (off: " in w
+        for w in report.warnings
+    ), report.warnings

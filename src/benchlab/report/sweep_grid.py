@@ -101,7 +101,8 @@ def fit_grid(sweep: Sweep, workloads: set[str] | None = None) -> list[Grid]:
         fit.notes.append(
             "lack of fit: F test of the line against a mean per sweep point (block effects kept); below 0.05 the line "
             "does not describe the points, and its change at 0 is not read: 'read at 0' is then the variant measured "
-            "at 0, else the intercept of a piecewise line that fits (every model: --format json)"
+            "at 0, else the intercept of a piecewise line that fits; the measured one is read too where the line's "
+            "change at 0 disagrees with it (a z test at 5%); every model: --format json"
         )
         fit.notes += [note for f in fits if (note := _other_model(f))]
         out.append(fit)

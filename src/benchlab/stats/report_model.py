@@ -187,10 +187,16 @@ class SweepFit(Model):
     change_at_0: Number = Field(
         default=None,
         description="the change at x = 0 to read (for a shim, the cost of being installed): the line's intercept where "
-        "it fits, else the measured point's change, else the chosen model's intercept; null where none is sound",
+        "it fits and agrees with the measured point, else the measured point's change, else the intercept of a "
+        "piecewise model that fits; null where none is sound",
     )
     change_at_0_ci: Pair = (None, None)
     change_at_0_from: str | None = Field(default=None, description="line, measured (VARIANT) or piecewise")
+    measured_agrees: bool | None = Field(
+        default=None,
+        description="whether the line's change at 0 and the measured one agree (a z test of their difference at 5%); "
+        "where they do not, the measured one is read; null without a measured point",
+    )
 
     @property
     def line_fits(self) -> bool:

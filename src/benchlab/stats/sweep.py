@@ -6,6 +6,7 @@ swept over 1 in N, the cost of merely being installed)."""
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -120,8 +121,9 @@ def _exported(s: Series, mode: str, fits: Fits, row: MetricRow | None) -> SweepF
     measured = (
         MeasuredPoint(variant=row.variant, change=row.change, change_ci=row.change_ci, verdict=row.verdict) if row else None
     )
+    agrees = None if row is None else not _disagrees(line, row)
     at_0: tuple[float | None, tuple[float | None, float | None], str | None] = (None, (None, None), None)
-    if line.fits:
+    if line.fits and agrees is not False:
         at_0 = (number(as_fraction(line.intercept)), _fraction_pair(line.intercept_ci), LINE)
     elif measured is not None and measured.change is not None:
         at_0 = (measured.change, measured.change_ci, f"measured ({measured.variant})")
@@ -132,15 +134,39 @@ def _exported(s: Series, mode: str, fits: Fits, row: MetricRow | None) -> SweepF
         intercept_ci=_fraction_pair(line.intercept_ci), slope=number(line.slope), slope_ci=pair(line.slope_ci), n=line.n,
         blocks=line.blocks, lack_of_fit_p=number(line.lack_of_fit_p), model=fits.chosen.model if fits.chosen else "none",
         models=[_model(m) for m in fits.models], measured_at_0=measured, change_at_0=at_0[0], change_at_0_ci=at_0[1],
-        change_at_0_from=at_0[2],
+        change_at_0_from=at_0[2], measured_agrees=agrees,
     )  # fmt: skip
 
 
+Z95 = 1.959963984540054  # the normal's 97.5% point
+
+
+def _disagrees(line: LineFit, row: MetricRow) -> bool:
+    """Whether the line's change at 0 and the one measured there differ by more than their
+    intervals allow: a z test of the difference of the two log changes at the 5% level, each
+    standard error read from its 95% interval. Both are against one reference, so they covary
+    positively; leaving that out overstates the difference's spread, which makes the test
+    conservative (it warns less often than 5% where they agree). A change that is a raw shift,
+    not a ratio, is not compared."""
+    lo, hi = row.change_ci
+    if row.change is None or lo is None or hi is None or not row.log_scale or lo <= -1 or row.change <= -1:
+        return False
+    spread = math.hypot((line.intercept_ci[1] - line.intercept_ci[0]) / (2 * Z95), (math.log1p(hi) - math.log1p(lo)) / (2 * Z95))
+    return spread > 0 and abs(line.intercept - math.log1p(row.change)) / spread > Z95
+
+
 def lack_of_fit_warning(fit: SweepFit, field: str) -> str | None:
-    """One line where the line does not describe the points: its test, the model read instead,
-    and the change at 0 to read (the measured one, where a variant was measured there)."""
+    """One line where the line does not describe the points (its test, the model read instead,
+    and the change at 0 to read: the measured one, where a variant was measured there), or where
+    its change at 0 disagrees with the one measured there."""
     if fit.line_fits:
-        return None
+        point = fit.measured_at_0
+        if fit.measured_agrees is not False or point is None:
+            return None
+        return (
+            f"{fit.workload} {fit.metric}: the line's change at 0 ({_percent(fit.intercept)}) disagrees with the one "
+            f"measured there ({point.variant}: {_percent(point.change)}), which is read instead"
+        )
     text = (
         f"{fit.workload} {fit.metric}: the line in {'1/' if fit.x == 'reciprocal' else ''}{field} does not describe the "
         f"points (lack-of-fit p = {fit.lack_of_fit_p:.2g}), so its change at 0 "
