@@ -59,6 +59,8 @@ def _lack_of_fit(f: SweepFit) -> str:
 
 
 def _read_at_0(f: SweepFit) -> str:
+    if f.change_at_0_from is None and f.line_fits:  # a fit stored before the test: its line, untested
+        return f"{cells.change(f.intercept, f.intercept_ci)} line"
     if f.change_at_0 is None:
         return "n/a: no model fits"
     return f"{cells.change(f.change_at_0, f.change_at_0_ci)} {f.change_at_0_from}"
@@ -91,19 +93,22 @@ def fit_grid(sweep: Sweep, workloads: set[str] | None = None) -> list[Grid]:
         fit = Grid(
             title=f"fit: log change = intercept + slope x {sweep.parameters[0]} ({X_TITLES[sweep.fit]}), block effects",
             header=["workload", "metric", "line: change at 0 [95% CI]", "slope [95% CI]", "lack of fit",
-                    *([f"measured at 0 ({measured})"] if measured else []), "read at 0", "runs", "blocks"],
+                    *([f"measured at 0 ({measured})"] if measured else []), "read at 0"],
+            group=1,
         )  # fmt: skip
         for f in fits:
             point = f.measured_at_0
             shown = [cells.change(point.change, point.change_ci) if point else "n/a"] if measured else []
             fit.add([f.workload, f.metric, cells.change(f.intercept, f.intercept_ci), _slope(f.slope, f.slope_ci),
-                     _lack_of_fit(f), *shown, _read_at_0(f), str(f.n), str(f.blocks)])  # fmt: skip
+                     _lack_of_fit(f), *shown, _read_at_0(f)])  # fmt: skip
         fit.notes.append(
             "lack of fit: F test of the line against a mean per sweep point (block effects kept); below 0.05 the line "
             "does not describe the points, and its change at 0 is not read: 'read at 0' is then the variant measured "
             "at 0, else the intercept of a piecewise line that fits; the measured one is read too where the line's "
             "change at 0 disagrees with it (a z test at 5%); every model: --format json"
         )
+        sizes = sorted({(f.n, f.blocks) for f in fits})
+        fit.notes.append("fitted through " + "; ".join(f"{n} runs in {b} blocks" for n, b in sizes))
         fit.notes += [note for f in fits if (note := _other_model(f))]
         out.append(fit)
     return out
