@@ -18,7 +18,7 @@ from benchlab.report import render
 from benchlab.runner import Prepared, Runner
 from benchlab.spec import spec_from_dict
 from benchlab.stats.analysis import analyze
-from benchlab.stats.fit import LACK_OF_FIT_ALPHA, LINE, LOG, PIECEWISE, fit_line, fit_models
+from benchlab.stats.fit import ADDITIVE, LACK_OF_FIT_ALPHA, LINE, LOG, PIECEWISE, fit_line, fit_models
 from benchlab.store import Store
 from tests.unit.test_report_model import validate
 from tests.unit.test_runner import HOST, FakeJournal, usage
@@ -179,6 +179,10 @@ def test_lack_of_fit_is_found_where_the_line_bends_and_another_model_is_read() -
     assert found / trials >= 0.95
     fits = fit_models(*simulated(rng, shim_curve, SEED_N, blocks=10, noise=0.02))
     assert fits is not None and fits.line.intercept > 0.05  # the line's change at 0 is far from the truth, +0.5%
+    # the change itself is a line in 1/N: the additive model describes the points, and reads the truth at 0
+    assert fits.chosen is not None and fits.chosen.model == ADDITIVE
+    assert fits.chosen.intercept_ci[0] <= math.log(1.005) <= fits.chosen.intercept_ci[1]
+    assert fits.chosen.slope == pytest.approx(5.9, rel=0.05)
 
 
 def test_points_from_the_line_warn_only_as_often_as_the_test_level() -> None:
@@ -275,3 +279,19 @@ def test_a_line_that_fits_but_disagrees_with_the_point_measured_at_0_gives_way_t
         w.startswith("t wall: the line's change at 0 (+") and "disagrees with the one measured there (off: " in w
         for w in report.warnings
     ), report.warnings
+
+
+def test_without_a_point_measured_at_0_the_model_that_fits_gives_the_change_at_0(tmp_path: Path) -> None:
+    spec = spec_from_dict({
+        "name": "shim", "workloads": WORKLOADS, "variants": [{"name": "none"}], "blocks": 8,
+        "sweep": {"fit": "reciprocal", "parameters": [{"field": "env.N", "values": SEED_N}]},
+    })  # fmt: skip
+    store = Store(str(tmp_path / "s.db"))
+    clock = itertools.count(1000.0, 0.5)
+    runner = Runner(store, executor=ShimMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
+    report = analyze(store.load(runner.run(Prepared.from_spec(spec)))).report()
+    assert report.sweep is not None
+    (fit,) = [f for f in report.sweep.fits if f.metric == "wall"]
+    assert not fit.line_fits and fit.measured_at_0 is None and fit.model == ADDITIVE
+    assert fit.change_at_0_from == ADDITIVE and fit.change_at_0 is not None and abs(fit.change_at_0 - 0.005) < 0.01
+    assert "the additive model fits" in render(report, "table")

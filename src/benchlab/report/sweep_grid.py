@@ -71,13 +71,14 @@ def _other_model(f: SweepFit) -> str | None:
     chosen = next((m for m in f.models if m.model == f.model), None)
     if chosen is None or chosen.model == "line":
         return None
-    shape = (
-        f"bends at x = {chosen.knot:.4g} (slope {chosen.slope:+.4g}, then {chosen.slope + (chosen.slope_after or 0):+.4g}), "
-        f"change at 0 {cells.change(chosen.intercept, chosen.intercept_ci)}"
-        if chosen.model == "piecewise" and chosen.knot is not None and chosen.slope is not None
-        else f"slope {_slope(chosen.slope, chosen.slope_ci)} per unit of ln(value), change at value 1 "
-        f"{cells.change(chosen.intercept, chosen.intercept_ci)}"
-    )
+    at_0 = cells.change(chosen.intercept, chosen.intercept_ci)
+    if chosen.model == "piecewise" and chosen.knot is not None and chosen.slope is not None:
+        after = chosen.slope + (chosen.slope_after or 0)
+        shape = f"bends at x = {chosen.knot:.4g} (slope {chosen.slope:+.4g}, then {after:+.4g}), change at 0 {at_0}"
+    elif chosen.model == "additive":
+        shape = f"change at 0 {at_0}, then {_slope(chosen.slope, chosen.slope_ci)} per unit of x (the change itself, not its log)"
+    else:
+        shape = f"slope {_slope(chosen.slope, chosen.slope_ci)} per unit of ln(value), change at value 1 {at_0}"
     return f"{f.workload} {f.metric}: the {chosen.model} model fits (lack-of-fit p={chosen.lack_of_fit_p:.2g}): {shape}"
 
 
@@ -104,7 +105,7 @@ def fit_grid(sweep: Sweep, workloads: set[str] | None = None) -> list[Grid]:
         fit.notes.append(
             "lack of fit: F test of the line against a mean per sweep point (block effects kept); below 0.05 the line "
             "does not describe the points, and its change at 0 is not read: 'read at 0' is then the variant measured "
-            "at 0, else the intercept of a piecewise line that fits; the measured one is read too where the line's "
+            "at 0, else the intercept of the additive or piecewise model read; the measured one is read too where the line's "
             "change at 0 disagrees with it (a z test at 5%); every model: --format json"
         )
         sizes = sorted({(f.n, f.blocks) for f in fits})

@@ -5,13 +5,16 @@ Models, on the log scale (so coefficients are relative changes), one row per run
 
     line       log y = block effect + a * [swept variant] + s * x + error
     log        log y = block effect + a * [swept variant] + s * ln(value) + error
+    additive   log y = block effect + ln(1 + a * [swept variant] + s * x) + error
     piecewise  log y = block effect + a * [swept variant] + s * x + s2 * max(x - knot, 0) + error
 
 where x is the swept value (or its reciprocal, for "1 in N" rates, 0 standing for "never")
 for swept variants and 0 for the reference. The block effects absorb drift; `a` is the change at
 x = 0 against the reference (for an allocator shim swept over its sampling rate, the cost of
 merely being installed; in the log model the change at value 1, since ln 0 has no value) and `s`
-the change per unit of x (of ln(value)). The piecewise model bends once, at the sweep point (an
+the change per unit of x (of ln(value)). The additive model makes the change itself, not its
+log, a line in x: a cost added per unit of x, as a shim's time per sampled free is (its `a` is
+reported as ln(1 + a), so that every model's intercept reads alike). The piecewise model bends once, at the sweep point (an
 interior one) that leaves the least squared error; its knot counts as a parameter. Each is
 fitted by least squares after removing block means (the within estimator, equal to fitting a
 dummy per block without building that matrix), with t intervals from its residual variance
@@ -38,11 +41,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 LEVEL = 0.95
 LACK_OF_FIT_ALPHA = 0.05  # a model whose lack-of-fit p is below this does not describe the points
-LINE, LOG, PIECEWISE = "line", "log", "piecewise"
+LINE, LOG, ADDITIVE, PIECEWISE = "line", "log", "additive", "piecewise"
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,18 @@ def _interval(coef: float, var: float, dof: int) -> tuple[float, float]:
     return coef - half, coef + half
 
 
+def _lack_of_fit(rss: float, parameters: int, levels: int, pure: tuple[float, int] | None) -> float | None:
+    """The lack-of-fit F test's p (see the module's docstring); None where it cannot be run."""
+    extra = levels - parameters
+    if pure is None or extra < 1:
+        return None
+    pure_rss, pure_dof = pure
+    between = max(rss - pure_rss, 0.0) / extra
+    if pure_rss > 0:
+        return float(stats.f.sf(between / (pure_rss / pure_dof), extra, pure_dof))
+    return 0.0 if between > 1e-12 * max(rss, 1.0) else 1.0  # noise-free points: a miss is a lack of fit
+
+
 def _model(points: _Points, name: str, columns: list[np.ndarray], parameters: int, pure: tuple[float, int] | None,
            knot: float | None = None) -> LineFit | None:  # fmt: skip
     found = _least_squares(points, columns)
@@ -147,15 +162,7 @@ def _model(points: _Points, name: str, columns: list[np.ndarray], parameters: in
         return None
     coef, cov, rss, dof = found
     n = len(points.y)
-    lack_p = None
-    extra = len(points.levels) - parameters
-    if pure is not None and extra >= 1:
-        pure_rss, pure_dof = pure
-        between = max(rss - pure_rss, 0.0) / extra
-        if pure_rss > 0:
-            lack_p = float(stats.f.sf(between / (pure_rss / pure_dof), extra, pure_dof))
-        else:  # noise-free points: a model that misses any of them does not fit
-            lack_p = 0.0 if between > 1e-12 * max(rss, 1.0) else 1.0
+    lack_p = _lack_of_fit(rss, parameters, len(points.levels), pure)
     after = (float(coef[2]), _interval(float(coef[2]), float(cov[2, 2]), dof)) if len(coef) > 2 else (None, None)
     return LineFit(
         name, float(coef[0]), _interval(float(coef[0]), float(cov[0, 0]), dof), float(coef[1]),
@@ -181,6 +188,8 @@ def fit_models(keys: np.ndarray, swept: np.ndarray, x: np.ndarray, value: np.nda
         logged = np.where(points.swept == 1, np.log(np.where(points.value > 0, points.value, 1.0)), 0.0)
         if (found := _model(points, LOG, [points.swept, logged], 2, pure)) is not None:
             models.append(found)
+    if (added := _additive(points, line, pure)) is not None:
+        models.append(added)
     bends = [
         m for knot in points.levels[1:-1]
         if (m := _model(points, PIECEWISE, [points.swept, points.x, np.maximum(points.x - knot, 0.0) * points.swept], 4,
@@ -189,6 +198,43 @@ def fit_models(keys: np.ndarray, swept: np.ndarray, x: np.ndarray, value: np.nda
     if bends:
         models.append(min(bends, key=lambda m: m.rss))
     return Fits(models, choose(models))
+
+
+def _additive(points: _Points, line: LineFit, pure: tuple[float, int] | None) -> LineFit | None:
+    """The additive model: log y = block effect + ln(1 + a [swept] + s x), the change itself (not
+    its log) a line in x, as where a cost is added per unit of x (a shim's time per sampled
+    free). Nonlinear least squares from the line's estimates, intervals from the Jacobian;
+    its intercept is reported as ln(1 + a), on the scale of the other models'."""
+    ly = points.within(points.y)
+
+    def shape(theta: np.ndarray) -> np.ndarray:
+        return 1 + theta[0] * points.swept + theta[1] * points.x
+
+    def residual(theta: np.ndarray) -> np.ndarray:
+        inside = shape(theta)
+        if (inside <= 0).any():
+            return np.full(len(ly), 1e6)
+        return ly - points.within(np.log(inside))
+
+    start = np.array([math.expm1(line.intercept), math.expm1(line.slope)])
+    found = optimize.least_squares(residual, start, method="lm")
+    inside = shape(found.x)
+    dof = len(ly) - points.blocks - 2
+    if not found.success or (inside <= 0).any() or dof < 1:
+        return None
+    jacobian = np.column_stack([points.within(points.swept / inside), points.within(points.x / inside)])
+    if np.linalg.matrix_rank(jacobian) < 2:
+        return None
+    rss = float(found.fun @ found.fun)
+    cov = (rss / dof) * np.linalg.inv(jacobian.T @ jacobian)
+    a, slope = float(found.x[0]), float(found.x[1])
+    a_lo, a_hi = _interval(a, float(cov[0, 0]), dof)
+    n = len(ly)
+    return LineFit(
+        ADDITIVE, math.log1p(a), (math.log1p(max(a_lo, -1 + 1e-12)), math.log1p(a_hi)), slope,
+        _interval(slope, float(cov[1, 1]), dof), n, points.blocks, 2, rss, n * math.log(max(rss, 1e-300) / n) + 4,
+        _lack_of_fit(rss, 2, len(points.levels), pure),
+    )  # fmt: skip
 
 
 def choose(models: list[LineFit]) -> LineFit | None:

@@ -138,10 +138,15 @@ class Scores(Model):
 class SweepModel(Model):
     """One model fitted through a metric's log changes along a sweep (see stats/fit.py)."""
 
-    model: str = Field(description="line (in x), log (linear in ln(value)) or piecewise (a line that bends at `knot`)")
+    model: str = Field(
+        description="line (in x), log (linear in ln(value)), additive (the change itself linear in x: "
+        "y = reference x (1 + a + slope x)) or piecewise (a line that bends at `knot`)"
+    )
     intercept: Number = Field(description="the change at x = 0, a fraction (log: at value 1)")
     intercept_ci: Pair
-    slope: Number = Field(description="log change per unit of x (log: per unit of ln(value))")
+    slope: Number = Field(
+        description="log change per unit of x (log: per unit of ln(value); additive: the change, a fraction, per unit of x)"
+    )
     slope_ci: Pair
     knot: Number = Field(default=None, description="piecewise: the x past which the slope changes")
     slope_after: Number = Field(default=None, description="piecewise: the change of slope past the knot")
@@ -187,11 +192,11 @@ class SweepFit(Model):
     change_at_0: Number = Field(
         default=None,
         description="the change at x = 0 to read (for a shim, the cost of being installed): the line's intercept where "
-        "it fits and agrees with the measured point, else the measured point's change, else the intercept of a "
-        "piecewise model that fits; null where none is sound",
+        "it fits and agrees with the measured point, else the measured point's change, else the intercept of the "
+        "additive or piecewise model chosen; null where none is sound",
     )
     change_at_0_ci: Pair = (None, None)
-    change_at_0_from: str | None = Field(default=None, description="line, measured (VARIANT) or piecewise")
+    change_at_0_from: str | None = Field(default=None, description="line, measured (VARIANT), additive or piecewise")
     measured_agrees: bool | None = Field(
         default=None,
         description="whether the line's change at 0 and the measured one agree (a z test of their difference at 5%); "

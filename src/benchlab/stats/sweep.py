@@ -14,7 +14,7 @@ import numpy as np
 
 from benchlab.errors import SpecError
 from benchlab.spec.variant_fields import set_field
-from benchlab.stats.fit import LINE, PIECEWISE, Fits, LineFit, as_fraction, fit_models
+from benchlab.stats.fit import ADDITIVE, LINE, PIECEWISE, Fits, LineFit, as_fraction, fit_models
 from benchlab.stats.judge import Series, Settings
 from benchlab.stats.report_model import MeasuredPoint, MetricRow, Sweep, SweepFit, SweepModel, number, pair
 
@@ -127,8 +127,8 @@ def _exported(s: Series, mode: str, fits: Fits, row: MetricRow | None) -> SweepF
         at_0 = (number(as_fraction(line.intercept)), _fraction_pair(line.intercept_ci), LINE)
     elif measured is not None and measured.change is not None:
         at_0 = (measured.change, measured.change_ci, f"measured ({measured.variant})")
-    elif fits.chosen is not None and fits.chosen.model == PIECEWISE:
-        at_0 = (number(as_fraction(fits.chosen.intercept)), _fraction_pair(fits.chosen.intercept_ci), PIECEWISE)
+    elif fits.chosen is not None and fits.chosen.model in (PIECEWISE, ADDITIVE):
+        at_0 = (number(as_fraction(fits.chosen.intercept)), _fraction_pair(fits.chosen.intercept_ci), fits.chosen.model)
     return SweepFit(
         workload=s.workload, metric=s.metric, direction=s.direction, x=mode, intercept=number(as_fraction(line.intercept)),
         intercept_ci=_fraction_pair(line.intercept_ci), slope=number(line.slope), slope_ci=pair(line.slope_ci), n=line.n,
