@@ -245,7 +245,9 @@ def test_a_sweep_the_line_does_not_describe_says_so_in_every_format_and_reads_th
     for fmt in ("table", "md", "html"):
         text = render(report, fmt)
         assert "does not describe the points" in text and "measured (noop)" in text or fmt == "html"
-    assert "lack-of-fit p" in render(report, "html")
+    page = render(report, "html")
+    assert "no line drawn: the line does not describe the points (lack-of-fit p" in page
+    assert "change at 0 read: +0.5% [" in page and "measured (noop)" in page
 
 
 class StepMachine:
@@ -295,3 +297,17 @@ def test_without_a_point_measured_at_0_the_model_that_fits_gives_the_change_at_0
     assert not fit.line_fits and fit.measured_at_0 is None and fit.model == ADDITIVE
     assert fit.change_at_0_from == ADDITIVE and fit.change_at_0 is not None and abs(fit.change_at_0 - 0.005) < 0.01
     assert "the additive model fits" in render(report, "table")
+
+
+def test_the_additive_model_recovers_a_cost_added_per_unit_of_rate_with_honest_intervals() -> None:
+    rng = np.random.default_rng(21)
+    a, s = 0.02, 3.0  # +2% installed, +300% more at rate 1, added to the time rather than multiplied
+    trials = 200
+    covered_a = covered_s = 0
+    for _ in range(trials):
+        fits = fit_models(*simulated(rng, lambda n: math.log(1 + a + s / n), SEED_N, blocks=10, noise=0.03))
+        assert fits is not None
+        (added,) = [m for m in fits.models if m.model == ADDITIVE]
+        covered_a += added.intercept_ci[0] <= math.log1p(a) <= added.intercept_ci[1]
+        covered_s += added.slope_ci[0] <= s <= added.slope_ci[1]
+    assert 0.92 <= covered_a / trials <= 0.98 and 0.92 <= covered_s / trials <= 0.98

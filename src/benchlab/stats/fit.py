@@ -229,6 +229,8 @@ def _additive(points: _Points, line: LineFit, pure: tuple[float, int] | None) ->
     cov = (rss / dof) * np.linalg.inv(jacobian.T @ jacobian)
     a, slope = float(found.x[0]), float(found.x[1])
     a_lo, a_hi = _interval(a, float(cov[0, 0]), dof)
+    if a <= -1 or a_hi <= -1:  # no positive value at x = 0: the model says nothing of the change there
+        return None
     n = len(ly)
     return LineFit(
         ADDITIVE, math.log1p(a), (math.log1p(max(a_lo, -1 + 1e-12)), math.log1p(a_hi)), slope,
