@@ -251,6 +251,7 @@ values = [1, 10, 20, 25, 33, 50, 100, 1000000]
         assert f["change_at_0_from"] == ("line" if read_line else "measured (noop)")
         if not read_line:
             assert f["change_at_0"] == f["measured_at_0"]["change"]
-            assert any(w.startswith(f"churn {f['metric']}: the line") for w in data["warnings"])
-            assert f"churn {f['metric']}: the line" in table
+            alone, grouped = f"churn {f['metric']}: ", f" {f['metric']} ("
+            (said,) = [w for w in data["warnings"] if w.startswith(alone) or (w.startswith("churn: ") and grouped in w)]
+            assert "the line" in said and said in table
     assert "measured at 0 (noop)" in table and "lack of fit" in table

@@ -311,3 +311,22 @@ def test_the_additive_model_recovers_a_cost_added_per_unit_of_rate_with_honest_i
         covered_a += added.intercept_ci[0] <= math.log1p(a) <= added.intercept_ci[1]
         covered_s += added.slope_ci[0] <= s <= added.slope_ci[1]
     assert 0.92 <= covered_a / trials <= 0.98 and 0.92 <= covered_s / trials <= 0.98
+
+
+def test_many_fits_that_miss_their_points_read_as_one_line_per_workload() -> None:
+    from benchlab.stats.report_model import SweepFit
+    from benchlab.stats.sweep import MAX_FIT_LINES, fit_warnings
+
+    def missed(workload: str, metric: str) -> SweepFit:
+        return SweepFit(workload=workload, metric=metric, direction="lower", x="reciprocal", intercept=0.1,
+                        intercept_ci=(0.05, 0.15), slope=1.0, slope_ci=(0.9, 1.1), n=30, blocks=3, lack_of_fit_p=0.001,
+                        models=[{"model": "line", "intercept": 0.1, "intercept_ci": (0.05, 0.15), "slope": 1.0,
+                                 "slope_ci": (0.9, 1.1), "parameters": 2, "aic": 0.0, "lack_of_fit_p": 0.001, "fits": False}],
+                        model="none")  # fmt: skip
+
+    few = [missed("w", f"m{i}") for i in range(MAX_FIT_LINES)]
+    assert len(fit_warnings(few, "N")) == MAX_FIT_LINES
+    many = [*few, missed("v", "wall")]
+    lines = fit_warnings(many, "N")
+    assert [line.split(":")[0] for line in lines] == ["w", "v"]
+    assert "m0 (lack-of-fit p = 0.001), m1 " in lines[0] and lines[1].startswith("v: the line in 1/N does not describe")

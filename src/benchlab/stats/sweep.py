@@ -61,7 +61,7 @@ def sweep_report(
                 if found is not None:
                     measured = judged(s.workload, s.metric, zero) if judged and zero else None
                     fits.append(_exported(s, mode, found, measured))
-            warnings += [line for f in fits if (line := lack_of_fit_warning(f, fields[0]))]
+            warnings += fit_warnings(fits, fields[0])
     return Sweep(parameters=fields, fit=mode, reference=settings.baseline, points=swept, fits=fits), warnings
 
 
@@ -153,6 +153,34 @@ def _disagrees(line: LineFit, row: MetricRow) -> bool:
         return False
     spread = math.hypot((line.intercept_ci[1] - line.intercept_ci[0]) / (2 * Z95), (math.log1p(hi) - math.log1p(lo)) / (2 * Z95))
     return spread > 0 and abs(line.intercept - math.log1p(row.change)) / spread > Z95
+
+
+MAX_FIT_LINES = 5  # more warned fits than this read as one line per workload
+
+
+def fit_warnings(fits: list[SweepFit], field: str) -> list[str]:
+    """A line per fit that does not describe its points or disagrees with the point measured at 0
+    (`lack_of_fit_warning`); more than MAX_FIT_LINES of them, one line per workload naming its
+    metrics, the fit table holding each one's change at 0 read."""
+    warned = [(f, line) for f in fits if (line := lack_of_fit_warning(f, field))]
+    if len(warned) <= MAX_FIT_LINES:
+        return [line for _, line in warned]
+    by_workload: dict[str, list[SweepFit]] = {}
+    for f, _ in warned:
+        by_workload.setdefault(f.workload, []).append(f)
+    return [
+        f"{workload}: the line in {'1/' if found[0].x == 'reciprocal' else ''}{field} does not describe the points, or "
+        f"its change at 0 disagrees with the one measured there, for "
+        + ", ".join(f"{f.metric} ({_why(f)})" for f in found)
+        + ": their change at 0 is read elsewhere (the fit table's 'read at 0', in --view sweep)"
+        for workload, found in by_workload.items()
+    ]
+
+
+def _why(f: SweepFit) -> str:
+    if not f.line_fits:
+        return f"lack-of-fit p = {f.lack_of_fit_p:.2g}"
+    return f"{_percent(f.intercept)} against {_percent(f.measured_at_0.change if f.measured_at_0 else None)} measured"
 
 
 def lack_of_fit_warning(fit: SweepFit, field: str) -> str | None:
