@@ -191,3 +191,13 @@ def test_export_never_takes_a_path_from_a_name(template: Path, tmp_path: Path, n
 def test_read_only_commands_never_create_a_database(command: list[str]) -> None:
     refused(*command, code=4, mentions="no results database")
     assert not Path(os.environ["BENCHLAB_DB"]).exists()
+
+
+@pytest.mark.parametrize(
+    "text", [HOSTILE["csi"], HOSTILE["rich-markup"], "", "a:smile:b"], ids=["csi", "markup", "empty", "colons"]
+)
+def test_a_baseline_the_experiment_lacks_is_one_escaped_line(text: str) -> None:
+    cli("compare", "--cmd", "true", "-V", "a", "-V", "b", "-n", "2", "--name", "there", check=True)
+    line = refused("report", "there", "--baseline", text, code=2, mentions="--baseline: experiment 'there' has no variant")
+    assert raw_controls(line) == [] and line.endswith("(it has a, b)")
+    refused("diff", "there:a", f"there:{text}" if text else "there:", code=2)

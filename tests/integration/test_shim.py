@@ -212,3 +212,46 @@ values = [1, 1000]
     assert rows["sampling-1"]["change"] > rows["sampling-1000"]["change"]
     (fit,) = [f for f in data["sweep"]["fits"] if f["metric"] == "cpu_time"]
     assert fit["slope_ci"][0] > 0
+
+
+@pytest.mark.slow
+def test_the_seeds_sampling_list_reads_the_cost_of_being_installed_only_where_the_fit_allows(tmp_path: Path) -> None:
+    """The seed study's own N list, beside the no-op shim: every fit says whether the line
+    describes the points, sets the measured no-op cost beside its change at 0, and reads the line's
+    change at 0 only where the line fits and agrees with the measured one, saying so otherwise."""
+    spec = write_spec(
+        tmp_path, "shim-seed",
+        """blocks = 3
+[[workloads]]
+name = "churn"
+builtin = "alloc.churn"
+options = { threads = 1, ops = 100000 }
+[[variants]]
+name = "no-shim"
+[[variants]]
+name = "noop"
+shim = { sampling = 0 }
+[sweep]
+fit = "reciprocal"
+[[sweep.parameters]]
+field = "shim.sampling"
+values = [1, 10, 20, 25, 33, 50, 100, 1000000]
+""",
+    )  # fmt: skip
+    cli("run", str(spec), "--quick", check=True)
+    data = json.loads(cli("report", "shim-seed-quick", "--format", "json", check=True).stdout)
+    table = cli("report", "shim-seed-quick", "--format", "md", check=True).stdout
+    fits = data["sweep"]["fits"]
+    assert {f["metric"] for f in fits} >= {"cpu_time", "tree_peak"}
+    for f in fits:
+        assert f["measured_at_0"]["variant"] == "noop" and f["lack_of_fit_p"] is not None
+        models = [m["model"] for m in f["models"]]
+        assert models[0] == "line" and {"log", "piecewise"} <= set(models) <= {"line", "log", "additive", "piecewise"}
+        read_line = f["models"][0]["fits"] and f["measured_agrees"]
+        assert f["change_at_0_from"] == ("line" if read_line else "measured (noop)")
+        if not read_line:
+            assert f["change_at_0"] == f["measured_at_0"]["change"]
+            alone, grouped = f"churn {f['metric']}: ", f" {f['metric']} ("
+            (said,) = [w for w in data["warnings"] if w.startswith(alone) or (w.startswith("churn: ") and grouped in w)]
+            assert "the line" in said and said in table
+    assert "measured at 0 (noop)" in table and "lack of fit" in table

@@ -125,9 +125,14 @@ def test_name_variant_picks_one_variant_and_several_are_matched_by_name(store: S
     rng = np.random.default_rng(5)
     stored(store, "one", {"fast": noisy(rng, 8), "slow": noisy(rng, 8, centre=2.0), "only1": noisy(rng, 8)}, user=True)
     stored(store, "two", {"fast": noisy(rng, 8), "slow": noisy(rng, 8, centre=2.0), "only2": noisy(rng, 8)}, user=True)
-    single = diffed(store, "one:fast", "one:slow")
-    assert single.variants == ["one:fast", "one:slow"] and {r.workload for r in single.rows} == {"w"}
-    assert wall(single)["verdict"] == "worse"
+    single = diffed(store, "one:fast", "two:slow")
+    assert single.variants == ["one:fast", "two:slow"] and {r.workload for r in single.rows} == {"w"}
+    assert wall(single)["verdict"] == "worse" and wall(single)["pairs"] == 0
+    # two variants of one experiment shared blocks: judged paired, as `report one --baseline fast` judges slow
+    within = diffed(store, "one:fast", "one:slow")
+    assert within.variants == ["fast", "slow"] and {r.variant for r in within.rows} == {"slow"}
+    assert wall(within)["verdict"] == "worse" and wall(within)["pairs"] == 8
+    assert "one:fast and one:slow are variants of one experiment" in within.warnings[0]
     matched = diffed(store, "one", "two")
     assert [(r.workload, r.metric) for r in matched.rows] == [
         ("w/fast", "wall"), ("w/fast", "user"), ("w/slow", "wall"), ("w/slow", "user"),

@@ -79,8 +79,9 @@ class SuiteMachine:
         return Finished(exit_code=0, signal=None, timed_out=False, usage=usage, stdout=json.dumps(doc).encode())
 
 
-def run_suite(tmp_path: Path, variants: list[dict[str, Any]], **suite: Any) -> dict[str, Any]:
-    spec = suite_spec({"name": "s", "suite": {"name": "cpu", **suite}, "variants": variants, "blocks": 10})
+def run_suite(tmp_path: Path, variants: list[dict[str, Any]], blocks: int = 10, **suite: Any) -> dict[str, Any]:
+    spec = suite_spec({"name": "s", "suite": {"name": "cpu", **suite}, "variants": variants, "blocks": blocks})
+    tmp_path.mkdir(parents=True, exist_ok=True)
     store = Store(str(tmp_path / "s.db"))
     clock = itertools.count(1000.0, 0.5)
     runner = Runner(store, executor=SuiteMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
@@ -154,6 +155,27 @@ def test_a_subset_gets_section_and_overall_scores_over_what_ran_labelled_with_th
     table = render(Report.model_validate(report), "table")
     (overall_line,) = [line for line in table.splitlines() if line.startswith("Overall")]
     assert f"3 of {len(BASELINE.tasks)}" in overall_line and " ±" in overall_line  # "ran" may wrap
+
+
+def test_every_score_cell_shows_the_interval_its_legend_promises(tmp_path: Path) -> None:
+    """A section's and the overall score's interval is of Geekbench's arithmetic on the workload
+    medians (a bootstrap over blocks), so it holds the score shown beside it; each cell shows it."""
+    report = run_suite(tmp_path, [{"name": "base"}], workloads=["html5", "sqlite", "nbody"], shared=False)
+    for r in report["scores"]["rows"]:
+        if r["level"] == "suite":
+            continue
+        lo, hi = r["score_ci"]
+        assert lo is not None and lo <= r["score"] <= hi, r
+        assert hi - lo < 0.05 * r["score"]  # the fake machine's 1% noise over 10 blocks
+    table = render(Report.model_validate(report), "table")
+    assert "95% interval: of a workload's median; of a section's or the overall score, by a bootstrap" in table
+    for name in ("html5", "Integer", "Floating", "Overall"):
+        (line,) = [line for line in table.splitlines() if line.startswith(name)]
+        assert line.count("[") == 2 and " ±" in line, line  # single- and multi-core, each with its interval
+    few = run_suite(tmp_path / "few", [{"name": "base"}], workloads=["nbody"], shared=False, blocks=3)
+    assert all(r["score_ci"] == [None, None] for r in few["scores"]["rows"] if r["level"] != "suite")
+    (overall,) = [line for line in render(Report.model_validate(few), "table").splitlines() if line.startswith("Overall")]
+    assert overall.count("[n/a: 3 blocks]") == 2
 
 
 def test_a_sweep_over_a_subset_fits_a_line_through_its_overall_scores(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from benchlab.report import render
 from benchlab.runner import Prepared, Runner
 from benchlab.spec import spec_from_dict
 from benchlab.stats.analysis import analyze
-from benchlab.stats.fit import fit_line
+from benchlab.stats.fit import ADDITIVE, LACK_OF_FIT_ALPHA, LINE, LOG, PIECEWISE, fit_line, fit_models
 from benchlab.store import Store
 from tests.unit.test_report_model import validate
 from tests.unit.test_runner import HOST, FakeJournal, usage
@@ -139,3 +139,194 @@ def test_a_share_of_ram_names_its_variant_in_words() -> None:
     from benchlab.spec.sweep import _label
 
     assert [_label(v) for v in ("25%", "50%", "2G", 0.5)] == ["25pct", "50pct", "2g", "0.5"]
+
+
+SEED_N = [1, 10, 20, 25, 33, 50, 100, 1_000_000]  # the shim study's own sampling frequencies
+
+
+def simulated(rng: np.random.Generator, change: Any, values: list[float], blocks: int, noise: float) -> tuple[np.ndarray, ...]:
+    """Runs of a reference and of each swept value, `change(value)` the true log change of a value
+    against the reference, block effects far larger than the noise; as `fit_models` takes them,
+    with the reciprocal as the line's regressor."""
+    keys, swept, value, y = [], [], [], []
+    for b in range(blocks):
+        drift = rng.normal(0, 0.2)
+        for flag, v in [(0.0, 0.0), *((1.0, v) for v in values)]:
+            keys.append(b)
+            swept.append(flag)
+            value.append(v)
+            y.append(3.0 + drift + (change(v) if flag else 0.0) + rng.normal(0, noise))
+    arrays = list(map(np.asarray, (keys, swept, value, y)))
+    x = np.where(arrays[1] == 1, 1 / np.where(arrays[2] == 0, 1.0, arrays[2]), 0.0)
+    return arrays[0], arrays[1], x, arrays[2], arrays[3]
+
+
+def shim_curve(n: float) -> float:
+    """The shim's shape: a cost per sampled free added to the time (ratio 1.005 + 5.9/N, the seed
+    study's +590% at N = 1), which on the log scale bends in 1/N."""
+    return math.log(1.005 + 5.9 / n)
+
+
+def test_lack_of_fit_is_found_where_the_line_bends_and_another_model_is_read() -> None:
+    rng = np.random.default_rng(3)
+    trials = 100
+    found = 0
+    for _ in range(trials):
+        fits = fit_models(*simulated(rng, shim_curve, SEED_N, blocks=10, noise=0.05))
+        assert fits is not None
+        found += fits.line.lack_of_fit_p is not None and fits.line.lack_of_fit_p < LACK_OF_FIT_ALPHA
+        assert fits.chosen is None or fits.chosen.model != LINE
+    assert found / trials >= 0.95
+    fits = fit_models(*simulated(rng, shim_curve, SEED_N, blocks=10, noise=0.02))
+    assert fits is not None and fits.line.intercept > 0.05  # the line's change at 0 is far from the truth, +0.5%
+    # the change itself is a line in 1/N: the additive model describes the points, and reads the truth at 0
+    assert fits.chosen is not None and fits.chosen.model == ADDITIVE
+    assert fits.chosen.intercept_ci[0] <= math.log(1.005) <= fits.chosen.intercept_ci[1]
+    assert fits.chosen.slope == pytest.approx(5.9, rel=0.05)
+
+
+def test_points_from_the_line_warn_only_as_often_as_the_test_level() -> None:
+    rng = np.random.default_rng(8)
+    trials = 400
+    warned = 0
+    for _ in range(trials):
+        fits = fit_models(*simulated(rng, lambda n: 0.015 + 0.4 / n, SEED_N, blocks=10, noise=0.02))
+        assert fits is not None
+        warned += not fits.line.fits
+        if fits.line.fits:
+            assert fits.chosen is fits.line  # the spec's line is preferred whenever it fits
+    assert 0.02 <= warned / trials <= 0.09  # the F test's level is 5%
+
+
+def test_the_model_chosen_is_the_one_that_fits_with_the_lowest_aic() -> None:
+    rng = np.random.default_rng(4)
+    log_linear = fit_models(*simulated(rng, lambda n: 0.3 - 0.05 * math.log(n), [1, 4, 16, 64, 256, 1024], 10, 0.003))
+    assert log_linear is not None and not log_linear.line.fits
+    assert log_linear.chosen is not None and log_linear.chosen.model == LOG
+    assert log_linear.chosen.slope == pytest.approx(-0.05, abs=0.005)
+    bent = fit_models(*simulated(rng, lambda n: 0.01 + 0.2 / n + 2.0 * max(1 / n - 0.05, 0), SEED_N, 10, 0.005))
+    assert bent is not None and not bent.line.fits and bent.chosen is not None and bent.chosen.model == PIECEWISE
+    assert bent.chosen.knot == 0.05 and bent.chosen.intercept == pytest.approx(0.01, abs=0.01)
+    two_points = fit_models(*simulated(rng, shim_curve, [1, 100], 10, 0.02))
+    assert two_points is not None and two_points.line.lack_of_fit_p is None and two_points.chosen is two_points.line
+
+
+class ShimMachine:
+    """Wall time = 1 s without N; 1.005 s x (1 + 5.9/N / 1.005) with N set (N = 0: never sampling,
+    the no-op shim's +0.5%), with 1% noise: a cost added per sampled free, which bends in 1/N."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(6)
+
+    def run(self, launch: Launch) -> Finished:
+        n = launch.env.get("N")
+        wall = 1.0 if n is None else 1.005 + (5.9 / int(n) if int(n) else 0.0)
+        return Finished(exit_code=0, signal=None, timed_out=False, usage=usage(wall * math.exp(self.rng.normal(0, 0.01))))
+
+
+def test_a_sweep_the_line_does_not_describe_says_so_in_every_format_and_reads_the_measured_point(tmp_path: Path) -> None:
+    spec = spec_from_dict({
+        "name": "shim", "workloads": WORKLOADS, "variants": [{"name": "none"}, {"name": "noop", "env": {"N": "0"}}],
+        "blocks": 8, "sweep": {"fit": "reciprocal", "parameters": [{"field": "env.N", "values": SEED_N}]},
+    })  # fmt: skip
+    store = Store(str(tmp_path / "s.db"))
+    clock = itertools.count(1000.0, 0.5)
+    runner = Runner(store, executor=ShimMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
+    report = analyze(store.load(runner.run(Prepared.from_spec(spec)))).report()
+    assert report.sweep is not None
+    (fit,) = [f for f in report.sweep.fits if f.metric == "wall"]
+    assert fit.lack_of_fit_p is not None and fit.lack_of_fit_p < LACK_OF_FIT_ALPHA and fit.model != LINE
+    assert fit.measured_at_0 is not None and fit.measured_at_0.variant == "noop"
+    assert fit.change_at_0_from == "measured (noop)" and fit.change_at_0 == fit.measured_at_0.change
+    assert abs(fit.change_at_0 - 0.005) < 0.02 < fit.intercept  # the line's intercept is far off, the measured one is not
+    validate(json.loads(report.to_json()))
+    warning = next(w for w in report.warnings if "does not describe" in w)
+    assert "cmd wall" not in warning and "t wall: the line in 1/env.N does not describe the points" in warning
+    for fmt in ("table", "md", "html"):
+        text = render(report, fmt)
+        assert "does not describe the points" in text and "measured (noop)" in text or fmt == "html"
+    page = render(report, "html")
+    assert "no line drawn: the line does not describe the points (lack-of-fit p" in page
+    assert "change at 0 read: +0.5% [" in page and "measured (noop)" in page
+
+
+class StepMachine:
+    """The line in 1/N holds for every sampling rate (+5% installed, 0.4 per unit of rate), but the
+    shim installed with sampling off costs nothing: the line's change at 0 is not the measured one."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(9)
+
+    def run(self, launch: Launch) -> Finished:
+        n = int(launch.env.get("N", "-1"))
+        wall = 1.0 if n <= 0 else 1.05 * math.exp(0.4 / n)
+        return Finished(exit_code=0, signal=None, timed_out=False, usage=usage(wall * math.exp(self.rng.normal(0, 0.005))))
+
+
+def test_a_line_that_fits_but_disagrees_with_the_point_measured_at_0_gives_way_to_it(tmp_path: Path) -> None:
+    spec = spec_from_dict({
+        "name": "step", "workloads": WORKLOADS, "variants": [{"name": "none"}, {"name": "off", "env": {"N": "0"}}],
+        "blocks": 8, "sweep": {"fit": "reciprocal", "parameters": [{"field": "env.N", "values": [1, 2, 10, 100]}]},
+    })  # fmt: skip
+    store = Store(str(tmp_path / "s.db"))
+    clock = itertools.count(1000.0, 0.5)
+    runner = Runner(store, executor=StepMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
+    report = analyze(store.load(runner.run(Prepared.from_spec(spec)))).report()
+    assert report.sweep is not None
+    (fit,) = [f for f in report.sweep.fits if f.metric == "wall"]
+    assert fit.line_fits and fit.model == LINE and fit.intercept is not None and abs(fit.intercept - 0.05) < 0.01
+    assert fit.measured_agrees is False and fit.change_at_0_from == "measured (off)"
+    assert fit.change_at_0 is not None and abs(fit.change_at_0) < 0.01
+    assert any(
+        w.startswith("t wall: the line's change at 0 (+") and "disagrees with the one measured there (off: " in w
+        for w in report.warnings
+    ), report.warnings
+
+
+def test_without_a_point_measured_at_0_the_model_that_fits_gives_the_change_at_0(tmp_path: Path) -> None:
+    spec = spec_from_dict({
+        "name": "shim", "workloads": WORKLOADS, "variants": [{"name": "none"}], "blocks": 8,
+        "sweep": {"fit": "reciprocal", "parameters": [{"field": "env.N", "values": SEED_N}]},
+    })  # fmt: skip
+    store = Store(str(tmp_path / "s.db"))
+    clock = itertools.count(1000.0, 0.5)
+    runner = Runner(store, executor=ShimMachine(), clock=lambda: next(clock), journal=FakeJournal(), host=HOST)  # type: ignore[arg-type]
+    report = analyze(store.load(runner.run(Prepared.from_spec(spec)))).report()
+    assert report.sweep is not None
+    (fit,) = [f for f in report.sweep.fits if f.metric == "wall"]
+    assert not fit.line_fits and fit.measured_at_0 is None and fit.model == ADDITIVE
+    assert fit.change_at_0_from == ADDITIVE and fit.change_at_0 is not None and abs(fit.change_at_0 - 0.005) < 0.01
+    assert "the additive model fits" in render(report, "table")
+
+
+def test_the_additive_model_recovers_a_cost_added_per_unit_of_rate_with_honest_intervals() -> None:
+    rng = np.random.default_rng(21)
+    a, s = 0.02, 3.0  # +2% installed, +300% more at rate 1, added to the time rather than multiplied
+    trials = 200
+    covered_a = covered_s = 0
+    for _ in range(trials):
+        fits = fit_models(*simulated(rng, lambda n: math.log(1 + a + s / n), SEED_N, blocks=10, noise=0.03))
+        assert fits is not None
+        (added,) = [m for m in fits.models if m.model == ADDITIVE]
+        covered_a += added.intercept_ci[0] <= math.log1p(a) <= added.intercept_ci[1]
+        covered_s += added.slope_ci[0] <= s <= added.slope_ci[1]
+    assert 0.92 <= covered_a / trials <= 0.98 and 0.92 <= covered_s / trials <= 0.98
+
+
+def test_many_fits_that_miss_their_points_read_as_one_line_per_workload() -> None:
+    from benchlab.stats.report_model import SweepFit
+    from benchlab.stats.sweep import MAX_FIT_LINES, fit_warnings
+
+    def missed(workload: str, metric: str) -> SweepFit:
+        return SweepFit(workload=workload, metric=metric, direction="lower", x="reciprocal", intercept=0.1,
+                        intercept_ci=(0.05, 0.15), slope=1.0, slope_ci=(0.9, 1.1), n=30, blocks=3, lack_of_fit_p=0.001,
+                        models=[{"model": "line", "intercept": 0.1, "intercept_ci": (0.05, 0.15), "slope": 1.0,
+                                 "slope_ci": (0.9, 1.1), "parameters": 2, "aic": 0.0, "lack_of_fit_p": 0.001, "fits": False}],
+                        model="none")  # fmt: skip
+
+    few = [missed("w", f"m{i}") for i in range(MAX_FIT_LINES)]
+    assert len(fit_warnings(few, "N")) == MAX_FIT_LINES
+    many = [*few, missed("v", "wall")]
+    lines = fit_warnings(many, "N")
+    assert [line.split(":")[0] for line in lines] == ["w", "v"]
+    assert "m0 (lack-of-fit p = 0.001), m1 " in lines[0] and lines[1].startswith("v: the line in 1/N does not describe")

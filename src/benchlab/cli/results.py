@@ -113,6 +113,10 @@ def report(
         str | None,
         typer.Option("--reference", help="host whose baseline the others are judged against, where several ran it"),
     ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="variant the others are judged against, instead of the spec's baseline"),
+    ] = None,
     times: Annotated[
         bool, typer.Option("--times", help="real/user/sys as best of N and median, with 'Nx faster' ratios (--view times)")
     ] = False,
@@ -136,7 +140,7 @@ def report(
     check_exports(exports, checked)
     store = open_store(db, create=False)
     data = load_for_report(store, store.require_experiment(name), every_record=needs_runs(fmt, *exports))
-    drawn = analyze(data, reference_host=reference).report()
+    drawn = analyze(data, reference_host=reference, baseline=baseline).report()
     print_report(drawn, fmt, checked, output)
     write_exports(drawn, exports, checked)
 

@@ -16,15 +16,15 @@ MODE_TITLES = {"single-core": "single-core", "multi-core": "multi-core", "shared
 
 def _score(row: ScoreRow | None, *, interval: bool) -> str:
     """A score, with its 95% interval where asked and always its run-to-run spread (`±4%`), so
-    that a reader sees which rows this machine measures steadily. Only a workload's interval is
-    shown: a section's or the overall score is Geekbench's arithmetic on workload medians, which
-    an interval of the per-block values need not contain."""
+    that a reader sees which rows this machine measures steadily. A workload's interval is its
+    median's; a section's or the overall score's, of Geekbench's arithmetic on the workload
+    medians (`stats.scores._point_intervals`); where there is none, the cell says why."""
     if row is None or row.score is None:
         return ""
     text = f"{row.score:,.0f}"
     lo, hi = row.score_ci
-    if interval and lo is not None and hi is not None and row.n > 1 and row.level == "workload":
-        text += f" [{lo:,.0f}, {hi:,.0f}]"
+    if interval:
+        text += f" [{lo:,.0f}, {hi:,.0f}]" if lo is not None and hi is not None else f" [n/a: {row.n} blocks]"
     if row.spread is not None:
         text += f" ±{row.spread:.0%}" if row.spread >= 0.095 else f" ±{row.spread:.1%}"
     return text
@@ -90,7 +90,8 @@ def single_variant(scores: Scores) -> Grid:
         grid.add([*cols, " / ".join(scaling), _memory(peak)], emphasis=level != "workload")
     grid.notes.append(_suite_line(scores, variant))
     grid.notes.append(
-        "score [95% interval of the median] ±spread (run to run, robust, of the per-block values); "
+        "score [95% interval: of a workload's median; of a section's or the overall score, by a bootstrap over blocks; "
+        "none under 6 blocks] ±spread (run to run, robust, of the per-block values); "
         "scaling = multi-core (and shared-task) score / single-core score / threads"
     )
     return grid

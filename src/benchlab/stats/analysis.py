@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from benchlab.errors import StoreError
+from benchlab.errors import SpecError, StoreError
 from benchlab.measure.host import noise_warnings
 from benchlab.spec import ExperimentSpec
 from benchlab.spec.models import MetricSettings
@@ -227,11 +227,20 @@ def _spread_warnings(series: list[Series], baseline: str) -> list[str]:
     ]
 
 
-def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analysis:
-    """Judges every variant against the baseline; where runs come from several hosts,
+def analyze(data: ExperimentData, *, reference_host: str | None = None, baseline: str | None = None) -> Analysis:
+    """Judges every variant against the baseline (the spec's, or `baseline`, chosen after the run:
+    the same runs, the same pairing, another reference); where runs come from several hosts,
     every variant on every host against the baseline on `reference_host`."""
     spec = data.experiment.spec
     settings = settings_from_spec(spec)
+    if baseline is not None:
+        known = list(data.experiment.variant_ids)
+        if baseline not in known:
+            raise SpecError(
+                f"experiment '{data.experiment.name}' has no variant '{baseline}' (it has {', '.join(known)})",
+                where="--baseline",
+            )
+        settings = dataclasses.replace(settings, baseline=baseline)
     data = on_machines(data)
     hosts = used_hosts(data)
     if len(hosts) > 1 or reference_host is not None:
@@ -246,7 +255,13 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None) -> Analy
     rows = [r for r in rows if r.group != SCORES]
     scores = score_report(suite, score_rows, settings, baseline_scores)
     warnings += suite.warnings
-    sweep, sweep_warnings = sweep_report(spec, stored_setting(spec, "fit"), [*suite.overall, *series], settings)
+    by_key = {(r.workload, r.metric, r.variant): r for r in [*rows, *score_rows]}
+
+    def judged(workload: str, metric: str, variant: str) -> model.MetricRow | None:
+        found = by_key.get((workload, metric, variant))
+        return found.exported() if found else None
+
+    sweep, sweep_warnings = sweep_report(spec, stored_setting(spec, "fit"), [*suite.overall, *series], settings, judged)
     warnings += sweep_warnings
     failed = int((~data.runs.ok).sum())
     if failed:

@@ -22,7 +22,7 @@ import numpy as np
 
 from benchlab.errors import SpecError
 from benchlab.stats import report_model as model
-from benchlab.stats.analysis import build_series, settings_from_spec
+from benchlab.stats.analysis import analyze, build_series, settings_from_spec
 from benchlab.stats.judge import Series, Settings, judge
 from benchlab.stats.sides import Side
 
@@ -40,9 +40,12 @@ class Match:
 
 
 def diff(a: Side, b: Side) -> model.Report:
-    """The unpaired comparison of B against A (the baseline), rendered by every format."""
+    """The unpaired comparison of B against A (the baseline), rendered by every format; two
+    variants of one experiment are judged paired instead (`one_experiment`)."""
     if a.label == b.label:
         raise SpecError(f"A and B are both '{a.label}': a diff compares two different sets of results")
+    if one_experiment(a, b):
+        return _variants_of_one(a, b)
     matches, warnings = _matches(a, b)
     settings, more = _settings(a, b)
     warnings += more
@@ -67,6 +70,38 @@ def diff(a: Side, b: Side) -> model.Report:
         experiment=experiment, baseline=a.label, variants=[a.label, b.label], alpha=settings.alpha, margin=settings.margin,
         correction=settings.correction, rows=[r.exported() for r in rows], geomean=[], scores=None, sweep=None,
         failed_runs=[], failed_benchmarks=[], warnings=[*_unpaired_notes(experiment), *a.notes, *b.notes, *warnings], runs=[],
+    )  # fmt: skip
+
+
+def one_experiment(a: Side, b: Side) -> bool:
+    """Whether A and B are two variants of one experiment read from one place (`NAME:X NAME:Y`):
+    their runs shared blocks, so pairing them is sound."""
+    same = a.source == b.source and a.data.experiment.id == b.data.experiment.id
+    return same and a.data.experiment.name == b.data.experiment.name and bool(a.named_variant and b.named_variant)
+
+
+def _variants_of_one(a: Side, b: Side) -> model.Report:
+    """B against A exactly as the experiment's own report judges it with A as its baseline
+    (`benchlab report NAME --baseline A`: paired by block, every variant judged, so the families
+    corrected together are the report's), with the rows of B alone kept, scores included."""
+    assert a.named_variant is not None and b.named_variant is not None
+    names = [a.named_variant, b.named_variant]
+    report = analyze(a.data, baseline=names[0]).report()
+    note = (
+        f"{a.label} and {b.label} are variants of one experiment: their runs shared blocks, so they are judged paired, "
+        f"as `benchlab report {a.data.experiment.name} --baseline {names[0]}` judges {names[1]} (the same rows)"
+    )
+    scores = report.scores
+    if scores is not None:
+        kept = [r for r in scores.rows if r.variant in names]
+        scores = scores.model_copy(update={"rows": kept, "variants": names})
+    return report.model_copy(
+        update={
+            "variants": names, "rows": [r for r in report.rows if r.variant == names[1]],
+            "geomean": [g for g in report.geomean if g.variant == names[1]], "scores": scores,
+            "failed_runs": [r for r in report.failed_runs if r["variant"] in names],
+            "warnings": [note, *report.warnings],
+        }
     )  # fmt: skip
 
 

@@ -101,7 +101,11 @@ class ScoreRow(Judgement):
     unit: str
     n: int
     score: Number
-    score_ci: Pair
+    score_ci: Pair = Field(
+        description="95% interval of the score: a workload's, of its median (order statistics); a section's or the "
+        "overall score's, a percentile bootstrap over blocks of Geekbench's arithmetic on the workload medians; a suite "
+        "total's, of its median; null under 6 blocks"
+    )
     log_scale: bool | None = Field(description=LOG_SCALE + "; null where the row is not compared")
     peak_memory_kib: Number = None
     threads: Number = None
@@ -131,19 +135,78 @@ class Scores(Model):
     rows: list[ScoreRow]
 
 
+class SweepModel(Model):
+    """One model fitted through a metric's log changes along a sweep (see stats/fit.py)."""
+
+    model: str = Field(
+        description="line (in x), log (linear in ln(value)), additive (the change itself linear in x: "
+        "y = reference x (1 + a + slope x)) or piecewise (a line that bends at `knot`)"
+    )
+    intercept: Number = Field(description="the change at x = 0, a fraction (log: at value 1)")
+    intercept_ci: Pair
+    slope: Number = Field(
+        description="log change per unit of x (log: per unit of ln(value); additive: the change, a fraction, per unit of x)"
+    )
+    slope_ci: Pair
+    knot: Number = Field(default=None, description="piecewise: the x past which the slope changes")
+    slope_after: Number = Field(default=None, description="piecewise: the change of slope past the knot")
+    slope_after_ci: Pair = (None, None)
+    parameters: int = Field(description="its parameters, the block effects left out (a knot counts)")
+    aic: Number
+    lack_of_fit_p: Number = Field(
+        description="p of the F test of the model against a mean per sweep point; null where there are too few points"
+    )
+    fits: bool = Field(description="lack_of_fit_p is at least 0.05, or there was no test")
+
+
+class MeasuredPoint(Model):
+    """A variant measured where the swept value is 0 (a no-op shim: installed, never sampling)."""
+
+    variant: str
+    change: Number
+    change_ci: Pair
+    verdict: str
+
+
 class SweepFit(Model):
-    """The line fitted through one metric's log changes along a one-parameter sweep."""
+    """The line fitted through one metric's log changes along a one-parameter sweep, whether it
+    describes the points, the other models tried, and the change at x = 0 a reader should use."""
 
     workload: str
     metric: str
     direction: str
     x: str = Field(description="value or reciprocal: what the slope is per unit of")
-    intercept: Number = Field(description="the change at x = 0, a fraction")
+    intercept: Number = Field(description="the line's change at x = 0, a fraction")
     intercept_ci: Pair
-    slope: Number = Field(description="log change per unit of x")
+    slope: Number = Field(description="the line's log change per unit of x")
     slope_ci: Pair
     n: int
     blocks: int
+    lack_of_fit_p: Number = Field(default=None, description="the line's lack-of-fit p (models[0].lack_of_fit_p)")
+    model: str = Field(
+        default="line",
+        description="the model chosen: the line where it fits, else the lowest AIC among models that fit, else none",
+    )
+    models: list[SweepModel] = Field(default_factory=list, description="every model fitted, the line first")
+    measured_at_0: MeasuredPoint | None = Field(default=None, description="a variant measured at x = 0, if any")
+    change_at_0: Number = Field(
+        default=None,
+        description="the change at x = 0 to read (for a shim, the cost of being installed): the line's intercept where "
+        "it fits and agrees with the measured point, else the measured point's change, else the intercept of the "
+        "additive or piecewise model chosen; null where none is sound",
+    )
+    change_at_0_ci: Pair = (None, None)
+    change_at_0_from: str | None = Field(default=None, description="line, measured (VARIANT), additive or piecewise")
+    measured_agrees: bool | None = Field(
+        default=None,
+        description="whether the line's change at 0 and the measured one agree (a z test of their difference at 5%); "
+        "where they do not, the measured one is read; null without a measured point",
+    )
+
+    @property
+    def line_fits(self) -> bool:
+        """Whether the line describes the points (its lack-of-fit test passed, or there was none)."""
+        return not self.models or self.models[0].fits
 
 
 class Sweep(Model):

@@ -140,6 +140,7 @@ def score_report(suite: Suite, rows: list[Row], settings: Settings, baseline: Ba
             row = judged.get((s.workload, s.metric, v)) if v != settings.baseline else None
             out_rows.append(_score_row(s, suite.levels[(s.workload, s.metric)], v, values, (med, lo, hi), row))
     _point_scores(out_rows, baseline)
+    _point_intervals(out_rows, suite, baseline)
     _extras(out_rows, suite)
     return Scores(
         suite="cpu",
@@ -251,6 +252,41 @@ def _point_scores(rows: list[ScoreRow], baseline: Baseline) -> None:
         elif r.level == "overall":
             geo = {sec: float(np.exp(np.mean(np.log(v)))) for sec, v in sections.items()}
             r.score = sum(w * geo[sec] for sec, w in section_weights(baseline, list(geo)).items())
+
+
+BOOTSTRAP = 2000  # resamples of the blocks behind a section's or the overall score's interval
+
+
+def _point_intervals(rows: list[ScoreRow], suite: Suite, baseline: Baseline) -> None:
+    """The 95% interval of each section and overall score as `_point_scores` computes it, by a
+    percentile bootstrap over blocks: the blocks are drawn again with replacement (all of a
+    block's workloads together, so their correlation stays), and Geekbench's arithmetic is done
+    on the medians of each draw. Where its workloads' medians have no interval (under 6 blocks,
+    see `median_ci`), neither has it. Seeded: a report reads the same every time."""
+    rng = np.random.default_rng(0)
+    members: dict[tuple[str, str], list[Series]] = defaultdict(list)  # (mode, section) -> workload series
+    for s in suite.series:
+        level = suite.levels[(s.workload, s.metric)]
+        if level.level == "workload" and level.section is not None:
+            members[(s.metric, level.section)].append(s)
+    for r in rows:
+        if r.level not in ("section", "overall"):
+            continue
+        sections = [r.section] if r.level == "section" and r.section else [sec for mode, sec in members if mode == r.mode]
+        parts = [(sec, s.of(r.variant)) for sec in sections for s in members.get((r.mode, sec), [])]
+        r.score_ci = (None, None)
+        if not parts or any(len(k) == 0 for _, (k, _) in parts):
+            continue
+        keys, matrix = _aligned([p for _, p in parts])
+        if len(keys) == 0 or np.isnan(median_ci(matrix[0])[1]):
+            continue
+        medians = np.median(matrix[:, rng.integers(0, len(keys), size=(BOOTSTRAP, len(keys)))], axis=2)
+        owner = np.array([sec for sec, _ in parts])
+        by_section = {sec: np.exp(np.log(medians[owner == sec]).mean(axis=0)) for sec in dict.fromkeys(owner.tolist())}
+        weights = section_weights(baseline, list(by_section))
+        drawn = by_section[sections[0]] if r.level == "section" else sum(w * by_section[sec] for sec, w in weights.items())
+        lo, hi = np.percentile(drawn, [2.5, 97.5])
+        r.score_ci = pair((float(lo), float(hi)))
 
 
 def _extras(rows: list[ScoreRow], suite: Suite) -> None:

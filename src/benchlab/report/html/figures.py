@@ -9,6 +9,7 @@ describe the run, and are in the tables and the embedded data (a workload has a 
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 
@@ -204,13 +205,20 @@ def sweep(report: Report, canvas: plots.Canvas) -> list[str]:
             continue
         fit = fits.get((workload, metric))
         line = None
-        if fit and fit.intercept is not None and fit.slope is not None and ticks is None and not second:
-            line = (fit.intercept, fit.slope, fit.x == "reciprocal")
+        drawable = fit and fit.intercept is not None and fit.slope is not None and ticks is None and not second
+        if fit and drawable and fit.line_fits and fit.intercept is not None and fit.slope is not None:
+            line = (math.log1p(fit.intercept), fit.slope, fit.x == "reciprocal")  # a line that misses the points is not drawn
         title = f"{_title(workload, metric)} along {parameter}"
         svg = plots.sweep_figure(canvas, title, parameter, points, ticks, line)
         caption = f"{title}: change against '{swept.reference}' with its 95% interval"
         if fit and line:
             caption += f"; fitted line: change at 0 {cells.change(fit.intercept, fit.intercept_ci)}"
+        elif fit and drawable:
+            caption += (
+                f"; no line drawn: the line does not describe the points (lack-of-fit p = {fit.lack_of_fit_p:.2g}, see warnings)"
+            )
+        if fit and fit.change_at_0_from not in (None, "line"):
+            caption += f"; change at 0 read: {cells.change(fit.change_at_0, fit.change_at_0_ci)} {fit.change_at_0_from}"
         out.append(figure(svg, caption, half=True))
     return out
 
@@ -235,7 +243,7 @@ def scores(report: Report, canvas: plots.Canvas) -> list[str]:
                                    [r.score_ci if r else (None, None) for r in got]))  # fmt: skip
         title = f"{suite.suite} suite: {mode} scores"
         out.append(figure(plots.score_figure(canvas, title, categories, bars),
-                          f"{title} (baseline machine = 1000), with the 95% interval where the workload has one"))  # fmt: skip
+                          f"{title} (baseline machine = 1000), with the 95% interval where there is one"))  # fmt: skip
     return out
 
 
