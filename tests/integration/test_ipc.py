@@ -170,6 +170,19 @@ def test_latency_halves_are_metrics_in_experiments() -> None:
         assert {"ipc.futex.latency/fifo:p99_9", "ipc.futex.latency/fifo:priority_inheritance"} <= metrics
 
 
+@root_only
+@pytest.mark.parametrize("mechanism", ["pipe", "futex"])
+def test_each_half_has_a_cpu_time_of_its_own(mechanism: str) -> None:
+    """The SCHED_OTHER and SCHED_FIFO halves are measured apart (each end's thread clock around
+    each transaction of the half), not one figure over both shown twice."""
+    proc = latency(mechanism, "--iterations", "300", fmt="json")
+    assert proc.returncode == 0, proc.stderr
+    other, fifo = json.loads(proc.stdout)["benchmarks"]
+    assert (other["name"], fifo["name"]) == (f"ipc.{mechanism}.latency/other", f"ipc.{mechanism}.latency/fifo")
+    assert other["cpu_time"] > 0 and fifo["cpu_time"] > 0
+    assert other["cpu_time"] != fifo["cpu_time"]  # one number over both halves was shown for each
+
+
 def test_spinning_shows_in_the_cpu_time_per_transaction() -> None:
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("spinning ends need two CPUs")
