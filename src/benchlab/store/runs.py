@@ -103,11 +103,17 @@ class RunWriter:
         return known
 
 
+# a retried run keeps its last failures within a bounded part of its details (a bundle takes 64 KiB)
+ATTEMPTS_KEPT = 10
+ATTEMPT_MESSAGE = 1000
+
+
 def take_failed(conn: Connection, exp: ExperimentRecord, run: NewRun) -> list[object]:
     """Removes the failed run stored under `run`'s key (none: nothing), in the caller's
-    transaction, and returns what `run` keeps of it: the earlier attempts, oldest first, each
-    its status, exit code, message and times. A failed run is no sample (it holds no value), so
-    nothing a report judges is lost; a run that ended well is never taken."""
+    transaction, and returns what `run` keeps of it: the earlier attempts, oldest first (the
+    last ATTEMPTS_KEPT), each its status, exit code, message and times. A failed run is no
+    sample (it holds no value), so nothing a report judges is lost; a run that ended well is
+    never taken."""
     r = t.run.c
     row = conn.execute(
         select(r.id, r.status, r.exit_code, r.message, r.started_at, r.ended_at).where(
@@ -120,8 +126,9 @@ def take_failed(conn: Connection, exp: ExperimentRecord, run: NewRun) -> list[ob
     stored = conn.execute(select(t.run_detail.c.details).where(t.run_detail.c.run_id == row.id)).scalar()
     for table, column in ((t.metric, t.metric.c.run_id), (t.run_detail, t.run_detail.c.run_id), (t.run, r.id)):
         conn.execute(delete(table).where(column == row.id))
-    this = {k: getattr(row, k) for k in ("status", "exit_code", "message", "started_at", "ended_at")}
-    return [*_earlier_attempts(stored), this]
+    this = {k: getattr(row, k) for k in ("status", "exit_code", "started_at", "ended_at")}
+    this["message"] = row.message[:ATTEMPT_MESSAGE] if row.message else row.message
+    return [*_earlier_attempts(stored), this][-ATTEMPTS_KEPT:]
 
 
 def _earlier_attempts(details: str | None) -> list[object]:
