@@ -178,6 +178,7 @@ class Runner:
         self.executors: dict[str, Executor] = {}
         self.host_ids: dict[str, int] = {}
         self.recorded = 0  # runs stored by this invocation
+        self.retry_failed = False  # a run stored as failed runs again (and its retry replaces it)
 
     def open_experiment(self, prepared: Prepared, *, resume: bool) -> ExperimentRecord:
         spec = prepared.spec
@@ -244,11 +245,15 @@ class Runner:
         prepared: Prepared,
         *,
         resume: bool = False,
+        retry_failed: bool = False,
         decided: Decided | None = None,
         only: Selected | None = None,
         joined: ExperimentRecord | None = None,
     ) -> ExperimentRecord:
-        """Runs what the plan has not stored yet (of it, what `only` selects). In sequential mode
+        """Runs what the plan has not stored yet (of it, what `only` selects); `retry_failed`: and
+        what it stored as failed or timed out, each retry replacing the failure it repeats (which
+        stays in its details), so that a resume after a passing fault completes the experiment.
+        A run stored as ok never runs again. In sequential mode
         (the spec's `until_decided`) the plan runs to `max_blocks`, and after each block from
         `min_blocks` on `decided` (which the caller gives: the runner never judges) says whether to stop.
         A run that another process on this host stored meanwhile (a fleet's block delivered
@@ -273,6 +278,7 @@ class Runner:
             created = joined is None and self.store.find_experiment(prepared.spec.name) is None
             exp = joined or self.open_experiment(prepared, resume=resume)
             self.recorded = 0
+            self.retry_failed = retry_failed
             try:
                 return self._run(prepared, exp, places, decided, only)
             except BaseException:
@@ -304,8 +310,11 @@ class Runner:
         if only is not None:
             plan = [p for p in plan if only(p)]
             scope = {"workloads": {p.workload for p in plan}, "blocks": {p.block for p in plan}}
-        stored = {host: self.store.stored_keys(exp, host, **scope) for host in set(self.host_ids.values())}
+        hosts = set(self.host_ids.values())
+        stored = {host: self.store.stored_keys(exp, host, ok_only=self.retry_failed, **scope) for host in hosts}
         todo = [p for p in plan if p.key not in stored[self.host_ids[p.variant]]]
+        if self.retry_failed and (again := self._failed_before(exp, plan, stored, scope)):
+            self.progress.note(f"{again} failed run(s) stored before run again (--keep-failed keeps them)")
         self.progress.start(len(plan), len(plan) - len(todo))
         done = 0
         pending = {p.key for p in todo}
@@ -323,7 +332,7 @@ class Runner:
                 # whole before (their look happened then): from the last of them on
                 fresh = done > 0 or i + 1 == len(plan) or plan[i + 1].key in pending
                 if until and decided and fresh and _is_look(plan, i, until.min_blocks) and decided(exp):
-                    self.progress.note(f"every judged row decided after {planned.block + 1} blocks: stopping")
+                    self.progress.note(f"every primary row decided after {planned.block + 1} blocks: stopping")
                     break
             else:
                 if until:
@@ -335,8 +344,15 @@ class Runner:
             ) from None
         return exp
 
+    def _failed_before(
+        self, exp: ExperimentRecord, plan: list[PlannedRun], ok: dict[int, set[Any]], scope: dict[str, set[Any]]
+    ) -> int:
+        """How many runs of the plan are stored, but not as ok: the failures a resume runs again."""
+        every = {host: self.store.stored_keys(exp, host, ok_only=False, **scope) for host in ok}
+        return sum(1 for p in plan if p.key in every[self.host_ids[p.variant]] - ok[self.host_ids[p.variant]])
+
     def _record(self, exp: ExperimentRecord, **run: Any) -> None:
-        self.store.record_run(exp, **run)
+        self.store.record_run(exp, retry=self.retry_failed, **run)
         self.recorded += 1
 
     def _restored(self, done: Restoration) -> None:

@@ -63,7 +63,7 @@ def test_a_resumed_experiment_counts_the_failures_it_stored_before(tmp_path: Pat
         '[[variants]]\nname = "a"\nenv = { CODE = "0" }\n[[variants]]\nname = "b"\nenv = { CODE = "1" }\n'
     )
     assert cli("run", str(spec), "--allow-failures").returncode == 0
-    again = cli("run", str(spec), "--resume")  # nothing left to run: the stored failures still count
+    again = cli("run", str(spec), "--resume")  # the failed runs run again and fail again: they still count
     assert again.returncode == 5 and "2 of 4 runs of 'x' failed" in again.stderr, again.stderr
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -113,8 +114,12 @@ def test_more_pairs_than_cpus_is_refused_unless_forced() -> None:
     assert f"P{cpus}" in forced
 
 
-@root_only
-def test_trace_marks_the_first_miss_and_stops_tracing() -> None:
+@pytest.fixture
+def tracefs() -> Iterator[Path]:
+    """The kernel's trace files, mounted where they are not yet, emptied, and tracing switched
+    back to what it was afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("tracing needs root")
     tracing = Path("/sys/kernel/tracing")
     if not (tracing / "trace_marker").exists():
         subprocess.run(["mount", "-t", "tracefs", "nodev", str(tracing)], check=False)
@@ -123,15 +128,36 @@ def test_trace_marks_the_first_miss_and_stops_tracing() -> None:
     was_on = (tracing / "tracing_on").read_text().strip()
     (tracing / "trace").write_text("")
     try:
-        doc = android("pipe", "--iterations", "40", "--inject-delay-us", "5000", "--inject-every", "20", "--trace", "1")
-        assert doc["ALL"]["other_ms"]["miss"] >= 2
-        assert (tracing / "tracing_on").read_text().strip() == "0"  # stopped at the first miss
-        marks = [line for line in (tracing / "trace").read_text().splitlines() if "benchlab:" in line]
-        assert len(marks) == 1, marks
-        assert "ipc.pipe.latency deadline miss: pair P0 iteration 19 SCHED_OTHER" in marks[0]
-        assert "client CPU" in marks[0] and "server CPU" in marks[0]
+        yield tracing
     finally:
         (tracing / "tracing_on").write_text(was_on)
+
+
+STOPPED = "deadline triggered: halt & stop trace: ipc.pipe.latency deadline miss: pair P0 iteration {} SCHED_OTHER"
+
+
+def test_trace_marks_the_first_miss_stops_tracing_and_says_so(tracefs: Path) -> None:
+    doc = android("pipe", "--iterations", "40", "--inject-delay-us", "5000", "--inject-every", "20", "--trace", "1")
+    assert doc["ALL"]["other_ms"]["miss"] >= 2
+    assert (tracefs / "tracing_on").read_text().strip() == "0"  # stopped at the first miss
+    marks = [line for line in (tracefs / "trace").read_text().splitlines() if "benchlab:" in line]
+    assert len(marks) == 1, marks
+    assert "ipc.pipe.latency deadline miss: pair P0 iteration 19 SCHED_OTHER" in marks[0]
+    assert "client CPU" in marks[0] and "server CPU" in marks[0]
+    (said,) = [n for n in doc["benchlab"]["notes"] if n["topic"] == "trace_stopped"]  # the run says what it did
+    assert said["text"].startswith(STOPPED.format(19))
+    marked = said["text"].removeprefix("deadline triggered: halt & stop trace: ").split(" (marked in")[0]
+    assert marks[0].endswith(f"benchlab: {marked}")  # the very line marked in the trace
+    assert f"{tracefs}/tracing_on left at 0" in said["text"]
+
+
+def test_ipc_latency_trace_says_when_a_miss_stopped_tracing(tracefs: Path) -> None:
+    """`benchlab ipc latency -trace`, as the Android test's users type it: the line on stderr."""
+    stopped = cli("ipc", "latency", "-m", "pipe", "-trace", "-deadline_us", "1", "-i", "20", "--inheritance", "off", check=True)
+    assert f"ipc.pipe.latency: {STOPPED.format(0)}" in stopped.stderr, stopped.stderr
+    (tracefs / "tracing_on").write_text("1")
+    met = cli("ipc", "latency", "-m", "pipe", "-trace", "-deadline_us", "1000000", "-i", "20", "--inheritance", "off", check=True)
+    assert "deadline triggered" not in met.stderr and (tracefs / "tracing_on").read_text().strip() == "1"
 
 
 def test_latency_halves_are_metrics_in_experiments() -> None:
@@ -142,6 +168,19 @@ def test_latency_halves_are_metrics_in_experiments() -> None:
     assert {"ipc.futex.latency/other:p99", "ipc.futex.latency/other:misses", "ipc.futex.latency/other:meet_ratio"} <= metrics
     if os.geteuid() == 0:
         assert {"ipc.futex.latency/fifo:p99_9", "ipc.futex.latency/fifo:priority_inheritance"} <= metrics
+
+
+@root_only
+@pytest.mark.parametrize("mechanism", ["pipe", "futex"])
+def test_each_half_has_a_cpu_time_of_its_own(mechanism: str) -> None:
+    """The SCHED_OTHER and SCHED_FIFO halves are measured apart (each end's thread clock around
+    each transaction of the half), not one figure over both shown twice."""
+    proc = latency(mechanism, "--iterations", "300", fmt="json")
+    assert proc.returncode == 0, proc.stderr
+    other, fifo = json.loads(proc.stdout)["benchmarks"]
+    assert (other["name"], fifo["name"]) == (f"ipc.{mechanism}.latency/other", f"ipc.{mechanism}.latency/fifo")
+    assert other["cpu_time"] > 0 and fifo["cpu_time"] > 0
+    assert other["cpu_time"] != fifo["cpu_time"]  # one number over both halves was shown for each
 
 
 def test_spinning_shows_in_the_cpu_time_per_transaction() -> None:

@@ -24,7 +24,9 @@ def calibrate(
     gbench: Annotated[list[str], typer.Option("--gbench", help="a Google Benchmark binary")] = [],  # noqa: B006
     blocks: Annotated[int, typer.Option("-n", "--blocks", help="blocks per A/A experiment")] = 10,
     experiments: Annotated[int, typer.Option("--experiments", help="A/A experiments in the batch")] = 20,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="seeds the first experiment's run order (each next one the seed plus one)")
+    ] = 0,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds before a run is killed")] = 600.0,
     db: Db = None,
     allow_failures: AllowFailures = False,

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from benchlab.cli.console import err, out
 from benchlab.cli.fleet import Broker, BrokerCa, ConsumerTimeout, Fleet, FleetTarget, KeyFile
-from benchlab.cli.options import Db, Exports, Format, MaxBlocks, MinBlocks, with_exports
+from benchlab.cli.options import Db, Exports, Format, KeepFailed, MaxBlocks, MinBlocks, Resume, Seed, with_exports
 from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import RunsFailed, SpecError
@@ -128,7 +128,12 @@ def execute(
     allow_failures: bool,
     exports: Exports | None = None,
     fleet: FleetTarget | None = None,
+    keep_failed: bool = False,
 ) -> None:
+    """Runs the spec (`resume`: what it has not stored yet, and the runs stored as failed unless
+    `keep_failed`), prints its report, writes its exports, exits 5 where runs failed."""
+    if keep_failed and not resume:
+        raise SpecError("--keep-failed applies with --resume (a new experiment has no failed runs)", where="--keep-failed")
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
     from benchlab.cli.results import check_exports, load_for_report, open_store, print_report, write_exports
     from benchlab.runner import Prepared, Runner
@@ -151,7 +156,9 @@ def execute(
         exp = fleet.run(prepared, store, resume=resume)
     else:
         with BarProgress() as progress:
-            exp = Runner(store, progress=progress).run(prepared, resume=resume, decided=decided)
+            exp = Runner(store, progress=progress).run(
+                prepared, resume=resume, retry_failed=resume and not keep_failed, decided=decided
+            )
     analysis = analyze(load_for_report(store, exp, every_record=needs_runs(fmt, *exports)))
     drawn = analysis.report()
     print_report(drawn, fmt)
@@ -164,7 +171,8 @@ def execute(
 def run(
     spec: Annotated[Path, typer.Argument(help="experiment spec (TOML)")],
     db: Db = None,
-    resume: Annotated[bool, typer.Option("--resume", help="continue a stopped experiment; stored runs are skipped")] = False,
+    resume: Resume = False,
+    keep_failed: KeepFailed = False,
     fmt: Format = "table",
     until_decided: UntilDecidedFlag = False,
     min_blocks: MinBlocks = None,
@@ -185,7 +193,10 @@ def run(
         raise SpecError(f"{flag} fixes how many blocks run, --until-decided lets the results decide; give one", where=flag)
     spec_ = sequential(shortened(load_spec(spec), blocks, quick), until_decided, min_blocks, max_blocks)
     target = None if fleet is None else FleetTarget.of(fleet, broker, key, broker_ca, consumer_timeout)
-    execute(spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, fleet=target)
+    execute(
+        spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, fleet=target,
+        keep_failed=keep_failed,
+    )  # fmt: skip
 
 
 @with_exports
@@ -198,12 +209,13 @@ def compare(
     ] = [],  # noqa: B006
     blocks: Annotated[int, typer.Option("-n", "--blocks", help="blocks (runs per variant)")] = 10,
     warmup: Annotated[int, typer.Option("--warmup", help="untimed warm-up runs per variant")] = 0,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Seed = 0,
     baseline: Annotated[str | None, typer.Option("--baseline", help="variant the others are compared with")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds before a run is killed")] = 600.0,
     name: Annotated[str | None, typer.Option("--name", help="experiment name (default: compare-DATE-TIME)")] = None,
     db: Db = None,
-    resume: Annotated[bool, typer.Option("--resume")] = False,
+    resume: Resume = False,
+    keep_failed: KeepFailed = False,
     fmt: Format = "table",
     until_decided: UntilDecidedFlag = False,
     min_blocks: MinBlocks = None,
@@ -219,7 +231,7 @@ def compare(
     )  # fmt: skip
     execute(
         sequential(spec, until_decided, min_blocks, max_blocks),
-        db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports,
+        db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, keep_failed=keep_failed,
     )  # fmt: skip
 
 
@@ -232,8 +244,15 @@ DEMO_VARIANTS = [
 
 @with_exports
 def demo(
-    db: Db = None,
-    blocks: Annotated[int, typer.Option("-n", "--blocks")] = 10,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="where to store it: a SQLite path or a postgresql:// URL (default: a new database in a temporary "
+            "folder; BENCHLAB_DB is not read, so the demo never writes into yours)",
+        ),
+    ] = None,
+    blocks: Annotated[int, typer.Option("-n", "--blocks", help="blocks (runs per variant)")] = 10,
     allow_failures: AllowFailures = False,
     exports: Exports | None = None,
 ) -> None:

@@ -142,7 +142,9 @@ def worker(
     ] = False,
     allow_machine_state: Annotated[
         bool,
-        typer.Option("--allow-machine-state", help="let tasks change this machine: knobs, memory and swap, containers"),
+        typer.Option(
+            "--allow-machine-state", help="let tasks change this machine: knobs, memory and swap, containers, vm guests"
+        ),
     ] = False,
     name: Annotated[str | None, typer.Option("--name", help="this worker's name in progress and logs (default HOST-PID)")] = None,
     broker_ca: BrokerCa = None,

@@ -77,8 +77,10 @@ def throughput(
     mechanism: Mechanism = [],  # noqa: B006
     placement: Placement = "unpinned",
     iterations: Annotated[int, typer.Option("--iterations", "-i", help="timed transactions per payload")] = 2000,
-    min_payload: Annotated[str, typer.Option("--min-payload")] = "4",
-    max_payload: Annotated[str, typer.Option("--max-payload")] = "64k",
+    min_payload: Annotated[str, typer.Option("--min-payload", help="the smallest payload in bytes (4, 1k, 64k)")] = "4",
+    max_payload: Annotated[
+        str, typer.Option("--max-payload", help="the largest payload: from the smallest, doubling up to it")
+    ] = "64k",
     spin_us: SpinUs = 0,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
     environment: Environment = "local",

@@ -14,6 +14,17 @@ Db = Annotated[
     str | None,
     typer.Option("--db", help="results database: a SQLite path or a postgresql:// URL [env: BENCHLAB_DB]"),
 ]
+Resume = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="continue a stopped experiment: runs stored as ok are skipped, failed or timed-out ones run again",
+    ),
+]
+KeepFailed = Annotated[
+    bool, typer.Option("--keep-failed", help="with --resume: keep the runs stored as failed or timed out, run only the missing")
+]
+Seed = Annotated[int, typer.Option("--seed", help="seeds the run order (the same seed, the same order)")]
 Format = Annotated[
     str, typer.Option("--format", "-f", help="table, md, json, csv, hyperfine, gbench, benchstat or html (a page with plots)")
 ]
@@ -21,7 +32,7 @@ UntilDecided = Annotated[
     bool,
     typer.Option(
         "--until-decided",
-        help="add blocks one at a time until every judged row is better, worse or same (thresholds calibrated for the looks)",
+        help="add blocks one at a time until every primary row is better, worse or same (thresholds calibrated for the looks)",
     ),
 ]
 MinBlocks = Annotated[int | None, typer.Option("--min-blocks", help="with --until-decided: the first look (default 3)")]

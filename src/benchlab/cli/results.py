@@ -157,7 +157,7 @@ def list_(db: Db = None) -> None:
     out.print(table)
 
 
-def show(name: Annotated[str, typer.Argument()], db: Db = None) -> None:
+def show(name: Annotated[str, typer.Argument(help="experiment name")], db: Db = None) -> None:
     """Show an experiment's spec, hosts and runs."""
     store = open_store(db, create=False)
     data = store.load(store.require_experiment(name), every_record=True)
@@ -209,7 +209,7 @@ def write_whole(path: Path, data: bytes) -> None:
 
 
 def export(
-    name: Annotated[str, typer.Argument()],
+    name: Annotated[str, typer.Argument(help="experiment name")],
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="file to write (default: NAME.benchlab.json in this folder)")
     ] = None,

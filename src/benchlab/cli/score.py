@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from benchlab.cli.experiment import QUICK_BLOCKS, AllowFailures, execute
-from benchlab.cli.options import Db, Exports, Format, with_exports
+from benchlab.cli.options import Db, Exports, Format, KeepFailed, Resume, Seed, with_exports
 from benchlab.errors import EnvironmentProblem
 from benchlab.spec.quick import parse_variant
 
@@ -48,10 +48,11 @@ def score(
         int | None, typer.Option("-n", "--blocks", help=f"blocks (default {FULL_BLOCKS}, --quick {QUICK_BLOCKS})")
     ] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="reference variant of the comparison")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Seed = 0,
     name: Annotated[str | None, typer.Option("--name", help="experiment name (default: score-DATE-TIME)")] = None,
     db: Db = None,
-    resume: Annotated[bool, typer.Option("--resume")] = False,
+    resume: Resume = False,
+    keep_failed: KeepFailed = False,
     fmt: Format = "table",
     allow_failures: AllowFailures = False,
     exports: Exports | None = None,
@@ -78,7 +79,7 @@ def score(
         data["baseline"] = baseline
     spec = spec_from_dict(expand_spec(data, "command line"), "command line")
     check_suite_version()
-    execute(spec, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports)
+    execute(spec, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, keep_failed=keep_failed)
 
 
 def register(app: typer.Typer) -> None:

@@ -247,9 +247,9 @@ class EnvironmentSpec(Strict):
     `"2G"` or `"512MiB"` is accepted."""
     kernel: Word | None = None
     """vm: the guest kernel: a Debian kernel package (`linux-image-6.1.0-56-amd64`) or its version
-    (`6.1.0-56`), fetched with apt into benchlab's cache, or a path to a kernel image whose modules
-    lie beside it as `lib/modules/RELEASE` (an extracted package). Default: the kernel Debian's
-    `linux-image-amd64` depends on."""
+    (`6.1.0-56`), fetched with apt into benchlab's cache, or a path to a kernel image
+    `DIR/boot/vmlinuz-RELEASE` whose modules are in `DIR/lib/modules/RELEASE` (the layout of an
+    extracted package). Default: the kernel Debian's `linux-image-amd64` depends on."""
     accel: Literal["auto", "kvm", "tcg"] = "auto"
     """vm: `kvm` (hardware virtualisation), `tcg` (emulation: counters meaningful, times not
     comparable with native), or `auto`: KVM where a guest boots under it, else TCG."""
@@ -508,8 +508,8 @@ Blocks = Annotated[int, Field(le=100_000, json_schema_extra={"minimum": MIN_BLOC
 
 
 class UntilDecided(Strict):
-    """Sequential mode: blocks are added one at a time, from `min_blocks` on, until every judged
-    row is better, worse or same, or `max_blocks` have run (then unclear, never a silent same).
+    """Sequential mode: blocks are added one at a time, from `min_blocks` on, until every primary
+    row (the outcomes) is better, worse or same, or `max_blocks` have run (then unclear, never a silent same).
     The thresholds are calibrated for exactly these looks (stats/sequential.py)."""
 
     min_blocks: Annotated[int, Field(ge=3, le=1000)] = 3

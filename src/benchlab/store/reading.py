@@ -172,14 +172,17 @@ def stored_keys(
     *,
     workloads: Collection[str] | None = None,
     blocks: Collection[int] | None = None,
+    ok_only: bool = False,
 ) -> set[tuple[str, str, int, bool]]:
-    """(workload, variant, block, warm-up) of every run stored for a host: what a resume skips;
-    only of those workloads and blocks where given (a fleet's task: one block, read through the
-    `run_once` index instead of every run the host stored)."""
+    """(workload, variant, block, warm-up) of every run stored for a host (`ok_only`: of every run
+    that ended well): what a resume skips; only of those workloads and blocks where given (a
+    fleet's task: one block, read through the `run_once` index instead of every run the host stored)."""
     names_w = {v: k for k, v in exp.workload_ids.items()}
     names_v = {v: k for k, v in exp.variant_ids.items()}
     r = t.run.c
     query = select(r.workload_id, r.variant_id, r.block, r.warmup).where(r.experiment_id == exp.id, r.host_id == host_id)
+    if ok_only:
+        query = query.where(r.status == "ok")
     if workloads is not None:
         query = query.where(r.workload_id.in_([exp.workload_ids[w] for w in workloads]))
     if blocks is not None:

@@ -11,7 +11,7 @@ import json
 import uuid as uuidlib
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, Dialect, insert, select
+from sqlalchemy import Connection, Dialect, delete, insert, select
 
 from benchlab.errors import StoreError
 from benchlab.metrics import Metric
@@ -101,3 +101,41 @@ class RunWriter:
                 stored = {row.name: row for row in conn.execute(query)}
             known.update({name: row.id for name, row in stored.items()})
         return known
+
+
+# a retried run keeps its last failures within a bounded part of its details (a bundle takes 64 KiB)
+ATTEMPTS_KEPT = 10
+ATTEMPT_MESSAGE = 1000
+
+
+def take_failed(conn: Connection, exp: ExperimentRecord, run: NewRun) -> list[object]:
+    """Removes the failed run stored under `run`'s key (none: nothing), in the caller's
+    transaction, and returns what `run` keeps of it: the earlier attempts, oldest first (the
+    last ATTEMPTS_KEPT), each its status, exit code, message and times. A failed run is no
+    sample (it holds no value), so nothing a report judges is lost; a run that ended well is
+    never taken."""
+    r = t.run.c
+    row = conn.execute(
+        select(r.id, r.status, r.exit_code, r.message, r.started_at, r.ended_at).where(
+            r.experiment_id == exp.id, r.host_id == run.host_id, r.workload_id == exp.workload_ids[run.workload],
+            r.variant_id == exp.variant_ids[run.variant], r.block == run.block, r.warmup == run.warmup, r.status != "ok",
+        )
+    ).first()  # fmt: skip
+    if row is None:
+        return []
+    stored = conn.execute(select(t.run_detail.c.details).where(t.run_detail.c.run_id == row.id)).scalar()
+    for table, column in ((t.metric, t.metric.c.run_id), (t.run_detail, t.run_detail.c.run_id), (t.run, r.id)):
+        conn.execute(delete(table).where(column == row.id))
+    this = {k: getattr(row, k) for k in ("status", "exit_code", "started_at", "ended_at")}
+    this["message"] = row.message[:ATTEMPT_MESSAGE] if row.message else row.message
+    return [*_earlier_attempts(stored), this][-ATTEMPTS_KEPT:]
+
+
+def _earlier_attempts(details: str | None) -> list[object]:
+    """The attempts a failed run's details carried (another tool's text may carry none, or no JSON)."""
+    try:
+        parsed = json.loads(details) if details else {}
+    except ValueError:
+        return []
+    before = parsed.get("earlier_attempts") if isinstance(parsed, dict) else None
+    return before if isinstance(before, list) else []

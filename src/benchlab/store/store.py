@@ -4,6 +4,7 @@ in the modules beside this one (url, version/migrate, hosts, experiments, runs, 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from benchlab.metrics import Metric
 from benchlab.store import experiments, fleet, hosts, reading, url
 from benchlab.store import schema as t
 from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
-from benchlab.store.runs import RunWriter
+from benchlab.store.runs import RunWriter, take_failed
 from benchlab.store.version import HEAD, Migration, stored_revision
 
 
@@ -144,9 +145,10 @@ class Store:
         *,
         workloads: Collection[str] | None = None,
         blocks: Collection[int] | None = None,
+        ok_only: bool = False,
     ) -> set[tuple[str, str, int, bool]]:
         with self.engine.connect() as conn:
-            return reading.stored_keys(conn, exp, host_id, workloads=workloads, blocks=blocks)
+            return reading.stored_keys(conn, exp, host_id, workloads=workloads, blocks=blocks, ok_only=ok_only)
 
     def record_run(
         self,
@@ -166,8 +168,12 @@ class Store:
         message: str | None = None,
         stderr_tail: str | None = None,
         details: Mapping[str, Any] | None = None,
+        retry: bool = False,
     ) -> None:
-        """Stores one finished run and its metrics in one transaction, committed on return."""
+        """Stores one finished run and its metrics in one transaction, committed on return.
+        `retry`: the run is another attempt at a run stored as failed (a resume running failed runs
+        again), which it replaces in the same transaction; the failures before it stay in its
+        details (`earlier_attempts`). A run stored as ok is never replaced."""
         run = NewRun(
             workload=workload, variant=variant, host_id=host_id, block=block, warmup=warmup, position=position,
             status=status, started_at=started_at, ended_at=ended_at, metrics=tuple(metrics), exit_code=exit_code,
@@ -175,6 +181,9 @@ class Store:
         )  # fmt: skip
         try:
             with self.transaction() as conn:
+                earlier = take_failed(conn, exp, run) if retry else []
+                if earlier:
+                    run = dataclasses.replace(run, details={**(run.details or {}), "earlier_attempts": earlier})
                 self.runs.insert(conn, exp, [run])
         except IntegrityError as exc:
             if is_unique_violation(exc, "run_once"):  # not another key (a metric name's): that run is not stored

@@ -33,7 +33,7 @@ PROBE_PROTOCOL = 1  # the probe's `protocol::PROTOCOL`; both change together
 class ProbeNote(BaseModel):
     """What a run could not do and says so (a skipped real-time half, no tracefs)."""
 
-    topic: str  # fifo_skipped, trace_unavailable, inheritance_skipped
+    topic: str  # fifo_skipped, trace_unavailable, trace_stopped, inheritance_skipped...
     text: str
 
 

@@ -168,7 +168,7 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    pub const SLOTS: usize = 512;
+    pub const SLOTS: usize = 1024; // a latency run takes two per pair (a half each), up to 512 pairs
 
     pub fn new() -> Result<Ledger, String> {
         let page = channel::shared(Self::SLOTS * 8)?;

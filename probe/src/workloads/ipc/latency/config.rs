@@ -8,7 +8,7 @@ use std::time::Duration;
 
 pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "iterations", default: "2000", help: "iterations per pair (Android's -i); each makes a SCHED_OTHER and a SCHED_FIFO transaction" , kind: Kind::Int { min: 1, max: 1 << 26 } },
-    OptionSpec { name: "pair", default: "1", help: "client/server process pairs run at once (Android's -pair)" , kind: Kind::Int { min: 1, max: Ledger::SLOTS as u64 } },
+    OptionSpec { name: "pair", default: "1", help: "client/server process pairs run at once (Android's -pair)" , kind: Kind::Int { min: 1, max: Ledger::SLOTS as u64 / 2 } },
     OptionSpec { name: "deadline-us", default: "2500", help: "a transaction slower than this misses its deadline (Android's -deadline_us)" , kind: Kind::Int { min: 1, max: 1 << 32 } },
     OptionSpec { name: "payload", default: "32", help: "bytes per message, its 16-byte header included" , kind: Kind::Size { min: HEADER as u64, max: 1 << 20 } },
     OptionSpec { name: "warmup", default: "100", help: "untimed iterations first" , kind: Kind::Int { min: 0, max: 1 << 26 } },
@@ -34,7 +34,7 @@ pub static METRICS: &[MetricSpec] = &[
         name: "<workload>/<half>:cpu_time",
         unit: "ns",
         direction: "lower",
-        help: "on-CPU time of clients and servers per transaction (both halves)",
+        help: "on-CPU time of clients and servers per transaction of this half",
     },
     MetricSpec {
         name: "<workload>/<half>:p50",
@@ -94,7 +94,7 @@ pub static METRICS: &[MetricSpec] = &[
         name: "<workload>/<half>:migrations",
         unit: "count",
         direction: "none",
-        help: "CPU migrations of clients and servers per transaction",
+        help: "CPU migrations of clients and servers per transaction (counted over both halves)",
     },
     MetricSpec {
         name: "<workload>/fifo:priority_inheritance",

@@ -37,9 +37,16 @@ pub fn describe(name: &str, pair: usize, role: &str) {
     let _ = std::io::stderr().write_all(line.as_bytes()); // one write: lines of several processes stay whole
 }
 
+/// The ledger slots of a pair's server: its CPU time in the SCHED_OTHER half, then in the
+/// SCHED_FIFO half.
+pub fn ledger_slots(pair: usize) -> [usize; 2] {
+    [2 * pair, 2 * pair + 1]
+}
+
 /// The server: checks each request's sequence, stamps its CPU, adds one to
-/// every payload byte; its CPU time over the timed iterations goes to the
-/// ledger just before the last reply.
+/// every payload byte. Its CPU time over the timed iterations, per half (each
+/// message is charged from the end of the one before it, its wake-up
+/// included), goes to the ledger just before the last reply.
 pub fn serve(
     channel: &mut dyn Channel,
     config: &Config,
@@ -48,7 +55,7 @@ pub fn serve(
     pair: usize,
 ) -> Result<(), String> {
     let mut msg = vec![0u8; config.payload];
-    let mut start = thread_cpu_ns();
+    let (mut mark, mut cpu) = (thread_cpu_ns(), [0u64; 2]);
     let last = config.warmup + config.iterations - 1;
     for i in 0..=last {
         for half in 0..halves {
@@ -67,13 +74,22 @@ pub fn serve(
             if let Some(delay) = config.delayed(i) {
                 std::thread::sleep(delay);
             }
+            let timed = i >= config.warmup;
             if i == last && half + 1 == halves {
-                ledger.put(pair, thread_cpu_ns() - start);
+                cpu[half as usize] += thread_cpu_ns() - mark;
+                for (slot, ns) in ledger_slots(pair).into_iter().zip(cpu) {
+                    ledger.put(slot, ns);
+                }
             }
             channel.send(&msg)?;
+            if timed && !(i == last && half + 1 == halves) {
+                let now = thread_cpu_ns();
+                cpu[half as usize] += now - mark;
+                mark = now;
+            }
         }
         if i + 1 == config.warmup {
-            start = thread_cpu_ns();
+            mark = thread_cpu_ns();
         }
     }
     Ok(())
@@ -160,14 +176,17 @@ impl Client<'_> {
         let pids = [unsafe { libc::getpid() }, server];
         let config = self.config;
         let mut result = PairResult::default();
-        let (mut moved_before, mut cpu_before) = (migrations_of(&pids), thread_cpu_ns());
+        let mut moved_before = migrations_of(&pids);
+        let mut cpu = [0u64; 2]; // the client's own, per half: each transaction between two reads of its clock
         for i in 0..config.warmup + config.iterations {
             if i == config.warmup {
-                (moved_before, cpu_before) = (migrations_of(&pids), thread_cpu_ns());
+                moved_before = migrations_of(&pids);
             }
             let timed = i >= config.warmup;
+            let before = thread_cpu_ns();
             let (ns, same) = self.transact(channel, 2 * i, timed)?;
             if timed {
+                cpu[0] += thread_cpu_ns() - before;
                 result.other.push(ns);
                 result.same_cpu_other += same as u64;
             }
@@ -176,7 +195,11 @@ impl Client<'_> {
                 if config.verbose && i == 0 {
                     describe(self.name, self.pair, "client");
                 }
+                let before = thread_cpu_ns();
                 let (ns, same) = self.transact(channel, 2 * i + 1, timed)?;
+                if timed {
+                    cpu[1] += thread_cpu_ns() - before;
+                }
                 set_policy(libc::SCHED_OTHER, 0)?;
                 if timed {
                     result.fifo.push(ns);
@@ -187,7 +210,8 @@ impl Client<'_> {
         result.migrations = migrations_of(&pids)
             .zip(moved_before)
             .map(|(a, b)| a.saturating_sub(b));
-        result.cpu_ns = thread_cpu_ns() - cpu_before + ledger.get(self.pair);
+        let [other, fifo] = ledger_slots(self.pair).map(|slot| ledger.get(slot));
+        (result.cpu_other_ns, result.cpu_fifo_ns) = (cpu[0] + other, cpu[1] + fifo);
         Ok(result)
     }
 }

@@ -36,7 +36,7 @@ impl Workload for Latency {
         About {
             name: self.name,
             description: "client/server pairs, one SCHED_OTHER and one SCHED_FIFO transaction per iteration, against a deadline (binder latency test)",
-            version: 1,
+            version: 2, // 2: cpu_time per half (1 gave both halves the figure over both)
             options: OPTIONS,
             metrics: METRICS,
         }

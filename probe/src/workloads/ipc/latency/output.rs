@@ -36,12 +36,15 @@ impl Outcome {
         let (other, fifo) = self.halves(config, &all);
         let transactions = other.n() + fifo.as_ref().map_or(0, Half::n);
         let per = |total: Option<u64>| total.map(|t| t as f64 / transactions.max(1) as f64);
-        let on_cpu = per(Some(all.iter().map(|p| p.cpu_ns).sum()));
+        // each half's own CPU time per transaction of it; migrations are counted over both halves
+        let on_cpu = |half: &Half, ns: fn(&PairResult) -> u64| {
+            Some(all.iter().map(|p| ns(p)).sum::<u64>() as f64 / half.n().max(1) as f64)
+        };
         let migrations = per(all.iter().map(|p| p.migrations).sum());
         let mut entries = vec![entry(
             &other,
             format!("{name}/other"),
-            on_cpu,
+            on_cpu(&other, |p| p.cpu_other_ns),
             migrations,
             vec![],
         )];
@@ -61,7 +64,7 @@ impl Outcome {
             entries.push(entry(
                 &fifo,
                 format!("{name}/fifo"),
-                on_cpu,
+                on_cpu(&fifo, |p| p.cpu_fifo_ns),
                 migrations,
                 inheritance,
             ));

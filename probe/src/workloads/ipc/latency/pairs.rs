@@ -59,6 +59,9 @@ impl Latency {
             None => None,
         };
         let pairs = self.run_pairs(&config, fifo_skipped.is_none(), tracer.as_ref())?;
+        if let Some(stopped) = tracer.as_ref().and_then(Tracer::stopped) {
+            said.note("trace_stopped", stopped);
+        }
         said.inheritance = match (config.inheritance, &fifo_skipped) {
             ("off", _) => None,
             (lock, Some(_)) => Some(skipped(

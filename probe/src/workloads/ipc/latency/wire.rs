@@ -25,7 +25,8 @@ pub struct PairResult {
     pub same_cpu_other: u64,
     pub same_cpu_fifo: u64,
     pub migrations: Option<u64>,
-    pub cpu_ns: u64, // client and server over the timed iterations
+    pub cpu_other_ns: u64, // client and server over the timed SCHED_OTHER transactions
+    pub cpu_fifo_ns: u64,  // and over the SCHED_FIFO ones
 }
 
 const NONE: u64 = u64::MAX;
@@ -36,7 +37,8 @@ impl PairResult {
             self.same_cpu_other,
             self.same_cpu_fifo,
             self.migrations.unwrap_or(NONE),
-            self.cpu_ns,
+            self.cpu_other_ns,
+            self.cpu_fifo_ns,
             self.other.len() as u64,
             self.fifo.len() as u64,
         ];
@@ -54,8 +56,8 @@ impl PairResult {
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
             .collect();
-        let (head, rest) = (w.get(..6)?, w.get(6..)?);
-        let (n_other, n_fifo) = (head[4] as usize, head[5] as usize);
+        let (head, rest) = (w.get(..7)?, w.get(7..)?);
+        let (n_other, n_fifo) = (head[5] as usize, head[6] as usize);
         if rest.len() != n_other + n_fifo {
             return None;
         }
@@ -64,7 +66,8 @@ impl PairResult {
             same_cpu_other: head[0],
             same_cpu_fifo: head[1],
             migrations: some(head[2]),
-            cpu_ns: head[3],
+            cpu_other_ns: head[3],
+            cpu_fifo_ns: head[4],
             other: rest[..n_other].to_vec(),
             fifo: rest[n_other..].to_vec(),
         })
@@ -83,12 +86,19 @@ mod tests {
             same_cpu_other: 2,
             same_cpu_fifo: 1,
             migrations: None,
-            cpu_ns: 99,
+            cpu_other_ns: 99,
+            cpu_fifo_ns: 101,
         };
         let back = PairResult::from_bytes(&r.to_bytes()).unwrap();
         assert_eq!(
-            (back.other, back.fifo, back.migrations, back.cpu_ns),
-            (vec![5, 6, 7], vec![8], None, 99)
+            (
+                back.other,
+                back.fifo,
+                back.migrations,
+                back.cpu_other_ns,
+                back.cpu_fifo_ns
+            ),
+            (vec![5, 6, 7], vec![8], None, 99, 101)
         );
         assert!(PairResult::from_bytes(&r.to_bytes()[..56]).is_none());
         assert!(PairResult::from_bytes(&r.to_bytes()[..57]).is_none());
