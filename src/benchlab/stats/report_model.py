@@ -48,7 +48,14 @@ class Judgement(Model):
     the test, the corrected p and the verdict."""
 
     change: Number
-    change_ci: Pair = Field(description="95% interval of the change")
+    change_ci: Pair = Field(
+        description="interval of the change at change_ci_level: for a judged row its family's corrected level, at "
+        "which it excludes 0 exactly when the verdict is better or worse; 95% for a row not judged"
+    )
+    change_ci_level: Number = Field(
+        default=None, description="confidence level of change_ci (0.95 unadjusted; lower where a family corrects)"
+    )
+    change_ci95: Pair = Field(default=(None, None), description="the unadjusted 95% interval of the change")
     test: str
     p: Number
     q: Number = Field(description="p adjusted within its family, on alpha's scale: q < alpha decides")
