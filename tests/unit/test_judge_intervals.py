@@ -5,6 +5,7 @@ BH, Holm and none, sequential mode), checked over many seeded random experiments
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -163,3 +164,48 @@ def test_selected_intervals_keep_the_false_coverage_rate() -> None:
     assert selected > 300
     assert missed / selected <= 0.05
     assert missed95 >= missed
+
+
+def test_a_change_against_the_medians_is_marked_and_says_why() -> None:
+    """The futex case: throughput (higher is better) over 4 blocks, one baseline run disturbed
+    (5 M in a block where the variant ran 24 M). The medians fall (24.35 M to 23.2 M) while the
+    mean per-block log ratio, pulled by that block, rises by about 40%."""
+    from benchlab.report import cells
+
+    keys = pair_key(1, 0) + np.arange(4, dtype=np.int64)
+    base, variant = np.array([24.0, 25.0, 24.7, 5.0]) * 1e6, np.array([23.0, 23.3, 23.1, 24.0]) * 1e6
+    series = [Series("futex", "throughput", "ops/s", "higher", {"A": (keys, base), "B": (keys, variant)})]
+    (row,), _ = judge(series, ["A", "B"], Settings(baseline="A"))
+    assert row.median < row.baseline_median and row.change > 0.3
+    assert row.verdict == "unclear" and not _excludes_zero(row.change_ci)
+    assert "medians of the runs move the other way" in row.change_note and "mean of the 4 per-block" in row.change_note
+    exported = row.exported()
+    assert cells.row_change(exported).endswith(cells.AGAINST_MEDIANS)
+    (line,) = cells.change_notes([exported])
+    assert line.startswith(f"{cells.AGAINST_MEDIANS} futex throughput, B: the medians")
+    # medians and change the same way: no mark
+    same_way = [Series("w", "t", "s", "lower", {"A": (keys, base), "B": (keys, base * 1.1)})]
+    (plain,), _ = judge(same_way, ["A", "B"], Settings(baseline="A"))
+    assert plain.change_note == "" and not cells.row_change(plain.exported()).endswith(cells.AGAINST_MEDIANS)
+
+
+def test_the_table_names_the_intervals_it_shows_and_raw_intervals_shows_the_unadjusted(tmp_path: Path) -> None:
+    from benchlab.report import render
+    from benchlab.stats.analysis import analyze
+    from benchlab.store import Store
+    from tests.unit.test_runner import FakeExecutor, runner, spec
+
+    store = Store(str(tmp_path / "r.db"))
+    exp = runner(store, FakeExecutor()).run(spec(variants=[{"name": "a", "env": {"FAKE_WALL": "1.0"}},
+                                                           {"name": "b", "env": {"FAKE_WALL": "1.1"}}]))  # fmt: skip
+    report = analyze(store.load(exp)).report()
+    text = render(report, "table")
+    assert "b change [CI]" in text and "corrected level" in text and "95% CI" not in text
+    for row in [*report.rows, *report.geomean]:
+        if row.verdict != "-":
+            lo, hi = row.change_ci
+            assert (lo is not None and (lo > 0 or hi < 0)) == (row.verdict in DECIDED)
+            assert row.change_ci95 != (None, None) and row.change_ci_level >= 0.95
+    raw = report.with_raw_intervals()
+    assert raw.intervals == "raw" and all(r.change_ci == r.change_ci95 for r in raw.rows)
+    assert "b change [95% CI]" in render(raw, "table") and "--raw-intervals" in render(raw, "table")

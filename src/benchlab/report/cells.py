@@ -12,6 +12,7 @@ from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
 from benchlab.suite.baseline import SECTION_TITLES
 
 SHIFT = "shift"  # marks a change that is a raw shift, not a ratio (see shift_note)
+AGAINST_MEDIANS = "\u2020"  # a dagger: marks a change that points against the medians (see change_notes)
 SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # the time units metrics carry, largest first
 
 
@@ -73,10 +74,42 @@ def no_change(row: MetricRow | GeomeanRow) -> str:
 
 
 def row_change(row: MetricRow | GeomeanRow, shown: Callable[..., str] = change) -> str:
-    """A row's change as `shown` says it (a percentage, or `--times`' speed ratio), or why there is none."""
+    """A row's change as `shown` says it (a percentage, or `--times`' speed ratio), or why there is
+    none; marked with a dagger where it points against the medians (see change_notes)."""
     if row.change is None:
         return no_change(row)
-    return shown(row.change, row.change_ci, log_scale=row.log_scale, missing=no_interval(row))
+    mark = f" {AGAINST_MEDIANS}" if isinstance(row, MetricRow) and row.change_note else ""
+    return shown(row.change, row.change_ci, log_scale=row.log_scale, missing=no_interval(row)) + mark
+
+
+def change_notes(rows: Sequence[MetricRow]) -> list[str]:
+    """Under a table, per change marked with a dagger: which row, and why it points against the medians."""
+    return [f"{AGAINST_MEDIANS} {r.workload} {r.metric}, {r.variant}: {r.change_note}" for r in rows if r.change_note]
+
+
+def ci_label(report: Report) -> str:
+    """The change column's heading: `CI` where judged rows show their corrected intervals (the
+    footer says at which levels), `95% CI` where every one is the unadjusted 95% interval."""
+    return "95% CI" if report.intervals == "raw" else "CI"
+
+
+def interval_note(report: Report) -> str:
+    """What the intervals beside the changes are, for a table's footer."""
+    if report.intervals == "raw":
+        return (
+            "intervals: unadjusted 95% (--raw-intervals); a verdict reads its row's interval at the family's corrected "
+            "level, which may be wider"
+        )
+    levels = [r.change_ci_level for r in [*report.rows, *report.geomean] if r.verdict != "-" and r.change_ci_level]
+    span = (
+        f"{min(levels):.1%}"
+        if levels and min(levels) == max(levels)
+        else (f"{min(levels):.1%}-{max(levels):.1%}" if levels else "95%")
+    )
+    return (
+        f"CI: a judged row's at its family's corrected level ({span}; better/worse exactly where it excludes 0), "
+        "others 95%; --raw-intervals shows the unadjusted 95%"
+    )
 
 
 def shift_note(rows: Sequence[MetricRow | ScoreRow]) -> str:

@@ -193,6 +193,7 @@ class Row(Judged):
     log_scale: bool = True
     best: float = NAN  # best of the variant's runs (the lowest, or the highest where higher is better)
     baseline_best: float = NAN
+    change_note: str = ""  # where the change and the medians point opposite ways, why
 
     @property
     def margin_tested(self) -> float:
@@ -216,7 +217,7 @@ class Row(Judged):
             change_ci90=pair(self.change_ci90), log_scale=self.log_scale, test=self.test, p=number(self.p),
             q=number(self.q), verdict=self.verdict, blocks_needed=self.blocks_needed, family=self.family,
             note=self.note or None, spread=number(self.estimate.spread) if self.estimate else None,
-            best=number(self.best), baseline_best=number(self.baseline_best),
+            best=number(self.best), baseline_best=number(self.baseline_best), change_note=self.change_note or None,
         )  # fmt: skip
 
 
@@ -286,16 +287,39 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
     else:
         est = two_sample_estimate(v_all, b_all, levels)
     to_frac = as_fraction(log_scale, base_med)
-    return Row(
+    row = Row(
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
         variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
         baseline_n=len(b_all), baseline_median_ci=(base_lo, base_hi),
         change=to_frac(est.value), change_ci=(to_frac(est.ci[0]), to_frac(est.ci[1])),
-        change_ci95=(to_frac(est.ci[0]), to_frac(est.ci[1])), change_ci90=(to_frac(est.ci90[0]), to_frac(est.ci90[1])), pairs=len(b) if paired else 0, test=est.test,
-        p=est.p, log_scale=log_scale, best=_best(v_all, series.direction), baseline_best=_best(b_all, series.direction),
+        change_ci95=(to_frac(est.ci[0]), to_frac(est.ci[1])), change_ci90=(to_frac(est.ci90[0]), to_frac(est.ci90[1])),
+        pairs=len(b) if paired else 0, test=est.test, p=est.p, log_scale=log_scale, best=_best(v_all, series.direction),
+        baseline_best=_best(b_all, series.direction),
         family=series.family, group=series.group or series.workload, estimate=est,
         margin=settings.margins.get((series.workload, series.metric), settings.margin),
     )  # fmt: skip
+    row.change_note = against_medians(row)
+    return row
+
+
+def against_medians(row: Row) -> str:
+    """Why the change points one way and the medians of the runs the other, where they do. The
+    change is the paired estimate, made of the per-block ratios (their mean below SMALL_N
+    blocks, their Hodges-Lehmann median from there; unpaired, the median of all differences
+    between runs): a block whose two runs moved far apart (one run disturbed) pulls it, while a
+    median of runs ignores which block a run was in. With few blocks and a wide spread the two
+    can part; the interval, not the sign, says what is known."""
+    moved = row.median - row.baseline_median
+    if not row.change * moved < 0:  # same way, no change, or NaN
+        return ""
+    scale = "log ratios" if row.log_scale else "differences"
+    if not row.pairs:
+        how = f"the median of all {row.n} x {row.baseline_n} differences between the runs (they could not pair)"
+    elif row.test == PARAMETRIC:
+        how = f"the mean of the {row.pairs} per-block {scale}, pulled by the blocks whose runs differ most"
+    else:
+        how = f"the Hodges-Lehmann median of the {row.pairs} per-block {scale}"
+    return f"the medians of the runs move the other way; the change is {how}, paired within each block"
 
 
 def _describe(series: Series, variant: str) -> Row:
@@ -342,7 +366,8 @@ def _geomeans(series_list: list[Series], settings: Settings, variants: list[str]
             out.append(GeomeanRow(
                 variant=variant, direction=direction, metrics=len(keys), blocks=len(d), change=_to_fraction(est.value),
                 change_ci=(_to_fraction(est.ci[0]), _to_fraction(est.ci[1])),
-                change_ci95=(_to_fraction(est.ci[0]), _to_fraction(est.ci[1])), change_ci90=(_to_fraction(est.ci90[0]), _to_fraction(est.ci90[1])), test=est.test, p=est.p,
+                change_ci95=(_to_fraction(est.ci[0]), _to_fraction(est.ci[1])),
+                change_ci90=(_to_fraction(est.ci90[0]), _to_fraction(est.ci90[1])), test=est.test, p=est.p,
                 family=GEOMEAN, group="", estimate=est, margin=settings.margin,
             ))  # fmt: skip
     return out

@@ -86,7 +86,8 @@ def changed(report: Report) -> str:
                       cells.change(s.change, s.change_ci, log_scale=s.log_scale), _q(s.q), s.verdict])  # fmt: skip
     if not lines:
         return '<p class="quiet">No comparison came out better or worse.</p>'
-    header = ["workload", "metric", "variant", f"{report.baseline} (median)", "median", "change [95% CI]", "q", "verdict"]
+    change = f"change [{cells.ci_label(report)}]"
+    header = ["workload", "metric", "variant", f"{report.baseline} (median)", "median", change, "q", "verdict"]
     return table(header, lines, left=3, verdicts=(7,))
 
 
