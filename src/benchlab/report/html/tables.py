@@ -88,7 +88,10 @@ def changed(report: Report) -> str:
         return '<p class="quiet">No comparison came out better or worse.</p>'
     change = f"change [{cells.ci_label(report)}]"
     header = ["workload", "metric", "variant", f"{report.baseline} (median)", "median", change, "q", "verdict"]
-    return table(header, lines, left=3, verdicts=(7,))
+    notes = [cells.interval_note(report), *cells.change_notes(rows)]
+    return table(header, lines, left=3, verdicts=(7,)) + "".join(
+        f'<p class="note">{esc(n, limit=safe.LINE_MAX)}</p>' for n in notes
+    )
 
 
 def _q(q: float | None) -> str:
