@@ -83,8 +83,17 @@ def row_change(row: MetricRow | GeomeanRow, shown: Callable[..., str] = change) 
 
 
 def change_notes(rows: Sequence[MetricRow]) -> list[str]:
-    """Under a table, per change marked with a dagger: which row, and why it points against the medians."""
-    return [f"{AGAINST_MEDIANS} {r.workload} {r.metric}, {r.variant}: {r.change_note}" for r in rows if r.change_note]
+    """Under a table, one line for the changes marked with a dagger: which rows, and why a change
+    can point against the medians (each row's own reason is its `change_note` in JSON)."""
+    marked = [f"{r.workload} {r.metric} ({r.variant})" for r in rows if r.change_note]
+    if not marked:
+        return []
+    return [
+        f"{AGAINST_MEDIANS} the change points against the medians of the runs: {', '.join(marked)}. A change is the "
+        "paired estimate over blocks (the mean of the per-block log ratios below 6 blocks, their Hodges-Lehmann "
+        "median from 6; unpaired, the median of all differences between runs), which a block whose two runs moved "
+        "far apart pulls, while a median of runs ignores which block a run was in; its interval says what is known"
+    ]
 
 
 def ci_label(report: Report) -> str:
