@@ -142,13 +142,16 @@ def test_the_shown_threshold_is_the_false_coverage_level_of_the_selected() -> No
 
 
 def test_selected_intervals_keep_the_false_coverage_rate() -> None:
-    """Benjamini and Yekutieli's promise: among rows called better or worse, the share whose
-    shown interval misses the true change stays at alpha; the unadjusted 95% ones miss more."""
+    """Benjamini and Yekutieli's promise: per experiment, the share of the rows called better or
+    worse whose shown interval misses the true change (0 where none is called) averages at most
+    alpha; the unadjusted 95% intervals of the same rows miss more."""
     rng = np.random.default_rng(9)
     settings = Settings(baseline="A")
-    missed = missed95 = selected = 0
+    fcr = fcr95 = 0.0
+    called = 0
+    experiments = 300
     truth = np.log(np.array([1.0] * 6 + [1.01, 1.02, 1.03, 1.05]))
-    for _ in range(300):
+    for _ in range(experiments):
         keys = pair_key(1, 0) + np.arange(12, dtype=np.int64)
         series = [
             Series("w", f"m{i}", "s", "lower", {"A": (keys, np.exp(rng.normal(0, 0.01, 12))),
@@ -156,14 +159,14 @@ def test_selected_intervals_keep_the_false_coverage_rate() -> None:
             for i, t in enumerate(truth)
         ]  # fmt: skip
         rows, _ = judge(series, ["A", "B"], settings)
-        for row, t in zip(rows, np.expm1(truth), strict=True):
-            if row.verdict in DECIDED:
-                selected += 1
-                missed += not row.change_ci[0] <= t <= row.change_ci[1]
-                missed95 += not row.change_ci95[0] <= t <= row.change_ci95[1]
-    assert selected > 300
-    assert missed / selected <= 0.05
-    assert missed95 >= missed
+        chosen = [(r, t) for r, t in zip(rows, np.expm1(truth), strict=True) if r.verdict in DECIDED]
+        if chosen:
+            called += len(chosen)
+            fcr += np.mean([not r.change_ci[0] <= t <= r.change_ci[1] for r, t in chosen])
+            fcr95 += np.mean([not r.change_ci95[0] <= t <= r.change_ci95[1] for r, t in chosen])
+    assert called > 300
+    assert fcr / experiments <= 0.05
+    assert fcr95 > fcr
 
 
 def test_a_change_against_the_medians_is_marked_and_says_why() -> None:
