@@ -53,17 +53,26 @@ def change(value: float | None, ci: Sequence[float | None], *, log_scale: bool |
 
 
 def no_interval(row: MetricRow | GeomeanRow) -> str:
-    """Why a change has no interval, said where the interval would be: under a `[95% CI]` header
+    """Why a change has no interval, said where the interval would be: under a `[CI]` header
     a bare n/a reads as a gap. Too few blocks for any (a paired t needs 3 and some spread, the
-    signed-rank interval 6), every block's difference alike below 6, or too few runs on a side
-    where runs could not pair (hosts merged)."""
+    signed-rank interval 6) or for one at the row's corrected level (`n/a: 10 blocks at 99.8%`),
+    every block's difference alike below 6, or too few runs on a side where runs could not pair
+    (hosts merged)."""
     if isinstance(row, GeomeanRow):
-        return f"n/a: {row.blocks} blocks"
+        return f"n/a: {row.blocks} blocks{_at_level(row)}"
     if not row.pairs:
-        return f"n/a: {row.n} runs"
+        return f"n/a: {row.n} runs{_at_level(row)}"
     if FIRST_LOOK <= row.pairs < SMALL_N and row.test != PARAMETRIC:
         return "n/a: all alike"
-    return f"n/a: {row.pairs} blocks"
+    return f"n/a: {row.pairs} blocks{_at_level(row)}"
+
+
+def _at_level(row: MetricRow | GeomeanRow) -> str:
+    """` at 99.8%` where there is a 95% interval but none at the row's corrected level: the rank
+    test of so few blocks (or runs) cannot reach it, and the level says why."""
+    if row.change_ci95[0] is None or row.change_ci_level is None or row.change_ci_level <= 0.95:
+        return ""
+    return f" at {math.floor(row.change_ci_level * 1000) / 10:.1f}%"
 
 
 def no_change(row: MetricRow | GeomeanRow) -> str:
