@@ -4,6 +4,8 @@ BH, Holm and none, sequential mode), checked over many seeded random experiments
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from pathlib import Path
 
@@ -210,6 +212,8 @@ def test_the_table_names_the_intervals_it_shows_and_raw_intervals_shows_the_unad
             lo, hi = row.change_ci
             assert (lo is not None and (lo > 0 or hi < 0)) == (row.verdict in DECIDED)
             assert row.change_ci95 != (None, None) and row.change_ci_level >= 0.95
+    lines = [line for line in csv.DictReader(io.StringIO(render(report, "csv"))) if line["verdict"] != "-"]
+    assert lines and all(float(line["change_ci_level"]) >= 0.95 and line["change_ci95_low"] for line in lines)
     raw = report.with_raw_intervals()
     assert raw.intervals == "raw" and all(r.change_ci == r.change_ci95 for r in raw.rows)
     assert "b change [95% CI]" in render(raw, "table") and "--raw-intervals" in render(raw, "table")
