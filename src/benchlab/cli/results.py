@@ -127,7 +127,7 @@ def report(
         bool,
         typer.Option(
             "--raw-intervals",
-            help="show every change with its unadjusted 95% interval, not the one its verdict reads (at its family's "
+            help="show every metric's change with its unadjusted 95% interval, not the one its verdict reads (at its family's "
             "corrected level); JSON holds both",
         ),
     ] = False,
