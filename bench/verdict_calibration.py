@@ -12,9 +12,13 @@ the statistics shows its effect:
    - a paired t-test on the log ratios at every n;
 2. power: the share of experiments that call a known change (2x, +10%, +5%) right;
 3. sequential mode (--until-decided, looks after blocks 3..40): the A/A rate with
-   optional stopping, and when known changes are decided.
+   optional stopping, and when known changes are decided;
+4. the intervals shown beside verdicts: on experiments of many metrics, a few of them
+   changed, the share of rows called better or worse whose shown interval (at the family's
+   corrected level) misses the true change, the false-coverage rate Benjamini and Yekutieli's
+   intervals keep at alpha, beside the unadjusted 95% intervals of the same rows.
 
-    uv run python bench/verdict_calibration.py [--experiments 1000]
+    uv run python bench/verdict_calibration.py [--experiments 1000] [--coverage-only]
 """
 
 from __future__ import annotations
@@ -95,9 +99,13 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--experiments", type=int, default=1000, help="simulated experiments per cell")
+    parser.add_argument("--coverage-only", action="store_true", help="only part 4, the intervals beside verdicts")
     args = parser.parse_args()
     n = args.experiments
     rng = np.random.default_rng(1)
+    if args.coverage_only:
+        coverage(rng, n)
+        return
 
     rows = []
     for model, (noise, outliers) in NOISE_MODELS.items():
@@ -140,6 +148,37 @@ def main() -> None:
         ])  # fmt: skip
     table("sequential (--until-decided, looks after blocks 3..40)",
           ["truth", "noise", "experiments", "wrong", "median blocks at stop", "unclear at budget"], rows)  # fmt: skip
+    coverage(rng, n // 4)
+
+
+def coverage(rng: np.random.Generator, experiments: int) -> None:
+    """Part 4: 16 metrics of one workload, 12 unchanged and 4 shifted by 1-5%, 2% noise. The
+    false-coverage rate is Benjamini and Yekutieli's: per experiment, the share of its rows called
+    better or worse whose interval misses the truth (0 where none is called), averaged."""
+    truth = np.log(np.array([1.0] * 12 + [1.01, 1.02, 1.03, 1.05]))
+    rows = []
+    for blocks in (4, 6, 10, 20):
+        called, fcr, fcr95, shown, covered, judged = 0, 0.0, 0.0, 0, 0, 0
+        for _ in range(experiments):
+            series = simulate(rng, metrics=len(truth), blocks=blocks, noise=0.02, shifts=list(truth), drift=0.05)
+            missed = missed95 = selected = 0
+            for row, true in zip(judge(series, ["A", "B"], SETTINGS)[0], np.expm1(truth), strict=True):
+                judged += 1
+                lo, hi = row.change_ci
+                shown += not np.isnan(lo)
+                covered += bool(lo <= true <= hi)
+                if row.verdict in ("better", "worse"):
+                    selected += 1
+                    missed += not lo <= true <= hi
+                    missed95 += not row.change_ci95[0] <= true <= row.change_ci95[1]
+            called += selected
+            fcr += missed / selected if selected else 0.0
+            fcr95 += missed95 / selected if selected else 0.0
+        rows.append([str(blocks), str(called), f"{fcr / experiments:.1%}", f"{fcr95 / experiments:.1%}",
+                     f"{shown / judged:.0%}", f"{covered / shown:.1%}" if shown else "n/a"])  # fmt: skip
+    table(f"intervals beside verdicts: 16 metrics, 4 changed by 1-5%, 2% noise ({experiments} experiments a row)",
+          ["blocks", "rows called better/worse", "false-coverage rate of the shown intervals (target <= 5%)",
+           "of their unadjusted 95% ones", "rows with an interval", "of those, covering the truth"], rows)  # fmt: skip
 
 
 if __name__ == "__main__":

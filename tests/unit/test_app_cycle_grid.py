@@ -84,7 +84,7 @@ def test_the_sections_come_in_the_studys_order_with_its_labels() -> None:
     starts = labels[labels.index("Start types") + 1 : labels.index("Kills")]
     assert starts == ["hot launches", "warm launches", "cold launches", "hot:cold"]  # no hot_warm, warm_cold rows
     assert g.title == "cycle: app cycle, mglru vs base (medians)"
-    assert g.header == ["", "base", "mglru", "change [95% CI]", "verdict"]
+    assert g.header == ["", "base", "mglru", "change [CI]", "verdict"]
 
 
 def test_the_values_are_the_reports_medians_changes_and_verdicts() -> None:

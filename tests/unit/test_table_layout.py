@@ -193,7 +193,7 @@ def test_a_wide_grid_splits_into_blocks_repeating_the_names_and_the_baseline() -
     assert [b.grid.title.rsplit(" (", 1)[1] for b in blocks] == ["1 of 2)", "2 of 2)"]
     for block, variant in zip(blocks, variants(2), strict=True):
         assert block.grid.header[:3] == ["workload / time", "base best", "base median"]  # the workload as sections
-        assert block.grid.header[3:] == [f"{variant} best", f"{variant} median", f"{variant} vs base [95% CI]"]
+        assert block.grid.header[3:] == [f"{variant} best", f"{variant} median", f"{variant} vs base [CI]"]
 
 
 def test_a_wider_terminal_gets_fewer_blocks() -> None:
@@ -204,7 +204,7 @@ def test_a_wider_terminal_gets_fewer_blocks() -> None:
 def test_where_no_layout_fits_names_fold_inside_words_before_any_value_folds() -> None:
     grid = table._escaped(report_grids(metrics_report(1), "metrics")[0][0])
     blocks = layout.blocks(grid, 85)  # a variant's group and its names need 89 columns at the least
-    assert [b.grid.header[1:] for b in blocks] == [["base (median)"], ["v0 (median)", "v0 change [95% CI]", "v0 verdict"]]
+    assert [b.grid.header[1:] for b in blocks] == [["base (median)"], ["v0 (median)", "v0 change [CI]", "v0 verdict"]]
     for block in blocks:
         values = [max(cell_len(r[i]) for r in block.grid.rows) for i in range(1, len(block.grid.header))]
         assert all(w >= v for w, v in zip(block.widths[1:], values, strict=True))  # no value folds

@@ -46,7 +46,7 @@ def test_a_change_reads_as_times_faster_or_slower_with_the_interval_turned_round
 def test_the_grid_has_times_only_in_real_user_sys_order_with_a_column_per_variant_or_host() -> None:
     g = grid(REPORT)
     assert g.header == ["workload", "time", "linux best", "linux median", "other@far best", "other@far median",
-                        "other@far vs linux [95% CI]"]  # fmt: skip
+                        "other@far vs linux [CI]"]  # fmt: skip
     assert [r[1] for r in g.rows] == ["wall", "sys"]  # max_rss is not a time
     assert g.rows[0][2:] == ["9.500 s", "10.00 s", "8.500 s", "8.770 s", "1.14x faster [1.10, 1.18]"]
 

@@ -69,15 +69,15 @@ def test_identical_runs_are_same_and_tiny_noise_is_same() -> None:
 
 
 def test_verdict_rules() -> None:
-    common = dict(ci90=(0.03, 0.07), q=0.001, alpha=0.05, margin=0.01)
-    assert verdict(direction="lower", change=0.05, ci=(0.02, 0.08), **common) == "worse"
-    assert verdict(direction="higher", change=0.05, ci=(0.02, 0.08), **common) == "better"
-    assert verdict(direction="none", change=0.05, ci=(0.02, 0.08), **common) == "-"
-    # significant p but an interval that touches zero is not enough
-    assert verdict(direction="lower", change=0.05, ci=(-0.01, 0.08), **common) == "unclear"
-    assert (
-        verdict(direction="lower", change=0.0, ci=(-0.02, 0.02), ci90=(-0.005, 0.006), q=0.9, alpha=0.05, margin=0.01) == "same"
-    )
+    common = dict(ci90=(0.03, 0.07), margin=0.01)
+    assert verdict(direction="lower", ci=(0.02, 0.08), **common) == "worse"
+    assert verdict(direction="higher", ci=(0.02, 0.08), **common) == "better"
+    assert verdict(direction="higher", ci=(-0.08, -0.02), **common) == "worse"
+    assert verdict(direction="none", ci=(0.02, 0.08), **common) == "-"
+    # the interval shown (at the corrected level) must exclude zero: touching it is not enough
+    assert verdict(direction="lower", ci=(-0.01, 0.08), **common) == "unclear"
+    assert verdict(direction="lower", ci=(0.0, 0.08), **common) == "unclear"
+    assert verdict(direction="lower", ci=(-0.02, 0.02), ci90=(-0.005, 0.006), margin=0.01) == "same"
 
 
 def test_blocks_needed_grows_as_the_change_shrinks_and_counts_the_test_used() -> None:

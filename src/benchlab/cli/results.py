@@ -127,6 +127,14 @@ def report(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="write the report to this file (whole or not at all) instead of stdout")
     ] = None,
+    raw_intervals: Annotated[
+        bool,
+        typer.Option(
+            "--raw-intervals",
+            help="show every metric's change with its unadjusted 95% interval, not the one its verdict reads (at its family's "
+            "corrected level); JSON holds both",
+        ),
+    ] = False,
     exports: Exports | None = None,
 ) -> None:
     """Print an experiment's verdict table (table, md, json, csv, hyperfine, gbench, or an HTML page
@@ -141,6 +149,7 @@ def report(
     store = open_store(db, create=False)
     data = load_for_report(store, store.require_experiment(name), every_record=needs_runs(fmt, *exports))
     drawn = analyze(data, reference_host=reference, baseline=baseline).report()
+    drawn = drawn.with_raw_intervals() if raw_intervals else drawn
     print_report(drawn, fmt, checked, output)
     write_exports(drawn, exports, checked)
 

@@ -2,7 +2,7 @@
 study's: launch time, start types, kills, working-set refaults, kswapd CPU, reclaim efficiency,
 direct reclaim, swap and pressure, each a titled group of rows named as the study names them.
 Every number is the report's own: the baseline's median, then per variant its median, its
-change against the baseline with the 95% interval, and its verdict."""
+change against the baseline with the interval its verdict reads, and its verdict."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def grid(report: Report, workload: str, variant: str | None) -> Grid:
     baseline = report.baseline
     by_metric: ByMetric = {metric: rows for (w, metric), rows in cells.grouped_rows(report) if w == workload}
     compared = f"{variant} vs {baseline}" if variant else baseline
-    header = ["", baseline, *([variant, "change [95% CI]", "verdict"] if variant else [])]
+    header = ["", baseline, *([variant, f"change [{cells.ci_label(report)}]", "verdict"] if variant else [])]
     out = Grid(title=f"{workload}: app cycle, {compared} (medians)", header=header, verdict_columns=[4], names=1)
     shown: list[MetricRow] = []
     for title, lines in _sections(by_metric):
@@ -144,7 +144,7 @@ def grid(report: Report, workload: str, variant: str | None) -> Grid:
             out.add(_cols(line, by_metric[line.metric], variant))
             shown += [by_metric[line.metric][variant]] if variant in by_metric[line.metric] else []
     blank = any(not c for cols, emphasis in zip(out.rows, out.emphasis, strict=True) if not emphasis for c in cols[1:3])
-    out.notes += [MISSING if blank else "", cells.shift_note(shown)]
+    out.notes += [MISSING if blank else "", cells.shift_note(shown), *cells.change_notes(shown)]
     return out
 
 

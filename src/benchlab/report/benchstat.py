@@ -5,8 +5,8 @@ of it), and beside each compared variant its change `vs base` with `(p=... n=...
 the change is not shown; a geomean line closes each table; footnotes say what a mark means.
 
 What differs from benchstat is what decides: a change is shown only where benchlab's verdict is
-better or worse (its adjusted p below alpha and the 95% interval of the change clear of zero, see
-stats/verdict.py), not wherever p < 0.05; `~` rows carry a footnote saying whether they are the
+better or worse (its interval at its family's corrected level clear of zero, which is its adjusted
+p below alpha, see stats/judge.py), not wherever p < 0.05; `~` rows carry a footnote saying whether they are the
 same within the margin, unclear, or not judged. The p shown is the test's own, before correction.
 `n` is the runs of each side (`n=10+12`), or the pairs where runs were paired by block.
 

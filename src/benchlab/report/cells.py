@@ -12,6 +12,7 @@ from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
 from benchlab.suite.baseline import SECTION_TITLES
 
 SHIFT = "shift"  # marks a change that is a raw shift, not a ratio (see shift_note)
+AGAINST_MEDIANS = "\u2020"  # a dagger: marks a change that points against the medians (see change_notes)
 SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # the time units metrics carry, largest first
 
 
@@ -52,17 +53,26 @@ def change(value: float | None, ci: Sequence[float | None], *, log_scale: bool |
 
 
 def no_interval(row: MetricRow | GeomeanRow) -> str:
-    """Why a change has no interval, said where the interval would be: under a `[95% CI]` header
+    """Why a change has no interval, said where the interval would be: under a `[CI]` header
     a bare n/a reads as a gap. Too few blocks for any (a paired t needs 3 and some spread, the
-    signed-rank interval 6), every block's difference alike below 6, or too few runs on a side
-    where runs could not pair (hosts merged)."""
+    signed-rank interval 6) or for one at the row's corrected level (`n/a: 10 blocks at 99.8%`),
+    every block's difference alike below 6, or too few runs on a side where runs could not pair
+    (hosts merged)."""
     if isinstance(row, GeomeanRow):
-        return f"n/a: {row.blocks} blocks"
+        return f"n/a: {row.blocks} blocks{_at_level(row)}"
     if not row.pairs:
-        return f"n/a: {row.n} runs"
+        return f"n/a: {row.n} runs{_at_level(row)}"
     if FIRST_LOOK <= row.pairs < SMALL_N and row.test != PARAMETRIC:
         return "n/a: all alike"
-    return f"n/a: {row.pairs} blocks"
+    return f"n/a: {row.pairs} blocks{_at_level(row)}"
+
+
+def _at_level(row: MetricRow | GeomeanRow) -> str:
+    """` at 99.8%` where there is a 95% interval but none at the row's corrected level: the rank
+    test of so few blocks (or runs) cannot reach it, and the level says why."""
+    if row.change_ci95[0] is None or row.change_ci_level is None or row.change_ci_level <= 0.95:
+        return ""
+    return f" at {math.floor(row.change_ci_level * 1000) / 10:.1f}%"
 
 
 def no_change(row: MetricRow | GeomeanRow) -> str:
@@ -73,10 +83,51 @@ def no_change(row: MetricRow | GeomeanRow) -> str:
 
 
 def row_change(row: MetricRow | GeomeanRow, shown: Callable[..., str] = change) -> str:
-    """A row's change as `shown` says it (a percentage, or `--times`' speed ratio), or why there is none."""
+    """A row's change as `shown` says it (a percentage, or `--times`' speed ratio), or why there is
+    none; marked with a dagger where it points against the medians (see change_notes)."""
     if row.change is None:
         return no_change(row)
-    return shown(row.change, row.change_ci, log_scale=row.log_scale, missing=no_interval(row))
+    mark = f" {AGAINST_MEDIANS}" if isinstance(row, MetricRow) and row.change_note else ""
+    return shown(row.change, row.change_ci, log_scale=row.log_scale, missing=no_interval(row)) + mark
+
+
+def change_notes(rows: Sequence[MetricRow]) -> list[str]:
+    """Under a table, one line for the changes marked with a dagger: which rows, and why a change
+    can point against the medians (each row's own reason is its `change_note` in JSON)."""
+    marked = [f"{r.workload} {r.metric} ({r.variant})" for r in rows if r.change_note]
+    if not marked:
+        return []
+    return [
+        f"{AGAINST_MEDIANS} the change points against the medians of the runs: {', '.join(marked)}. A change is the "
+        "paired estimate over blocks (the mean of the per-block log ratios below 6 blocks, their Hodges-Lehmann "
+        "median from 6; unpaired, the median of all differences between runs), which a block whose two runs moved "
+        "far apart pulls, while a median of runs ignores which block a run was in; its interval says what is known"
+    ]
+
+
+def ci_label(report: Report) -> str:
+    """The change column's heading: `CI` where judged rows show their corrected intervals (the
+    footer says at which levels), `95% CI` where every one is the unadjusted 95% interval."""
+    return "95% CI" if report.intervals == "raw" else "CI"
+
+
+def interval_note(report: Report) -> str:
+    """What the intervals beside the changes are, for a table's footer."""
+    if report.intervals == "raw":
+        return (
+            "intervals: unadjusted 95% (--raw-intervals); a verdict reads its row's interval at the family's corrected "
+            "level, which may be wider"
+        )
+    levels = [r.change_ci_level for r in [*report.rows, *report.geomean] if r.verdict != "-" and r.change_ci_level]
+    span = (
+        f"{min(levels):.1%}"
+        if levels and min(levels) == max(levels)
+        else (f"{min(levels):.1%}-{max(levels):.1%}" if levels else "95%")
+    )
+    return (
+        f"CI: a judged row's at its family's corrected level ({span}; better/worse exactly where it excludes 0), "
+        "others 95%; --raw-intervals shows the unadjusted 95%"
+    )
 
 
 def shift_note(rows: Sequence[MetricRow | ScoreRow]) -> str:

@@ -17,6 +17,9 @@ JUDGEMENT = [
     "change",
     "change_ci_low",
     "change_ci_high",
+    "change_ci_level",
+    "change_ci95_low",
+    "change_ci95_high",
     "log_scale",
     "test",
     "p",
@@ -28,7 +31,7 @@ JUDGEMENT = [
 ]
 METRIC_COLUMNS = [
     "workload", "metric", "unit", "direction", "variant", "n", "pairs", "baseline_median", "median",
-    "median_ci_low", "median_ci_high", *JUDGEMENT,
+    "median_ci_low", "median_ci_high", *JUDGEMENT, "change_note",
 ]  # fmt: skip
 SCORE_COLUMNS = [
     "level", "name", "section", "mode", "variant", "unit", "n", "score", "score_ci_low", "score_ci_high", *JUDGEMENT,
@@ -51,6 +54,7 @@ def _metric_lines(report: Report, parameters: list[str]) -> Iterable[dict[str, A
         flat = row.model_dump()
         flat["median_ci_low"], flat["median_ci_high"] = row.median_ci
         flat["change_ci_low"], flat["change_ci_high"] = row.change_ci
+        flat["change_ci95_low"], flat["change_ci95_high"] = row.change_ci95
         point = points.get(row.variant, {})
         yield {**flat, **{f"sweep.{p}": point.get(p) for p in parameters}}
 
@@ -61,6 +65,7 @@ def _score_lines(report: Report) -> Iterable[dict[str, Any]]:
         flat = row.model_dump()
         flat["score_ci_low"], flat["score_ci_high"] = row.score_ci
         flat["change_ci_low"], flat["change_ci_high"] = row.change_ci
+        flat["change_ci95_low"], flat["change_ci95_high"] = row.change_ci95
         yield flat
 
 

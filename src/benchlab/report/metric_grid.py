@@ -1,6 +1,7 @@
 """The plain delta table as a grid: per workload and judged or described metric, the
-baseline's median, then each variant's median, change against the baseline with its 95%
-interval, and verdict; then the geometric-mean rows."""
+baseline's median, then each variant's median, change against the baseline with its interval
+(a judged row's at its family's corrected level: the one its verdict reads), and verdict; then
+the geometric-mean rows."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def grid(report: Report, workloads: set[str] | None = None) -> Grid:
     title = f"{report.experiment.name}: {', '.join(others) or 'no variant'} vs {baseline}"
     header = ["workload", "metric", f"{baseline} (median)"]
     for v in others:
-        header += [f"{v} (median)", f"{v} change [95% CI]", f"{v} verdict"]
+        header += [f"{v} (median)", f"{v} change [{cells.ci_label(report)}]", f"{v} verdict"]
     out = Grid(title=title, header=header, verdict_columns=[5 + 3 * i for i in range(len(others))], shared=3, group=3)
     shown = []
     for (workload, _), by_variant in cells.grouped_rows(report):
@@ -31,6 +32,7 @@ def grid(report: Report, workloads: set[str] | None = None) -> Grid:
             shown += [row] if row else []
         out.add(cols)
     out.notes.append(cells.shift_note(shown))
+    out.notes += cells.change_notes(shown)
     out.notes += cells.calibration_notes(report, workloads)
     if workloads is None:
         for direction, by_geomean in cells.geomean_by_direction(report):
@@ -58,5 +60,5 @@ def footer(report: Report) -> str:
     )
     return (
         f"{len(judged)} comparisons; {report.correction} correction at alpha={report.alpha}; "
-        f"same = 90% CI within ±{report.margin:.1%}; {tests}; " + cells.family_note()
+        f"same = 90% CI within ±{report.margin:.1%}; {tests}; {cells.interval_note(report)}; " + cells.family_note()
     )

@@ -1,8 +1,8 @@
 """Whole-command times as people quote them (`time make -jN`): per workload its
 real, user and sys time (and the workload's own time, where it reports one),
 best of N and median for every variant or host, and how many times faster or
-slower each is than the baseline ("1.14x faster"), with the 95% interval of
-that ratio, which is the judged change turned round."""
+slower each is than the baseline ("1.14x faster"), with the interval of
+that ratio (the one its verdict reads), which is the judged change turned round."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def grid(report: Report) -> Grid:
     others = cells.compared_variants(report)
     header = ["workload", "time", f"{baseline} best", f"{baseline} median"]
     for v in others:
-        header += [f"{v} best", f"{v} median", f"{v} vs {baseline} [95% CI]"]
+        header += [f"{v} best", f"{v} median", f"{v} vs {baseline} [{cells.ci_label(report)}]"]
     out = Grid(title=f"{report.experiment.name}: times, best of N and median", header=header, shared=4, group=3)
     found = rows(report)
     shown_in = units(found)
@@ -103,9 +103,13 @@ def grid(report: Report) -> Grid:
             shown += [row] if row else []
         out.add(cols)
     out.notes.append(cells.shift_note(shown))
+    out.notes += cells.change_notes(shown)
     return out
 
 
 def footer(report: Report) -> str:
     runs = max((r.n for r in report.rows), default=0)
-    return f"best and median of up to {runs} runs per column; the ratio is the baseline's time over the column's"
+    return (
+        f"best and median of up to {runs} runs per column; the ratio is the baseline's time over the column's; "
+        + cells.interval_note(report)
+    )

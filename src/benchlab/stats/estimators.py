@@ -121,53 +121,6 @@ def hodges_lehmann_two_sample(x: np.ndarray, y: np.ndarray, levels: tuple[float,
     return _estimate_and_intervals(len(x) * len(y), criticals, lambda ranks: difference_order_statistics(x, y, ranks))
 
 
-EXACT_TIED_MAX = 16  # 2**16 sign patterns: a few milliseconds
-
-
-def signed_rank_p(d: np.ndarray) -> float:
-    """Two-sided Wilcoxon signed-rank p (zeros dropped, as Wilcoxon did); 1 when every
-    difference is zero.
-
-    Without ties the exact distribution (`_signed_rank_cdf`, shared with the sequential
-    calibration so both read the same p) serves up to 200 pairs. Tied magnitudes (counts,
-    coarse timers) get the exact permutation p over sign patterns of their midranks,
-    enumerated here with numpy: scipy computes the same p through its generic
-    permutation_test for up to 13 pairs, ~0.3 s a call, which made a report of 2,300 rows
-    take three minutes. Beyond these, scipy's normal approximation with tie correction.
-    """
-    d = np.asarray(d, dtype=float)
-    d = d[d != 0]
-    n = len(d)
-    if n == 0:
-        return 1.0
-    ranks = stats.rankdata(np.abs(d))
-    _, ties = np.unique(ranks, return_counts=True)
-    tied = len(ties) < n
-    if not tied and n <= EXACT_SIGNED_RANK_MAX_N:
-        return float(signed_rank_p_exact(ranks[d > 0].sum(), n))
-    if not tied or n > EXACT_TIED_MAX:
-        return _signed_rank_normal_p(d, ranks, ties)
-    patterns = (np.arange(1 << n)[:, None] >> np.arange(n)) & 1
-    null = patterns @ ranks
-    centre = ranks.sum() / 2
-    observed = abs(ranks[d > 0].sum() - centre)
-    return float(np.mean(np.abs(null - centre) >= observed - 1e-9))
-
-
-def _signed_rank_normal_p(d: np.ndarray, ranks: np.ndarray, ties: np.ndarray) -> float:
-    """`scipy.stats.wilcoxon(d, method="approx").pvalue` (no continuity correction, zeros already
-    dropped) computed term by term as scipy does, so the p is the same to the last bit, without
-    the ~1.5 ms its argument checks cost per call, a third of a 100,000-run report. Every sum
-    here is of integers or half-integers, exact in any order."""
-    n = len(d)
-    r_plus = np.sum((d > 0).astype(float) * ranks)
-    mean = n * (n + 1.0) * 0.25
-    tie_correct = np.sum(ties.astype(float) ** 3 - ties)
-    se = np.sqrt((n * (n + 1.0) * (2.0 * n + 1.0) - tie_correct / 2) / 24)
-    z = (r_plus - mean) / se
-    return float(2 * special.ndtr(-np.abs(z)))
-
-
 def signed_rank_p_exact(t_plus: np.ndarray | float, n: int) -> np.ndarray:
     """Exact two-sided p of untied signed-rank sums T+ of n pairs (vectorised over T+)."""
     cdf = _signed_rank_cdf(n)
@@ -175,13 +128,6 @@ def signed_rank_p_exact(t_plus: np.ndarray | float, n: int) -> np.ndarray:
     below = cdf[t]
     above = 1.0 - np.where(t > 0, cdf[np.maximum(t - 1, 0)], 0.0)
     return np.minimum(1.0, 2.0 * np.minimum(below, above))
-
-
-def signed_rank_min_p(d: np.ndarray) -> float:
-    """The smallest p the signed-rank test can give these pairs: every non-zero difference
-    of one sign, 2^(1-n'); 1 when all are zero (Tarone's rule leaves such rows out)."""
-    nonzero = int(np.count_nonzero(np.asarray(d)))
-    return 1.0 if nonzero == 0 else min(1.0, 2.0 ** (1 - nonzero))
 
 
 def paired_t(d: np.ndarray, levels: tuple[float, ...] = (0.95,)) -> tuple[float, list[Interval], float]:
@@ -200,21 +146,131 @@ def paired_t(d: np.ndarray, levels: tuple[float, ...] = (0.95,)) -> tuple[float,
     return float(np.mean(d)), intervals, float(result.pvalue)
 
 
-def rank_sum_min_p(m: int, n: int) -> float:
-    """The smallest two-sided Mann-Whitney p with samples of m and n: complete separation,
-    2 / C(m + n, m), on the log scale: from ~515 runs a side C(m + n, m) is too large for a float."""
+def paired_t_interval(d: np.ndarray, threshold: float) -> Interval:
+    """The t interval that excludes zero exactly when the paired t's p is at most `threshold`."""
+    ci = stats.ttest_1samp(np.asarray(d, dtype=float), 0.0).confidence_interval(confidence_level=1 - threshold)
+    return float(ci.low), float(ci.high)
+
+
+# The rank tests below are read off the Hodges-Lehmann intervals themselves: a test's p is the
+# smallest threshold at which its interval excludes zero, so `p <= b` and "the interval at b
+# excludes zero" are one comparison of the same floats, never two procedures that can disagree.
+# The interval at b is [v_c, v_(N-c+1)] of the N pairwise values (Walsh averages, or differences
+# of two samples), with c the number of counts t whose tail p `tail(t)` is at most b; it excludes
+# zero exactly when k, the number of values on the rarer side of zero (zero counting on both),
+# is below c, that is when tail(k) <= b. Without ties and zeros k is the signed-rank (or
+# Mann-Whitney) statistic and the p is the exact test's; a tie at zero counts against a verdict,
+# so with ties the test only grows more cautious.
+
+
+def _within(tail: Callable[[int], float], threshold: float, guess: int, total: int) -> int:
+    """How many t = 0, 1, ... have tail(t) <= threshold (tail grows with t), stepped exactly from a guess."""
+    c = min(max(guess, 0), total)
+    while c > 0 and tail(c - 1) > threshold:
+        c -= 1
+    while c < total and tail(c) <= threshold:
+        c += 1
+    return c
+
+
+def _normal_guess(mean: float, sd: float, threshold: float, total: int) -> int:
+    """Where the normal approximation puts the count c, for `_within` to step from."""
+    guess = mean - special.ndtri(1 - min(threshold, 1.0) / 2) * sd
+    return int(min(max(guess, 0.0), total)) if math.isfinite(guess) else 0
+
+
+def _signed_rank_moments(n: int) -> tuple[float, float]:
+    return n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+
+
+def signed_rank_tail(k: int, n: int) -> float:
+    """Two-sided p of k Walsh averages of n pairs on the rarer side of zero: exact up to 200 pairs,
+    then the normal approximation with a continuity correction of one count."""
+    if n <= EXACT_SIGNED_RANK_MAX_N:
+        return float(min(1.0, 2.0 * _signed_rank_cdf(n)[k]))
+    mean, sd = _signed_rank_moments(n)
+    return float(min(1.0, 2.0 * special.ndtr((k + 1 - mean) / sd)))
+
+
+@functools.lru_cache(maxsize=4096)
+def signed_rank_count(n: int, threshold: float) -> int:
+    """The c of the paired interval at `threshold`: how many t have signed_rank_tail(t, n) <= threshold."""
+    total = n * (n + 1) // 2
+    if n <= EXACT_SIGNED_RANK_MAX_N:
+        return int(np.searchsorted(np.minimum(1.0, 2.0 * _signed_rank_cdf(n)), threshold, side="right"))
+    mean, sd = _signed_rank_moments(n)
+    return _within(lambda t: signed_rank_tail(t, n), threshold, _normal_guess(mean, sd, threshold, total), total)
+
+
+def walsh_sides(d: np.ndarray) -> tuple[int, int]:
+    """How many Walsh averages (d_i + d_j) / 2, i <= j, are <= 0 and >= 0, by binary search:
+    d_i + d_j <= 0 exactly when d_j <= -d_i, in floating point too."""
+    d = np.sort(np.asarray(d, dtype=float))
+    n = len(d)
+    le = int(np.searchsorted(d, -d, side="right").sum()) + int((d <= 0).sum())  # ordered pairs, the diagonal twice
+    ge = n * n - int(np.searchsorted(d, -d, side="left").sum()) + int((d >= 0).sum())
+    return le // 2, ge // 2
+
+
+def signed_rank_test(d: np.ndarray) -> tuple[float, float]:
+    """(p, smallest p) of the paired Hodges-Lehmann interval's own test. The smallest p these
+    pairs could give has every non-zero difference of one sign; the z zero differences still
+    put their z(z+1)/2 Walsh averages at zero, on both sides (1 when all are zero)."""
+    n = len(d)
+    if n == 0:
+        return NAN, 1.0
+    zeros = int(np.count_nonzero(np.asarray(d) == 0))
+    return signed_rank_tail(min(walsh_sides(d)), n), signed_rank_tail(zeros * (zeros + 1) // 2, n)
+
+
+def signed_rank_interval(d: np.ndarray, threshold: float) -> Interval:
+    """The paired Hodges-Lehmann interval that excludes zero exactly when signed_rank_test's p <= threshold."""
+    n = len(d)
+    total = n * (n + 1) // 2
+    c = min(signed_rank_count(n, threshold), (total + 1) // 2) if n else 0  # a threshold of 1/2 or more: the median
+    if c < 1:
+        return NAN, NAN
+    lo, hi = walsh_order_statistics(d, [c, total - c + 1])
+    return lo, hi
+
+
+def _rank_sum_moments(m: int, n: int) -> tuple[float, float]:
+    return m * n / 2, math.sqrt(m * n * (m + n + 1) / 12)
+
+
+def rank_sum_tail(k: int, m: int, n: int) -> float:
+    """Two-sided p of k of the m*n differences on the rarer side of zero, from the normal
+    approximation to Mann-Whitney's U with a continuity correction of one count (the
+    approximation the two-sample interval has always been read from)."""
+    mean, sd = _rank_sum_moments(m, n)
+    return float(min(1.0, 2.0 * special.ndtr((k + 1 - mean) / sd)))
+
+
+@functools.lru_cache(maxsize=4096)
+def rank_sum_count(m: int, n: int, threshold: float) -> int:
+    """The c of the two-sample interval at `threshold`."""
+    mean, sd = _rank_sum_moments(m, n)
+    return _within(lambda t: rank_sum_tail(t, m, n), threshold, _normal_guess(mean, sd, threshold, m * n), m * n)
+
+
+def rank_sum_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(p, smallest p) of the two-sample Hodges-Lehmann interval's own test: how many x_i - y_j
+    lie on each side of zero, counted by binary search (x_i - y_j <= 0 exactly when x_i <= y_j)."""
+    m, n = len(x), len(y)
     if m == 0 or n == 0:
-        return 1.0
-    log_ways = math.lgamma(m + n + 1) - math.lgamma(m + 1) - math.lgamma(n + 1)
-    return min(1.0, math.exp(math.log(2.0) - log_ways))
-
-
-def rank_sum_p(x: np.ndarray, y: np.ndarray) -> float:
-    """Two-sided Mann-Whitney U p; 1 when both samples are one identical constant."""
+        return NAN, 1.0
+    ys = np.sort(np.asarray(y, dtype=float))
     x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if len(x) == 0 or len(y) == 0:
-        return NAN
-    if np.ptp(np.concatenate([x, y])) == 0:
-        return 1.0
-    return float(stats.mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    le = int((n - np.searchsorted(ys, x, side="left")).sum())
+    ge = int(np.searchsorted(ys, x, side="right").sum())
+    return rank_sum_tail(min(le, ge), m, n), rank_sum_tail(0, m, n)
+
+
+def rank_sum_interval(x: np.ndarray, y: np.ndarray, threshold: float) -> Interval:
+    """The two-sample Hodges-Lehmann interval that excludes zero exactly when rank_sum_test's p <= threshold."""
+    m, n = len(x), len(y)
+    c = min(rank_sum_count(m, n, threshold), (m * n + 1) // 2) if m and n else 0
+    if c < 1:
+        return NAN, NAN
+    lo, hi = difference_order_statistics(x, y, [c, m * n - c + 1])
+    return lo, hi

@@ -11,6 +11,7 @@ shift of the raw values relative to the baseline median.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections import defaultdict
@@ -24,22 +25,25 @@ from benchlab.stats import report_model as model
 from benchlab.stats.correction import adjust
 from benchlab.stats.estimators import (
     NAN,
+    Interval,
     hodges_lehmann_paired,
     hodges_lehmann_two_sample,
     median_ci,
     paired_t,
-    rank_sum_min_p,
-    rank_sum_p,
-    signed_rank_min_p,
-    signed_rank_p,
+    paired_t_interval,
+    rank_sum_interval,
+    rank_sum_test,
+    signed_rank_interval,
+    signed_rank_test,
 )
 from benchlab.stats.families import GEOMEAN, JUDGED, PRIMARY, shares
 from benchlab.stats.report_model import number, pair
-from benchlab.stats.sequential import nominal_level, sequential_p
+from benchlab.stats.sequential import nominal_level, nominal_threshold, sequential_p
 from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
 from benchlab.stats.verdict import DECIDED, NOT_JUDGED, UNCLEAR, blocks_needed, verdict
 
-LEVELS = (0.95, 0.90)  # the change's interval, and the one TOST compares with the margin
+LEVELS = (0.95, 0.90)  # the change's unadjusted interval, and the one TOST compares with the margin
+RAW_LEVEL = LEVELS[0]
 
 KEY_SHIFT = 32  # pairing key = host << 32 | block
 
@@ -66,12 +70,13 @@ class Settings:
     sequential: Sequential | None = None
 
     def levels(self) -> tuple[float, float]:
-        """The change's interval and the TOST interval: 95% and 90%, or in sequential mode the
-        repeated intervals at the per-look level that keeps any false verdict at alpha."""
+        """The change's unadjusted interval (95%) and the TOST interval: 90%, or in sequential
+        mode the repeated interval at the per-look level that keeps any false 'same' at alpha.
+        The interval shown beside a verdict is another: its family's corrected one (`decide`)."""
         if self.sequential is None:
             return LEVELS
         c = nominal_level(self.alpha, self.sequential.first, self.sequential.last)
-        return (1 - c, 1 - 2 * c)
+        return (RAW_LEVEL, 1 - 2 * c)
 
 
 @dataclass
@@ -104,7 +109,9 @@ class Series:
 class Estimate:
     """A change on the scale it is tested on (log ratio, or raw shift), with its intervals,
     the test's p, the smallest p that test could give these data, and the spread of the
-    differences (what the blocks-needed hint extrapolates from)."""
+    differences (what the blocks-needed hint extrapolates from). `interval_at(b)` is the
+    interval that excludes zero exactly when p <= b: the test inverted, read at the threshold
+    its family's correction sets (`decide`)."""
 
     value: float
     ci: tuple[float, float]
@@ -114,6 +121,7 @@ class Estimate:
     test: str
     spread: float
     paired: bool
+    interval_at: Callable[[float], Interval]
 
 
 def paired_estimate(d: np.ndarray, levels: tuple[float, float]) -> Estimate:
@@ -123,15 +131,18 @@ def paired_estimate(d: np.ndarray, levels: tuple[float, float]) -> Estimate:
     spread = float(np.std(d, ddof=1)) if len(d) > 1 else NAN
     if FIRST_LOOK <= len(d) < SMALL_N and np.ptp(d) > 0:
         est, (ci, ci90), p = paired_t(d, levels)
-        return Estimate(est, ci, ci90, p, 0.0, PARAMETRIC, spread, True)
+        return Estimate(est, ci, ci90, p, 0.0, PARAMETRIC, spread, True, functools.partial(paired_t_interval, d))
     est, (ci, ci90) = hodges_lehmann_paired(d, levels)
-    return Estimate(est, ci, ci90, signed_rank_p(d), signed_rank_min_p(d), "wilcoxon", spread, True)
+    p, p_min = signed_rank_test(d)
+    return Estimate(est, ci, ci90, p, p_min, "wilcoxon", spread, True, functools.partial(signed_rank_interval, d))
 
 
 def two_sample_estimate(x: np.ndarray, y: np.ndarray, levels: tuple[float, float]) -> Estimate:
+    """The two-sample Hodges-Lehmann shift and the Mann-Whitney test read off its interval."""
     est, (ci, ci90) = hodges_lehmann_two_sample(x, y, levels)
     spread = float(np.sqrt((np.var(x, ddof=1) + np.var(y, ddof=1)) / 2)) if min(len(x), len(y)) > 1 else NAN
-    return Estimate(est, ci, ci90, rank_sum_p(x, y), rank_sum_min_p(len(x), len(y)), "mann-whitney", spread, False)
+    p, p_min = rank_sum_test(x, y)
+    return Estimate(est, ci, ci90, p, p_min, "mann-whitney", spread, False, functools.partial(rank_sum_interval, x, y))
 
 
 @dataclass
@@ -149,13 +160,19 @@ class Judged:
     estimate: Estimate | None = None
     margin: float = NAN  # the equivalence margin, a fraction as the change is
     change: float = NAN
-    change_ci: tuple[float, float] = (NAN, NAN)
+    change_ci: tuple[float, float] = (NAN, NAN)  # the interval shown: at change_ci_level
     change_ci90: tuple[float, float] = (NAN, NAN)
+    change_ci95: tuple[float, float] = (NAN, NAN)  # unadjusted
+    change_ci_level: float = RAW_LEVEL  # a judged row's: its family's corrected level (`decide`)
 
     @property
     def margin_tested(self) -> float:
         """The margin on the scale the change is tested on (the log ratio, or the raw shift)."""
         return math.log1p(self.margin)
+
+    def as_fraction(self, x: float) -> float:
+        """A change on the tested scale as the fraction the report shows."""
+        return _to_fraction(x)
 
 
 @dataclass
@@ -176,10 +193,14 @@ class Row(Judged):
     log_scale: bool = True
     best: float = NAN  # best of the variant's runs (the lowest, or the highest where higher is better)
     baseline_best: float = NAN
+    change_note: str = ""  # where the change and the medians point opposite ways, why
 
     @property
     def margin_tested(self) -> float:
         return math.log1p(self.margin) if self.log_scale else self.margin * abs(self.baseline_median)
+
+    def as_fraction(self, x: float) -> float:
+        return as_fraction(self.log_scale, self.baseline_median)(x)
 
     @property
     def sample_size(self) -> int:
@@ -192,10 +213,11 @@ class Row(Judged):
             n=self.n, pairs=self.pairs, median=number(self.median), median_ci=pair(self.median_ci),
             baseline_median=number(self.baseline_median), baseline_n=self.baseline_n or None,
             baseline_median_ci=pair(self.baseline_median_ci), change=number(self.change), change_ci=pair(self.change_ci),
+            change_ci_level=self.change_ci_level, change_ci95=pair(self.change_ci95),
             change_ci90=pair(self.change_ci90), log_scale=self.log_scale, test=self.test, p=number(self.p),
             q=number(self.q), verdict=self.verdict, blocks_needed=self.blocks_needed, family=self.family,
             note=self.note or None, spread=number(self.estimate.spread) if self.estimate else None,
-            best=number(self.best), baseline_best=number(self.baseline_best),
+            best=number(self.best), baseline_best=number(self.baseline_best), change_note=self.change_note or None,
         )  # fmt: skip
 
 
@@ -214,7 +236,8 @@ class GeomeanRow(Judged):
     def exported(self) -> model.GeomeanRow:
         return model.GeomeanRow(
             variant=self.variant, direction=self.direction, metrics=self.metrics, blocks=self.blocks,
-            change=number(self.change), change_ci=pair(self.change_ci), test=self.test, p=number(self.p),
+            change=number(self.change), change_ci=pair(self.change_ci), change_ci_level=self.change_ci_level,
+            change_ci95=pair(self.change_ci95), test=self.test, p=number(self.p),
             q=number(self.q), verdict=self.verdict, blocks_needed=self.blocks_needed, family=self.family,
             note=self.note or None,
         )  # fmt: skip
@@ -264,16 +287,39 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
     else:
         est = two_sample_estimate(v_all, b_all, levels)
     to_frac = as_fraction(log_scale, base_med)
-    return Row(
+    row = Row(
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
         variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
         baseline_n=len(b_all), baseline_median_ci=(base_lo, base_hi),
         change=to_frac(est.value), change_ci=(to_frac(est.ci[0]), to_frac(est.ci[1])),
-        change_ci90=(to_frac(est.ci90[0]), to_frac(est.ci90[1])), pairs=len(b) if paired else 0, test=est.test,
-        p=est.p, log_scale=log_scale, best=_best(v_all, series.direction), baseline_best=_best(b_all, series.direction),
+        change_ci95=(to_frac(est.ci[0]), to_frac(est.ci[1])), change_ci90=(to_frac(est.ci90[0]), to_frac(est.ci90[1])),
+        pairs=len(b) if paired else 0, test=est.test, p=est.p, log_scale=log_scale, best=_best(v_all, series.direction),
+        baseline_best=_best(b_all, series.direction),
         family=series.family, group=series.group or series.workload, estimate=est,
         margin=settings.margins.get((series.workload, series.metric), settings.margin),
     )  # fmt: skip
+    row.change_note = against_medians(row)
+    return row
+
+
+def against_medians(row: Row) -> str:
+    """Why the change points one way and the medians of the runs the other, where they do. The
+    change is the paired estimate, made of the per-block ratios (their mean below SMALL_N
+    blocks, their Hodges-Lehmann median from there; unpaired, the median of all differences
+    between runs): a block whose two runs moved far apart (one run disturbed) pulls it, while a
+    median of runs ignores which block a run was in. With few blocks and a wide spread the two
+    can part; the interval, not the sign, says what is known."""
+    moved = row.median - row.baseline_median
+    if not row.change * moved < 0:  # same way, no change, or NaN
+        return ""
+    scale = "log ratios" if row.log_scale else "differences"
+    if not row.pairs:
+        how = f"the median of all {row.n} x {row.baseline_n} differences between the runs (they could not pair)"
+    elif row.test == PARAMETRIC:
+        how = f"the mean of the {row.pairs} per-block {scale}, pulled by the blocks whose runs differ most"
+    else:
+        how = f"the Hodges-Lehmann median of the {row.pairs} per-block {scale}"
+    return f"the medians of the runs move the other way; the change is {how}, paired within each block"
 
 
 def _describe(series: Series, variant: str) -> Row:
@@ -320,6 +366,7 @@ def _geomeans(series_list: list[Series], settings: Settings, variants: list[str]
             out.append(GeomeanRow(
                 variant=variant, direction=direction, metrics=len(keys), blocks=len(d), change=_to_fraction(est.value),
                 change_ci=(_to_fraction(est.ci[0]), _to_fraction(est.ci[1])),
+                change_ci95=(_to_fraction(est.ci[0]), _to_fraction(est.ci[1])),
                 change_ci90=(_to_fraction(est.ci90[0]), _to_fraction(est.ci90[1])), test=est.test, p=est.p,
                 family=GEOMEAN, group="", estimate=est, margin=settings.margin,
             ))  # fmt: skip
@@ -351,7 +398,7 @@ def _cannot_reach(row: Judged, level: float, p_min: float) -> str:
 
 
 def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> None:
-    """Adjusted p, verdict and blocks-needed hint for every judged comparison.
+    """Adjusted p, the interval shown, verdict and blocks-needed hint for every judged comparison.
 
     Families (a workload's primary and secondary metrics, the geometric means) share alpha
     by their weights, among those that can decide anything; within each, the rows whose
@@ -361,6 +408,11 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
     cannot), then BH or Holm corrects the rest. q is reported on alpha's scale
     (adjusted p x alpha / the family's level), so q < alpha decides, as always. In
     sequential mode every p is first made a sequential p (stats/sequential.py).
+
+    Every row of a family shows its interval at one threshold (`shown_threshold`: for BH the
+    false-coverage-rate level of Benjamini and Yekutieli), at which the rows the correction
+    selects are exactly those whose p reaches it; each interval is its test inverted, so it
+    excludes zero exactly then, and better/worse is read off the interval shown.
     """
     judged: list[Row | GeomeanRow] = [*rows, *geomeans]
     seq = settings.sequential
@@ -391,17 +443,61 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
         else:  # BH (or none) can reject a row whenever its p reaches the level: leave out those that cannot
             testable = [r for r in members if p_min[id(r)] <= level and not math.isnan(p_used[id(r)])]
             row_level = level / max(len(testable), 1) if settings.correction == "bh" else level
+        # rows left out have p_min above `cutoff`: below it their intervals hold zero
+        cutoff = row_level if settings.correction == "holm" else level
         testable_ids = {id(r) for r in testable}
-        adjusted = adjust([p_used[id(r)] for r in testable], settings.correction)
+        tested = [p_used[id(r)] for r in testable]
+        adjusted = adjust(tested, settings.correction)
         scale = settings.alpha / level if level else 1.0
         for r, q in zip(testable, adjusted, strict=True):
             r.q = min(1.0, q * scale) if not math.isnan(q) else q
+        shown = shown_threshold(tested, level, settings.correction) if testable else cutoff
         for r in members:
             if id(r) not in testable_ids:
                 r.q = NAN
                 r.note = _cannot_reach(r, level, p_min[id(r)])
+            _show_interval(r, shown if id(r) in testable_ids else min(shown, cutoff), seq)
             _verdict(r, settings, row_level, same_level)
     _explain_geomeans(rows, geomeans)
+
+
+def shown_threshold(p: list[float], level: float, correction: str) -> float:
+    """The threshold a family's intervals are read at (their level is 1 minus it), chosen so that
+    the rows the correction selects are exactly those with p at most it (NaN p never are).
+
+    BH selects the R rows with p <= R x level / m (Benjamini-Hochberg's step-up over m rows);
+    Benjamini and Yekutieli (2005) showed that intervals at 1 - R x level / m for the selected
+    rows keep the false-coverage rate (the share of shown intervals that miss their true change)
+    at the level. Every row of the family is shown at max(R, 1) x level / m: the unselected have
+    p above (R + 1) x level / m, so theirs hold zero, and with nothing selected the level is
+    Bonferroni's. Holm (step-down, p_(k) <= level / (m - k + 1)) selects rows whose p is at most
+    both R x level / m and level / (m - R), where it stopped; the smaller of the two is the
+    false-coverage level or narrower. Uncorrected, the family's level. The comparisons below
+    use the very floats the selection is defined by, so no rounding can split them."""
+    m = len(p)
+    ps = np.sort(np.asarray(p, dtype=float))  # NaN sorts last and passes no comparison
+    if correction == "none" or m == 0:
+        return level
+    step = level / m
+    if correction == "bh":
+        reached = np.nonzero(ps <= np.arange(1, m + 1) * step)[0]
+        selected = int(reached[-1]) + 1 if len(reached) else 0
+        return max(selected, 1) * step
+    selected = 0
+    while selected < m and ps[selected] <= level / (m - selected):
+        selected += 1
+    return level if selected == m else min(max(selected, 1) * step, level / (m - selected))
+
+
+def _show_interval(r: Row | GeomeanRow, threshold: float, seq: Sequential | None) -> None:
+    """The row's interval at its family's threshold (on the sequential scale in sequential mode,
+    read at the nominal threshold whose sequential p is that), as the fraction the report shows."""
+    est = r.estimate
+    assert est is not None
+    nominal = threshold if seq is None else nominal_threshold(threshold, seq.first, seq.last)
+    lo, hi = est.interval_at(nominal) if nominal > 0 else (NAN, NAN)
+    r.change_ci = (r.as_fraction(lo), r.as_fraction(hi))
+    r.change_ci_level = 1 - threshold
 
 
 def _tarone(members: list[Row | GeomeanRow], p_min: dict[int, float], level: float) -> tuple[list[Row | GeomeanRow], int]:
@@ -417,10 +513,7 @@ def _tarone(members: list[Row | GeomeanRow], p_min: dict[int, float], level: flo
 def _verdict(r: Row | GeomeanRow, settings: Settings, row_level: float, same_level: float) -> None:
     est = r.estimate
     assert est is not None
-    r.verdict = verdict(
-        direction=r.direction, change=r.change, ci=r.change_ci, ci90=r.change_ci90, q=r.q, alpha=settings.alpha,
-        margin=r.margin,
-    )  # fmt: skip
+    r.verdict = verdict(direction=r.direction, ci=r.change_ci, ci90=r.change_ci90, margin=r.margin)
     if r.verdict == UNCLEAR:
         r.blocks_needed = blocks_needed(
             n=r.sample_size, effect=est.value, spread=est.spread, margin=r.margin_tested, level=row_level,

@@ -48,7 +48,14 @@ class Judgement(Model):
     the test, the corrected p and the verdict."""
 
     change: Number
-    change_ci: Pair = Field(description="95% interval of the change")
+    change_ci: Pair = Field(
+        description="interval of the change at change_ci_level: for a judged row its family's corrected level, at "
+        "which it excludes 0 exactly when the verdict is better or worse; 95% for a row not judged"
+    )
+    change_ci_level: Number = Field(
+        default=None, description="confidence level of change_ci: 0.95 unadjusted, higher where a family's correction widens it"
+    )
+    change_ci95: Pair = Field(default=(None, None), description="the unadjusted 95% interval of the change")
     test: str
     p: Number
     q: Number = Field(description="p adjusted within its family, on alpha's scale: q < alpha decides")
@@ -76,6 +83,11 @@ class MetricRow(Judgement):
     change_ci90: Pair = Field(description="90% interval, the one compared with the margin for 'same'")
     log_scale: bool = Field(description=LOG_SCALE)
     spread: Number = Field(description="standard deviation of the differences, on the scale they are tested on")
+    change_note: str | None = Field(
+        default=None,
+        description="why the change and the medians point opposite ways, where they do: the change is the paired "
+        "estimate over blocks, not the ratio of the medians (the tables mark the change with a dagger)",
+    )
     best: Number = Field(description="best of the variant's runs: the lowest, or the highest where higher is better")
     baseline_best: Number
 
@@ -331,6 +343,23 @@ class Report(Model):
     failed_benchmarks: list[FailedBenchmark]
     warnings: list[str]
     runs: list[Run] = Field(description="every run with its metrics; empty where only a table was drawn")
+    intervals: Literal["corrected", "raw"] = Field(
+        default="corrected",
+        description="which interval change_ci holds: corrected (a judged row's at its family's corrected level, the "
+        "one its verdict reads) or raw (the unadjusted 95% one, `report --raw-intervals`)",
+    )
+
+    def with_raw_intervals(self) -> Report:
+        """The report with every metric and geometric-mean change shown with its unadjusted 95%
+        interval (change_ci95) in place of the one its verdict reads."""
+        raw = {"change_ci_level": 0.95}
+        return self.model_copy(
+            update={
+                "rows": [r.model_copy(update={**raw, "change_ci": r.change_ci95}) for r in self.rows],
+                "geomean": [g.model_copy(update={**raw, "change_ci": g.change_ci95}) for g in self.geomean],
+                "intervals": "raw",
+            }
+        )
 
     def with_runs(self, runs: list[Run]) -> Report:
         """The report with every run, unchecked: they come straight from the store, whose columns

@@ -74,3 +74,21 @@ def nominal_level(alpha: float, first: int, last: int) -> float:
     smallest = _smallest_p(first, last)
     k = int(math.floor(alpha * PATHS))
     return float(smallest[k - 1]) if k >= 1 else alpha / (last - first + 1)
+
+
+@functools.lru_cache(maxsize=256)  # a family's rows share one threshold
+def nominal_threshold(level: float, first: int, last: int) -> float:
+    """The largest p (a float) whose sequential p is at most `level`. sequential_p grows with p,
+    so a p reaches `level` after the transformation exactly when it is at most this: a row's
+    repeated interval read at this nominal threshold excludes zero exactly when its sequential p
+    decides. Found by bisecting the floats' bit patterns (positive floats sort as their bits)."""
+    if float(sequential_p(1.0, first, last)) <= level:
+        return 1.0
+    lo, hi = 0, int(np.float64(1.0).view(np.int64))  # sequential_p(0) = 0 <= level; at 1.0 it is above
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if float(sequential_p(float(np.int64(mid).view(np.float64)), first, last)) <= level:
+            lo = mid
+        else:
+            hi = mid
+    return float(np.int64(lo).view(np.float64))

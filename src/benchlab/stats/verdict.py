@@ -14,16 +14,15 @@ DECIDED = (BETTER, WORSE, SAME)
 MAX_RUNS_NEEDED = 100_000
 
 
-def verdict(
-    *, direction: str, change: float, ci: tuple[float, float], ci90: tuple[float, float], q: float, alpha: float, margin: float
-) -> str:
-    """better/worse: adjusted p below alpha and the 95% CI excludes zero; same: the 90% CI inside
-    +-margin (two one-sided tests); anything else is unclear, never silently 'same'."""
+def verdict(*, direction: str, ci: tuple[float, float], ci90: tuple[float, float], margin: float) -> str:
+    """better/worse: the interval shown (at the row's corrected level, see judge.decide) excludes
+    zero, which happens exactly when the corrected test decides; same: the 90% CI inside +-margin
+    (two one-sided tests); anything else is unclear, never silently 'same'."""
     if direction == "none":
         return NOT_JUDGED
     lo, hi = ci
-    if not math.isnan(q) and q < alpha and not math.isnan(lo) and (lo > 0 or hi < 0):
-        return WORSE if (change > 0) == (direction == "lower") else BETTER
+    if not math.isnan(lo) and (lo > 0 or hi < 0):
+        return WORSE if (lo > 0) == (direction == "lower") else BETTER
     lo90, hi90 = ci90
     if not math.isnan(lo90) and -margin < lo90 and hi90 < margin:
         return SAME

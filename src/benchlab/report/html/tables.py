@@ -86,8 +86,12 @@ def changed(report: Report) -> str:
                       cells.change(s.change, s.change_ci, log_scale=s.log_scale), _q(s.q), s.verdict])  # fmt: skip
     if not lines:
         return '<p class="quiet">No comparison came out better or worse.</p>'
-    header = ["workload", "metric", "variant", f"{report.baseline} (median)", "median", "change [95% CI]", "q", "verdict"]
-    return table(header, lines, left=3, verdicts=(7,))
+    change = f"change [{cells.ci_label(report)}]"
+    header = ["workload", "metric", "variant", f"{report.baseline} (median)", "median", change, "q", "verdict"]
+    notes = [cells.interval_note(report), *cells.change_notes(rows)]
+    return table(header, lines, left=3, verdicts=(7,)) + "".join(
+        f'<p class="note">{esc(n, limit=safe.LINE_MAX)}</p>' for n in notes
+    )
 
 
 def _q(q: float | None) -> str:
