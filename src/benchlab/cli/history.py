@@ -53,7 +53,7 @@ def history(
         out.file.write(result.to_json())
         out.file.flush()
         return
-    console = out if out.is_terminal else Console(file=out.file, width=WIDTH, color_system=None, markup=False)
+    console = out if out.is_terminal else Console(file=out.file, width=WIDTH, color_system=None, markup=False, emoji=False)
     console.print(table.group(*history_grid.grids(result, points=points), result.warnings, width=console.width))
 
 
