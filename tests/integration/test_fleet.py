@@ -214,7 +214,7 @@ def test_a_worker_applies_each_variants_knobs_on_its_machine_and_puts_them_back(
         '[[variants]]\nname = "low"\nenv = { WANT = "17" }\nknobs = { "/proc/sys/vm/swappiness" = 17 }\n'
         '[[variants]]\nname = "high"\nenv = { WANT = "83" }\nknobs = { "/proc/sys/vm/swappiness" = 83 }\n'
     )
-    fleet.worker("w1", "--allow-shell", "--allow-machine-state")
+    fleet.worker("w1", "--allow-shell", "--allow-machine-state", "--allow-env", "WANT")
     fleet.driver(spec)
     assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:] + fleet.log("w1")[-4000:]
     assert knob.read_text() == before

@@ -144,6 +144,14 @@ def worker(
         bool,
         typer.Option("--allow-machine-state", help="let tasks change this machine: knobs, memory and swap, containers"),
     ] = False,
+    allow_env: Annotated[
+        list[str],
+        typer.Option(
+            "--allow-env",
+            metavar="NAME",
+            help="a variable a variant's env may set here, besides the defaults (repeat; NAME* for every name it starts)",
+        ),
+    ] = [],  # noqa: B006
     name: Annotated[str | None, typer.Option("--name", help="this worker's name in progress and logs (default HOST-PID)")] = None,
     broker_ca: BrokerCa = None,
 ) -> None:
@@ -156,7 +164,7 @@ def worker(
 
     check_pool(pool)
     url, secret = _broker(broker), _key(key)
-    allowed = AllowList.of(allow, shell=allow_shell, machine_state=allow_machine_state)
+    allowed = AllowList.of(allow, shell=allow_shell, machine_state=allow_machine_state, env=allow_env)
     target = db or os.environ.get("BENCHLAB_DB")
     if not target:  # never this user's own file by default: tasks of the driver's database would find nothing there
         raise SpecError("no database: give --db with the driver's (a postgresql:// URL; or set BENCHLAB_DB)")
