@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -128,6 +129,50 @@ def test_a_fleet_worker_puts_an_empty_knob_back_after_its_block(tmp_path: Path, 
     assert executor.seen == ["0"]
     assert Path(empty_knob).read_text().strip() == ""
     assert cli("restore", check=True).stdout.startswith("nothing to restore")
+
+
+WORKER = """
+import sys, time
+from pathlib import Path
+from benchlab.fleet.allowlist import AllowList
+from benchlab.fleet.worker import BlockWorker, WorkerSettings
+from benchlab.runner import Prepared, Runner
+from benchlab.spec import spec_from_dict
+from benchlab.store import Store
+from tests.unit.test_fleet_worker import KEY, TRUE, _envelope
+from tests.unit.test_runner import FakeExecutor
+
+db, knob, started = sys.argv[1:]
+raw = {"name": "fleet-exp", "blocks": 2, "warmup": 0, "workloads": [{"name": "t", "command": [TRUE]}],
+       "variants": [{"name": "a", "knobs": {knob: "0"}}]}
+Runner(Store(db), executor=FakeExecutor()).open_experiment(Prepared.from_spec(spec_from_dict(raw, "t")), resume=False)
+
+class Stuck(FakeExecutor):
+    def run(self, launch):
+        Path(started).touch()
+        time.sleep(60)
+
+settings = WorkerSettings(pool="lab", db=db, key=KEY, allow=AllowList.of([TRUE], machine_state=True), name="w1")
+BlockWorker(settings, fingerprint=lambda: {"hostname": "h1", "kernel": "test"}, executor=Stuck()).handle(_envelope(db, "t", 0))
+"""
+
+
+def test_an_empty_knob_left_set_by_a_killed_fleet_worker_is_put_back_by_restore(tmp_path: Path, empty_knob: str) -> None:
+    started = tmp_path / "started"
+    proc = subprocess.Popen([sys.executable, "-c", WORKER, str(tmp_path / "fleet.db"), empty_knob, str(started)],
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert started.exists(), proc.stderr.read() if proc.stderr and proc.poll() is not None else "no run started"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert Path(empty_knob).read_text().strip() == "0"  # left changed by the killed worker
+    restored = cli("restore", check=True).stdout
+    assert f"restored {empty_knob} = ''" in restored, restored
+    assert Path(empty_knob).read_text().strip() == ""
 
 
 # --- kernel helpers ---------------------------------------------------------------------------
