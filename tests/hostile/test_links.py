@@ -85,6 +85,15 @@ def test_report_output_refuses_a_planted_link(tmp_path: Path, sticky: Path, kind
 
 
 @pytest.mark.usefixtures("stored")
+def test_a_folder_reached_through_a_planted_link_is_refused(tmp_path: Path, sticky: Path) -> None:
+    """`/tmp/out -> /root/private` planted for `-o /tmp/out/report.csv`."""
+    link = plant(sticky / "out", tmp_path / "private")
+    refused("report", "ex", "-o", str(link / "report.csv"), mentions="reached through")
+    refused("export", "ex", "-o", str(link / "ex.json"), mentions="reached through")
+    assert list((tmp_path / "private").iterdir()) == []
+
+
+@pytest.mark.usefixtures("stored")
 @pytest.mark.parametrize("flag", [f"--export-{name}" for name in EXPORTS])
 def test_every_export_refuses_a_planted_link_before_reading(tmp_path: Path, sticky: Path, flag: str) -> None:
     target = tmp_path / "secret"

@@ -6,7 +6,7 @@ benchlab runs as root, often in folders others can write in (/tmp): a link plant
 opened once and everything happens inside it (`openat`, `renameat`): the temporary file is
 created with O_EXCL|O_NOFOLLOW under a fresh name, so it is always a new file of the mode a new
 file gets (the umask's, or the mode of the file it replaces), and renamed over the name, which a
-rename never follows. A link at the name is refused, unless it is one that root or this user
+rename never follows. A link at the name, or on the way to its folder, is refused, unless it is one that root or this user
 made (`/dev/stdout`, a user's own link to their file), which is written through as before; what
 is not a regular file (a pipe, /dev/null) is written into, never replaced, and only if it is
 root's or this user's.
@@ -53,6 +53,9 @@ def _open_target(path: Path, where: str | None) -> tuple[_Target | None, Path]:
     is; a trusted link is followed to where it points (once: what it names is checked again)."""
     if path.name in ("", ".", ".."):
         raise _refused(path, "give a file name", where)
+    planted = _untrusted_link_above(path)
+    if planted is not None:
+        raise _refused(path, f"its folder is reached through {planted}, a symbolic link of another user", where)
     try:
         folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
@@ -75,6 +78,20 @@ def _open_target(path: Path, where: str | None) -> tuple[_Target | None, Path]:
     if stat.S_ISLNK(now.st_mode):
         return _open_followed(path, where)
     return None, path  # root's or this user's pipe or device: written into, never replaced
+
+
+def _untrusted_link_above(path: Path) -> Path | None:
+    """The first folder on the way to `path`, as it is written, that is a link another user made
+    (`/tmp/out -> /root/.ssh` planted for `-o /tmp/out/authorized_keys`), or None."""
+    above = (Path.cwd() / path).parent  # as written: `..` after a link is resolved by the kernel through it
+    for folder in reversed([above, *above.parents]):
+        try:
+            info = os.lstat(folder)
+        except OSError:
+            return None  # no such folder: refused when it is opened
+        if stat.S_ISLNK(info.st_mode) and not _trusted(info):
+            return folder
+    return None
 
 
 def _open_followed(link: Path, where: str | None) -> tuple[_Target | None, Path]:
