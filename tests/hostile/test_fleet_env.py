@@ -104,3 +104,11 @@ def test_a_worker_refuses_to_allow_a_variable_that_runs_code(tmp_path: Path, ent
         "worker", "--pool", "lab", "--broker", "amqp://u:p@127.0.0.1:1/v", "--key", str(key), "--allow-env", entry,
         mentions="--allow-env",
     )  # fmt: skip
+
+
+def test_an_allocator_tunable_naming_a_path_is_refused() -> None:
+    """jemalloc's `prof_prefix` makes a root process write heap profiles wherever the spec says."""
+    raw = _spec({}, ["/usr/bin/true"])
+    raw["variants"] = [{"name": "a", "allocator": "jemalloc", "tunables": {"prof": True, "prof_prefix": "/etc/cron.d/x"}}]
+    with pytest.raises(Refused, match="tunables.prof_prefix names a path"):
+        AllowList.of(["/usr/bin/true"]).check(spec_from_dict(raw, "t"))

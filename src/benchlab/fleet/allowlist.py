@@ -139,6 +139,9 @@ class AllowList:
                 why = self.env_refusal(name)
                 if why:
                     raise Refused(f"variants[{i}].env sets {name}, {why}")
+            named = next((name for name, value in variant.tunables.items() if "/" in str(value)), None)
+            if named is not None:  # jemalloc's prof_prefix: heap profiles written as root where the spec says
+                raise Refused(f"variants[{i}].tunables.{named} names a path, where the allocator would write files")
             helper = next((knob for knob in variant.knobs if kernel_helper(knob)), None)
             if helper is not None:
                 raise Refused(f"variants[{i}].knobs writes {helper}, which {KERNEL_HELPER}")
