@@ -20,8 +20,8 @@ SHIM_REPORT = "BENCHLAB_SHIM_REPORT"
 def _native(name: str, variable: str) -> str:
     """$variable, else the executable installed beside this interpreter, else PATH."""
     explicit = os.environ.get(variable)
-    if explicit:
-        if not os.access(explicit, os.X_OK):
+    if explicit:  # a folder is "executable" too: only a regular file is a program
+        if not os.path.isfile(explicit) or not os.access(explicit, os.X_OK):
             raise EnvironmentProblem(f"{variable}={explicit} is not an executable file")
         return explicit
     beside = Path(sys.executable).parent / name

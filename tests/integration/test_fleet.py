@@ -195,6 +195,10 @@ def test_forged_pickled_and_unauthenticated_messages_are_refused_and_logged(
     rabbitmq.wait_log("invalid credentials")
     _wait_for("the forged task refused", lambda: "refused a message from the queue (bad signature)" in fleet.log("w1"))
     _wait_for("the pickled one refused", lambda: "untrusted content" in fleet.log("w1"))
+    app.send_task("benchlab.no_such_task", args=[1], queue=queue_name(POOL))
+    app.send_task(TASK, args=[], queue=queue_name(POOL))  # no envelope: fits no call of the task
+    _wait_for("the unknown task refused", lambda: "no_such_task" in fleet.log("w1"))
+    assert "Traceback" not in fleet.log("w1"), fleet.log("w1")[-4000:]  # one line per refused message
     fleet.driver(spec)
     assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]  # the worker still serves
     keys, measured, attempts = _stored(fleet.db, "honest")
@@ -214,7 +218,7 @@ def test_a_worker_applies_each_variants_knobs_on_its_machine_and_puts_them_back(
         '[[variants]]\nname = "low"\nenv = { WANT = "17" }\nknobs = { "/proc/sys/vm/swappiness" = 17 }\n'
         '[[variants]]\nname = "high"\nenv = { WANT = "83" }\nknobs = { "/proc/sys/vm/swappiness" = 83 }\n'
     )
-    fleet.worker("w1", "--allow-shell", "--allow-machine-state")
+    fleet.worker("w1", "--allow-shell", "--allow-machine-state", "--allow-env", "WANT")
     fleet.driver(spec)
     assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:] + fleet.log("w1")[-4000:]
     assert knob.read_text() == before

@@ -36,7 +36,8 @@ def _spec(**extra: object) -> Prepared:
 
 
 def _worker(db: str, name: str = "w1", host: str = "h1", allow: AllowList | None = None) -> BlockWorker:
-    settings = WorkerSettings(pool="lab", db=db, key=KEY, allow=allow or AllowList.of([TRUE]), name=name)
+    allowed = allow or AllowList.of([TRUE], env=["FAKE_*"])  # the fake executor's variables
+    settings = WorkerSettings(pool="lab", db=db, key=KEY, allow=allowed, name=name)
     return BlockWorker(settings, fingerprint=lambda: {"hostname": host, "kernel": "test"}, executor=FakeExecutor())
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from benchlab.cli.console import out
-from benchlab.cli.options import Db
+from benchlab.cli.options import Db, whole_number
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import Interrupted, SpecError, Undecided
 
@@ -26,8 +26,14 @@ def bisect(
     alpha: Annotated[
         float | None, typer.Option("--alpha", help="the chance that any decision is wrong, at most (default: the spec's alpha)")
     ] = None,
-    min_blocks: Annotated[int | None, typer.Option("--min-blocks", help="the first look of every step (default 3)")] = None,
-    max_blocks: Annotated[int | None, typer.Option("--max-blocks", help="every step's budget of blocks (default 40)")] = None,
+    min_blocks: Annotated[
+        int | None,
+        typer.Option("--min-blocks", parser=whole_number, metavar="INTEGER", help="the first look of every step (default 3)"),
+    ] = None,
+    max_blocks: Annotated[
+        int | None,
+        typer.Option("--max-blocks", parser=whole_number, metavar="INTEGER", help="every step's budget of blocks (default 40)"),
+    ] = None,
     db: Db = None,
     resume: Annotated[bool, typer.Option("--resume", help="reuse the steps stored by an earlier bisection of this spec")] = False,
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -35,8 +36,24 @@ def diff(
     if fmt not in DRAWN:
         shown = ", ".join(DRAWN)
         raise SpecError(f"a diff is drawn as {shown}: it holds judged rows, not the runs {fmt} lists", where="--format")
+    for argument in (a, b):
+        _check_length(argument)
     database = functools.cache(lambda: _existing_store(db))
     print_report(compare(resolve(a, database), resolve(b, database)), fmt, checked)
+
+
+def _check_length(argument: str) -> None:
+    """An argument no file system could hold names nothing (a name and a variant are 100
+    characters at most): refused here, where asking the file system would fail instead."""
+    encoded = os.fsencode(argument)
+    if len(encoded) >= os.pathconf("/", "PC_PATH_MAX") or any(
+        len(part) > os.pathconf("/", "PC_NAME_MAX") for part in encoded.split(b"/")
+    ):
+        shown = argument if len(argument) <= 60 else f"{argument[:60]}... ({len(encoded)} bytes)"
+        raise SpecError(
+            f"an argument longer than any file name ({os.pathconf('/', 'PC_NAME_MAX')} bytes) or path names "
+            f"neither an experiment nor a bundle file: '{shown}'"
+        )
 
 
 def _existing_store(db: str | None) -> Store | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -104,11 +105,27 @@ class FleetTarget:
     consumer_timeout: float
 
     @classmethod
+    def given(
+        cls, pool: str | None, broker: str | None, key: Path | None, ca_file: Path | None, consumer_timeout: float | None
+    ) -> FleetTarget | None:
+        """The target `run --fleet POOL` names, or None for a run here; a fleet's option without
+        `--fleet` is refused, never silently ignored (the run would happen here, unasked)."""
+        if pool is None:
+            stray = [flag for flag, value in (("--broker", broker), ("--key", key), ("--broker-ca", ca_file),
+                                               ("--consumer-timeout", consumer_timeout)) if value is not None]  # fmt: skip
+            if stray:
+                raise SpecError("this option is for a fleet: give --fleet POOL too, or leave it out", where=stray[0])
+            return None
+        return cls.of(pool, broker, key, ca_file, consumer_timeout)
+
+    @classmethod
     def of(
         cls, pool: str, broker: str | None, key: Path | None, ca_file: Path | None, consumer_timeout: float | None
     ) -> FleetTarget:
         from benchlab.fleet.app import DEFAULT_CONSUMER_TIMEOUT, check_pool
 
+        if consumer_timeout is not None and not (math.isfinite(consumer_timeout) and consumer_timeout > 0):
+            raise SpecError(f"{consumer_timeout} is no number of seconds above 0", where="--consumer-timeout")
         return cls(check_pool(pool), _broker(broker), _key(key), ca_file, consumer_timeout or DEFAULT_CONSUMER_TIMEOUT)
 
     def run(self, prepared: Prepared, store: Store, *, resume: bool) -> ExperimentRecord:
@@ -146,6 +163,14 @@ def worker(
             "--allow-machine-state", help="let tasks change this machine: knobs, memory and swap, containers, vm guests"
         ),
     ] = False,
+    allow_env: Annotated[
+        list[str],
+        typer.Option(
+            "--allow-env",
+            metavar="NAME",
+            help="a variable a variant's env may set here, besides the defaults (repeat; NAME* for every name it starts)",
+        ),
+    ] = [],  # noqa: B006
     name: Annotated[str | None, typer.Option("--name", help="this worker's name in progress and logs (default HOST-PID)")] = None,
     broker_ca: BrokerCa = None,
 ) -> None:
@@ -158,7 +183,7 @@ def worker(
 
     check_pool(pool)
     url, secret = _broker(broker), _key(key)
-    allowed = AllowList.of(allow, shell=allow_shell, machine_state=allow_machine_state)
+    allowed = AllowList.of(allow, shell=allow_shell, machine_state=allow_machine_state, env=allow_env)
     target = db or os.environ.get("BENCHLAB_DB")
     if not target:  # never this user's own file by default: tasks of the driver's database would find nothing there
         raise SpecError("no database: give --db with the driver's (a postgresql:// URL; or set BENCHLAB_DB)")

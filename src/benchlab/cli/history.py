@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from benchlab.cli.console import out
-from benchlab.cli.options import Db
+from benchlab.cli.options import Db, whole_number
 from benchlab.cli.results import open_store
 from benchlab.errors import SpecError
 from benchlab.stats.changepoints import Settings  # no Otava in it: that loads only when points are looked for
@@ -32,7 +32,9 @@ def history(
             "--min-change", help="a change point's smallest relative change (0.01: 1%, as the default equivalence margin)"
         ),
     ] = Settings.min_change,
-    window: Annotated[int, typer.Option("--window", help="points per window the detector splits within")] = Settings.window,
+    window: Annotated[
+        int, typer.Option("--window", parser=whole_number, metavar="INTEGER", help="points per window the detector splits within")
+    ] = Settings.window,
     db: Db = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
 ) -> None:
@@ -53,7 +55,7 @@ def history(
         out.file.write(result.to_json())
         out.file.flush()
         return
-    console = out if out.is_terminal else Console(file=out.file, width=WIDTH, color_system=None, markup=False)
+    console = out if out.is_terminal else Console(file=out.file, width=WIDTH, color_system=None, markup=False, emoji=False)
     console.print(table.group(*history_grid.grids(result, points=points), result.warnings, width=console.width))
 
 

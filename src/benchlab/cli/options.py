@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+
+def whole_number(value: str | int) -> int:
+    """An integer option read as a spec reads one, never coerced: ASCII digits with at most a
+    leading `-` (which the option's own range then refuses). Python's int() would take `' 3'`,
+    `+3`, `1_0` (ten) and other scripts' digits, and click `3.0`; a typo must not become a count."""
+    if isinstance(value, int):  # a default
+        return value
+    if not re.fullmatch(r"-?[0-9]{1,18}", value):
+        raise typer.BadParameter(f"{value[:40]!r} is not a whole number (digits only)")
+    return int(value)
+
 
 Db = Annotated[
     str | None,
@@ -24,7 +37,10 @@ Resume = Annotated[
 KeepFailed = Annotated[
     bool, typer.Option("--keep-failed", help="with --resume: keep the runs stored as failed or timed out, run only the missing")
 ]
-Seed = Annotated[int, typer.Option("--seed", help="seeds the run order (the same seed, the same order)")]
+Seed = Annotated[
+    int,
+    typer.Option("--seed", parser=whole_number, metavar="INTEGER", help="seeds the run order (the same seed, the same order)"),
+]
 Format = Annotated[
     str, typer.Option("--format", "-f", help="table, md, json, csv, hyperfine, gbench, benchstat or html (a page with plots)")
 ]
@@ -35,8 +51,14 @@ UntilDecided = Annotated[
         help="add blocks one at a time until every primary row is better, worse or same (thresholds calibrated for the looks)",
     ),
 ]
-MinBlocks = Annotated[int | None, typer.Option("--min-blocks", help="with --until-decided: the first look (default 3)")]
-MaxBlocks = Annotated[int | None, typer.Option("--max-blocks", help="with --until-decided: the budget (default 40)")]
+MinBlocks = Annotated[
+    int | None,
+    typer.Option("--min-blocks", parser=whole_number, metavar="INTEGER", help="with --until-decided: the first look (default 3)"),
+]
+MaxBlocks = Annotated[
+    int | None,
+    typer.Option("--max-blocks", parser=whole_number, metavar="INTEGER", help="with --until-decided: the budget (default 40)"),
+]
 
 # `--export-NAME FILE`: the report also written to FILE in a format (NAME -> format, what it is).
 # A format is one more entry here: `with_exports` makes its option on every command that exports.

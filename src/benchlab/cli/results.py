@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import errno
 import gc
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -17,7 +14,8 @@ from rich.table import Table
 
 from benchlab.cli.console import err, out
 from benchlab.cli.options import EXPORTS, Db, Exports, Format, with_exports
-from benchlab.errors import EnvironmentProblem, SpecError
+from benchlab.cli.outputs import check_writable, write_whole
+from benchlab.errors import SpecError
 from benchlab.report import VIEWS, View, check_format, needs_runs, render, safe
 from benchlab.report import table as table_report
 from benchlab.report.samples import WHOLE
@@ -30,7 +28,7 @@ if TYPE_CHECKING:
 def print_report(report: Report, fmt: str, view: View = "auto", output: Path | None = None) -> None:
     """The report on stdout (a terminal gets rich's colours and its width), or written whole to `output`."""
     if output is not None:
-        write_whole(output, render(report, fmt, view).encode())
+        write_whole(output, render(report, fmt, view).encode(), where="--output")
         err.print(safe.text(f"wrote the {fmt} report to {output}", limit=safe.LINE_MAX), highlight=False)
     elif fmt == "table" and out.is_terminal:
         out.print(table_report.renderable(report, view, width=out.width))
@@ -55,14 +53,10 @@ def check_exports(exports: Exports, view: View = "auto") -> None:
         check_format(fmt, _export_view(fmt, view))
         flag = next(f"--export-{name}" for name, (f, _) in EXPORTS.items() if f == fmt)
         for path in paths:
-            folder = path.parent
             if path.absolute() in seen:
                 raise SpecError(f"{path} is named by two exports: give each its own file", where=flag)
             seen.add(path.absolute())
-            if path.is_dir():
-                raise SpecError(f"cannot write {path}: it is a folder (give a file name)", where=flag)
-            if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-                raise SpecError(f"cannot write {path}: {folder} is no folder this user can write in", where=flag)
+            check_writable(path, where=flag)
 
 
 def write_exports(report: Report, exports: Exports, view: View = "auto") -> None:
@@ -146,6 +140,8 @@ def report(
     checked = check_format(fmt, "times" if times else view)
     exports = exports or {}
     check_exports(exports, checked)
+    if output is not None:
+        check_writable(output, where="--output")
     store = open_store(db, create=False)
     data = load_for_report(store, store.require_experiment(name), every_record=needs_runs(fmt, *exports))
     drawn = analyze(data, reference_host=reference, baseline=baseline).report()
@@ -192,31 +188,6 @@ def show(name: Annotated[str, typer.Argument(help="experiment name")], db: Db = 
             out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False)
 
 
-def write_whole(path: Path, data: bytes) -> None:
-    """`data` at `path` whole or not at all: a file is written beside it and renamed into place, so
-    a full disk or a kill leaves no truncated bundle that a later import would take for a whole
-    one; what is not a file (/dev/stdout, a pipe) is written to as it is, never replaced."""
-    if not path.name:
-        raise SpecError(f"cannot write {str(path)!r}: give a file name")
-    target = path.resolve() if path.is_symlink() else path  # a link stays a link to the new file
-    part = target.with_name(f".{target.name}.{os.getpid()}.part")
-    try:
-        if path.exists() and not path.is_file() and not path.is_dir():
-            with open(path, "wb") as f:
-                f.write(data)
-            return
-        with open(part, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(part, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            part.unlink()
-        problem = EnvironmentProblem if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else SpecError
-        raise problem(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
 def export(
     name: Annotated[str, typer.Argument(help="experiment name")],
     output: Annotated[
@@ -227,10 +198,12 @@ def export(
     """Write an experiment, raw values included, to a JSON bundle."""
     from benchlab.store import export_bundle
 
-    bundle = export_bundle(open_store(db, create=False), name)
+    store = open_store(db, create=False)
     # a stored name may come from another machine's bundle: it names a file here, never a folder
     path = output or Path(safe.file_name(name) + ".benchlab.json")
-    write_whole(path, json.dumps(bundle).encode())
+    check_writable(path, where="--output" if output else None)  # before reading every run
+    bundle = export_bundle(store, name)
+    write_whole(path, json.dumps(bundle).encode(), where="--output" if output else None)
     err.print(safe.text(f"wrote {len(bundle['runs'])} runs to {path}", limit=safe.LINE_MAX), highlight=False)
 
 

@@ -7,8 +7,11 @@ spec names is checked (a workload's command or Google Benchmark binary, its setu
 steps, a variant's wrapper and background load) as this machine resolves it on the worker's own
 PATH, which a spec may not change. Only the program itself is checked: allowing one that runs
 others (`env`, `make`, `python3`, `taskset`) allows what it runs, as `--allow-shell` does.
-Variables that make a loader or an interpreter run code of the spec's choosing are refused
-outright, and so are knobs that name a program the kernel starts as root. Knobs, memory
+A variant's environment is an allow-list of variable names (`DEFAULT_ENV`, extended by the
+operator's `--allow-env`): a name nobody listed is refused, and so is, always, one that makes a
+loader, a shell, an interpreter, a runtime or a VCS run code (`CODE_VARIABLES`: with only `git`
+allowed, `GIT_CONFIG_*` would run a shell command through `core.fsmonitor`); and so are knobs
+that name a program the kernel starts as root. Knobs, memory
 pressure and swap, containers (a root file system of the spec's choosing) and vm guests (a
 kernel, its command line and modules of the spec's choosing) need `--allow-machine-state`.
 """
@@ -16,6 +19,7 @@ kernel, its command line and modules of the spec's choosing) need `--allow-machi
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -23,14 +27,40 @@ from pathlib import Path
 
 from benchlab.errors import SpecError
 from benchlab.spec.models import ExperimentSpec
+from benchlab.variants.knobs import KERNEL_HELPER, kernel_helper
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox"})
+# Variables a task may set without the operator's word: each tunes how a program uses the
+# machine (threads, an allocator's arenas, glibc's tunables, the locale) and none names code, a
+# file of code or a configuration that can name some. `NAME*` stands for every name it starts.
+DEFAULT_ENV = (
+    "GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_CHECK_", "MALLOC_MMAP_MAX_",
+    "MALLOC_MMAP_THRESHOLD_", "MALLOC_PERTURB_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_",
+    "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY", "OMP_DYNAMIC", "OMP_SCHEDULE",
+    "OMP_STACKSIZE", "GOMAXPROCS", "GOGC", "GOMEMLIMIT", "RAYON_NUM_THREADS", "TZ", "LANG", "LANGUAGE", "LC_*",
+)  # fmt: skip
+# Variables that make a loader, a shell, an interpreter, a runtime or a VCS run code (or read a
+# configuration that can name code): never allowed, not even by an operator's `--allow-env`
+# pattern that covers them. git reads commands from GIT_CONFIG_*, GIT_SSH_COMMAND,
+# GIT_EXTERNAL_DIFF, GIT_DIR's config...; and every program reads $HOME's dotfiles.
 CODE_VARIABLES = frozenset({
-    "PATH", "IFS", "BASH_ENV", "ENV", "GCONV_PATH", "NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB",
-    "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONWARNINGS", "PYTHONINSPECT", "BROWSER", "RUBYOPT", "RUBYLIB",
+    "PATH", "IFS", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "HOME", "XDG_CONFIG_HOME",
+    "XDG_CONFIG_DIRS", "GCONV_PATH", "BROWSER", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS", "CLASSPATH",
+    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "OMP_TOOL", "OMP_TOOL_LIBRARIES",
+    "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONWARNINGS", "PYTHONINSPECT", "PYTHONBREAKPOINT",
+    "PYTHONUSERBASE", "PYTHONPLATLIBDIR", "PYTHONEXECUTABLE",
 })  # fmt: skip
-LOADER_PREFIX = "LD_"
-KERNEL_HELPERS = ("core_pattern", "modprobe", "uevent_helper", "hotplug", "poweroff_cmd", "usermodehelper")
+CODE_PREFIXES = ("LD_", "GIT_", "PERL", "RUBY", "NODE_", "LUA_", "OPENSSL_")
+_ENV_ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}\*?|\*")
+
+
+def runs_code(name: str) -> bool:
+    """Whether a variable makes some program run code of its value's choosing."""
+    return name in CODE_VARIABLES or name.startswith(CODE_PREFIXES)
+
+
+def _covers(pattern: str, name: str) -> bool:
+    return name.startswith(pattern[:-1]) if pattern.endswith("*") else name == pattern
 
 
 def unfleetable(spec: ExperimentSpec) -> str | None:
@@ -62,17 +92,36 @@ class AllowList:
     programs: frozenset[Path]
     shell: bool = False  # `--allow-shell`: shells too, and so whatever text they are given
     machine_state: bool = False  # `--allow-machine-state`: knobs, memory and swap, containers
+    env: frozenset[str] = frozenset(DEFAULT_ENV)  # names (or `PREFIX*`) a variant's `env` may set
 
     @classmethod
-    def of(cls, entries: Iterable[str], *, shell: bool = False, machine_state: bool = False) -> AllowList:
-        """Entries as the operator gives them: paths, or names found on this worker's PATH."""
+    def of(
+        cls, entries: Iterable[str], *, shell: bool = False, machine_state: bool = False, env: Iterable[str] = ()
+    ) -> AllowList:
+        """Entries as the operator gives them: paths, or names found on this worker's PATH; `env`:
+        variable names (or `PREFIX*`) allowed besides the defaults, none that runs code."""
         programs = set()
         for entry in entries:
             path = _resolved(entry, None)
             if path is None or not os.access(path, os.X_OK):
                 raise SpecError(f"{entry!r} is no executable program on this machine", where="--allow")
             programs.add(path)
-        return cls(frozenset(programs), shell, machine_state)
+        for name in env:
+            if not _ENV_ENTRY.fullmatch(name):
+                raise SpecError(f"{name[:60]!r} is no variable name (or NAME* for every name it starts)", where="--allow-env")
+            if runs_code(name.rstrip("*")):  # `GIT_*` too: all it covers is refused
+                raise SpecError(
+                    f"{name} makes programs run code of its value's choosing: no worker allows it", where="--allow-env"
+                )
+        return cls(frozenset(programs), shell, machine_state, frozenset(DEFAULT_ENV) | frozenset(env))
+
+    def env_refusal(self, name: str) -> str | None:
+        """Why a variant may not set `name` here, or None."""
+        if runs_code(name):
+            return "which would make the run load or run code of the spec's choosing"
+        if not any(_covers(pattern, name) for pattern in self.env):
+            return "which is not on this worker's --allow-env list"
+        return None
 
     def check(self, spec: ExperimentSpec) -> None:
         for where, program, cwd in _programs(spec):
@@ -86,12 +135,16 @@ class AllowList:
             if path not in self.programs:
                 raise Refused(f"{where} runs {path}, which is not on this worker's --allow list")
         for i, variant in enumerate(spec.variants):
-            code = sorted(name for name in variant.env if name in CODE_VARIABLES or name.startswith(LOADER_PREFIX))
-            if code:
-                raise Refused(f"variants[{i}].env sets {code[0]}, which would make the run load code of the spec's choosing")
-            helper = next((knob for knob in variant.knobs if any(name in knob for name in KERNEL_HELPERS)), None)
+            for name in sorted(variant.env):
+                why = self.env_refusal(name)
+                if why:
+                    raise Refused(f"variants[{i}].env sets {name}, {why}")
+            named = next((name for name, value in variant.tunables.items() if "/" in str(value)), None)
+            if named is not None:  # jemalloc's prof_prefix: heap profiles written as root where the spec says
+                raise Refused(f"variants[{i}].tunables.{named} names a path, where the allocator would write files")
+            helper = next((knob for knob in variant.knobs if kernel_helper(knob)), None)
             if helper is not None:
-                raise Refused(f"variants[{i}].knobs writes {helper}, which names a program the kernel runs as root")
+                raise Refused(f"variants[{i}].knobs writes {helper}, which {KERNEL_HELPER}")
             kind = variant.environment.kind
             needs = "knobs" if variant.knobs else "memory" if variant.memory else None
             needs = needs or ("environment" if kind in ("container", "vm") else None)

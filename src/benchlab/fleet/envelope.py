@@ -24,6 +24,7 @@ from typing import Any
 from benchlab.errors import EnvironmentProblem
 
 MIN_KEY_BYTES = 32
+MAX_KEY_FILE_BYTES = 4096  # a key and a line end, with room to spare: more is no key file
 FORMAT = 1  # the envelope's version: a worker refuses a format it does not know
 
 
@@ -43,23 +44,37 @@ class BlockTask:
 
 
 def read_key(path: Path) -> bytes:
-    """The shared key: at least 32 bytes, in a file no other user may read (a key others can
-    read lets them command every worker of the fleet)."""
+    """The shared key: at least 32 bytes, in a regular file of at most 4 KiB that no other user
+    may read (a key others can read lets them command every worker of the fleet). What the file
+    is, its mode and its size are checked on the open file before a byte is read, so that
+    `/dev/zero` is never read until memory runs out and a named pipe never waited on."""
     try:
-        info = path.stat()
-        key = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot read the fleet key {path}: {exc.strerror or exc}") from None
-    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise EnvironmentProblem(f"the fleet key {path} is no regular file", hint="give the key's own file")
+        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise EnvironmentProblem(
+                f"the fleet key {path} is readable by other users", hint=f"chmod 600 {path} (and give it to the fleet only)"
+            )
+        if info.st_size > MAX_KEY_FILE_BYTES:
+            raise EnvironmentProblem(
+                f"the fleet key {path} holds {info.st_size} bytes, more than a key file's {MAX_KEY_FILE_BYTES}"
+            )
+        key = os.read(fd, MAX_KEY_FILE_BYTES + 1).strip()
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read the fleet key {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(key) < MIN_KEY_BYTES:
         raise EnvironmentProblem(
-            f"the fleet key {path} is readable by other users", hint=f"chmod 600 {path} (and give it to the fleet only)"
-        )
-    if len(key.strip()) < MIN_KEY_BYTES:
-        raise EnvironmentProblem(
-            f"the fleet key {path} holds {len(key.strip())} bytes, fewer than {MIN_KEY_BYTES}",
+            f"the fleet key {path} holds {len(key)} bytes, fewer than {MIN_KEY_BYTES}",
             hint=f"make one with: (umask 077; head -c {MIN_KEY_BYTES} /dev/urandom | base64 > {path})",
         )
-    return key.strip()
+    return key
 
 
 def default_key_file() -> Path | None:

@@ -12,7 +12,8 @@ per host, run before the host's first block of a workload.
 
 What becomes of a task that does not end `done` or `skipped` depends on whose fault it is:
 
-- Forged: the message is no task of this fleet's. Logged and dropped.
+- Forged: the message is no task of this fleet's. Logged in one line (never a traceback: see
+  `OneLine`) and dropped.
 - Refused: the task asks for what this worker does not allow. Recorded (the driver stops with
   the reason) and dropped: another worker of the pool would be asked the same.
 - Unfit: this machine cannot run it now (an allocator library missing, a workload of another version, a
@@ -183,6 +184,28 @@ class BlockWorker:
         return DONE
 
 
+# Celery's loggers that report a message it or the task refused (Reject, a pickle, an unknown task
+# name, arguments that fit no call), each with the traceback of whatever the sender made raise.
+CELERY_REFUSALS = ("celery.app.trace", "celery.worker.consumer.consumer", "celery.worker.strategy")
+
+
+class OneLine(logging.Filter):
+    """Celery's report of a refused message as one line without a traceback: the sender chose what
+    raised, so a traceback says nothing of this worker, and a queue of forged messages must not
+    bury its log. A task's own refusal (Reject) is dropped: the task logged why, in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from celery.exceptions import Reject
+
+        if not record.exc_info and not record.exc_text:
+            return True
+        if record.exc_info and isinstance(record.exc_info[1], Reject):
+            return False
+        record.msg, record.args = " ".join(record.getMessage().split()), None
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
 def serve(settings: WorkerSettings, *, broker: str, ca_file: Path | None, loglevel: str = "INFO") -> int:
     """Runs the Celery worker until it is stopped (SIGTERM: after the block in hand), or until
     this machine turns out unfit for the fleet's tasks."""
@@ -209,6 +232,8 @@ def serve(settings: WorkerSettings, *, broker: str, ca_file: Path | None, loglev
             log.warning("%s; the task comes again in %.0f s", exc, exc.pause)
             raise self.retry(countdown=exc.pause) from None
 
+    for name in CELERY_REFUSALS:
+        logging.getLogger(name).addFilter(OneLine())
     app.finalize()
     for name in [name for name in app.tasks if name != TASK]:  # Celery's own (chords, maps...): no message may run them
         app.tasks.unregister(name)

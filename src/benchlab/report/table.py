@@ -72,7 +72,7 @@ def _trailer(report: Report) -> list[Text]:
 
 def render(report: Report, view: View = "auto") -> str:
     buffer = io.StringIO()
-    Console(file=buffer, width=layout.WIDTH, color_system=None).print(renderable(report, view))
+    Console(file=buffer, width=layout.WIDTH, color_system=None, emoji=False).print(renderable(report, view))
     return buffer.getvalue()
 
 

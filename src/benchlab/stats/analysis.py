@@ -96,8 +96,8 @@ def failed_benchmarks(data: ExperimentData) -> list[model.FailedBenchmark]:
     variant, with the last message. Their metrics are missing from those runs, never made up."""
     variants: dict[tuple[str, str], dict[str, int]] = {}
     messages: dict[tuple[str, str], str] = {}
-    for run in data.records:
-        if not run.details or not run.details.get(FAILED_BENCHMARKS):
+    for run in data.records:  # counted in the runs that succeeded, as `runs` is: a failed run's are no news
+        if run.status != "ok" or not run.details or not run.details.get(FAILED_BENCHMARKS):
             continue
         for name, message in run.details[FAILED_BENCHMARKS].items():
             counts = variants.setdefault((run.workload, name), {})

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import subprocess
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
@@ -23,11 +26,12 @@ from numpy.typing import DTypeLike
 from sqlalchemy import Connection
 from sqlalchemy.sql import Select
 
-from benchlab.errors import StoreError
+from benchlab.errors import EnvironmentProblem, StoreError
 from benchlab.locate import columns_path
 from benchlab.store import driver
 
 COLUMNS_PROTOCOL = 1  # what benchlab-columns speaks (its PROTOCOL)
+ANSWER_TIMEOUT_S = 60.0  # per query; 800,000 values take 0.4 s: as the probe's own limit, far beyond any real read
 
 Columns = dict[str, np.ndarray]
 ReadColumns = Callable[[Select[Any], Mapping[str, DTypeLike]], Columns]
@@ -63,6 +67,7 @@ class _NativeReader:
     def __init__(self, path: str) -> None:
         self.path = path
         self.proc: subprocess.Popen[bytes] | None = None
+        self.hung = False
 
     def read(self, conn: Connection, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Columns:
         names = list(query.selected_columns.keys())
@@ -71,16 +76,21 @@ class _NativeReader:
         sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
         proc = self.proc or self._start()
         assert proc.stdin is not None and proc.stdout is not None
+        watchdog = threading.Timer(ANSWER_TIMEOUT_S, self._stop_hung)  # a program that never answers
+        watchdog.start()  # ($BENCHLAB_COLUMNS) is killed, and its pipe's end read below
         try:
-            proc.stdin.write(json.dumps({"sql": sql, "types": kinds}).encode() + b"\n")
-            proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # it ended: what it said is read below
-        header = self._header(proc.stdout.readline())
-        rows = header["rows"]
-        data = bytearray(8 * rows * len(names))
-        if _read_into(proc.stdout, data) < len(data):
-            raise self._failed("its answer ended early")
+            try:
+                proc.stdin.write(json.dumps({"sql": sql, "types": kinds}).encode() + b"\n")
+                proc.stdin.flush()
+            except BrokenPipeError:
+                pass  # it ended: what it said is read below
+            header = self._header(proc.stdout.readline())
+            rows = header["rows"]
+            data = bytearray(8 * rows * len(names))
+            if _read_into(proc.stdout, data) < len(data):
+                raise self._failed("its answer ended early")
+        finally:
+            watchdog.cancel()
         return {
             name: np.frombuffer(data, dtype="<f8" if kind == "real" else "<i8", count=rows, offset=8 * rows * place).astype(
                 dtypes[name], copy=False
@@ -90,9 +100,17 @@ class _NativeReader:
 
     def _start(self) -> subprocess.Popen[bytes]:
         self.proc = subprocess.Popen(
-            [columns_path(), self.path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+            [columns_path(), self.path],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
         return self.proc
+
+    def _stop_hung(self) -> None:
+        """Kills the reader and whatever it started (which would hold its pipe open)."""
+        self.hung = True
+        if self.proc is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
 
     def _header(self, line: bytes) -> dict[str, Any]:
         try:
@@ -108,8 +126,13 @@ class _NativeReader:
             raise self._failed("its answer has no row count")
         return header
 
-    def _failed(self, why: str) -> StoreError:
+    def _failed(self, why: str) -> StoreError | EnvironmentProblem:
         """Its own words where it left any (a crash), else `why`."""
+        if self.hung:
+            return EnvironmentProblem(
+                f"benchlab-columns ({columns_path()}) gave no answer within {ANSWER_TIMEOUT_S:.0f} s; killed",
+                hint="unset BENCHLAB_COLUMNS, or reinstall benchlab with `uv sync`",
+            )
         said = b""
         if self.proc is not None and self.proc.stderr is not None and self.proc.poll() is not None:
             said = self.proc.stderr.read()[-300:]
@@ -124,7 +147,8 @@ class _NativeReader:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-        proc.kill()  # its read transaction needs no ending: nothing was written
+        with contextlib.suppress(OSError):  # its read transaction needs no ending: nothing was written
+            os.killpg(proc.pid, signal.SIGKILL)  # (a group of its own: not yet waited for, so still its)
         proc.wait()
 
 

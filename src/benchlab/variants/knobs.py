@@ -47,6 +47,29 @@ def state_dir() -> Path:
     return Path(base) / "benchlab"
 
 
+# Knobs that name a program the kernel starts as root, or make it start one: the core dump pipe,
+# module loading, hotplug, power-off, cgroup v1's release agent (run for a cgroup whose
+# `notify_on_release` is set: either is refused), binfmt_misc's interpreters, the capabilities
+# every such helper gets, and modules' helper programs (nfsd's cltrack_prog, drbd's
+# usermode_helper) and firmware path. cgroup v2 has no release agent. Matched by the knob's name
+# and by where it really is, so no second spelling reaches one.
+KERNEL_HELPER = "names a program the kernel runs as root (a kernel helper): benchlab never writes one"
+_HELPER_NAMES = frozenset({
+    "core_pattern", "modprobe", "hotplug", "uevent_helper", "poweroff_cmd", "release_agent", "notify_on_release",
+    "cltrack_prog", "usermode_helper",
+})  # fmt: skip
+_HELPER_TREES = ("/proc/sys/kernel/usermodehelper", "/proc/sys/fs/binfmt_misc", "/sys/module/firmware_class/parameters")
+
+
+def kernel_helper(path: str) -> bool:
+    """Whether writing `path` could make the kernel start a program (see KERNEL_HELPER)."""
+    for spelled in {path, os.path.realpath(path)}:
+        name = os.path.basename(spelled)
+        if name in _HELPER_NAMES or any(spelled == t or spelled.startswith(t + "/") for t in _HELPER_TREES):
+            return True
+    return False
+
+
 def knob_path_problem(path: str) -> str | None:
     """Why `path` is no knob benchlab may write, or None: one rule for specs and for `restore`,
     which must not trust a journal any more than a spec."""
@@ -55,6 +78,8 @@ def knob_path_problem(path: str) -> str | None:
         return spelling
     if not os.path.realpath(path).startswith(KNOB_ROOTS):
         return "is not under /proc/sys or /sys"
+    if kernel_helper(path):
+        return KERNEL_HELPER
     if not os.path.isfile(path):
         return "no such knob"
     return None
@@ -93,11 +118,16 @@ def _current(path: str) -> str | None:
 
 
 def _write(path: str, value: str) -> None:
-    """Writes a knob; a value the kernel rejects as such (EINVAL, ERANGE) is bad input, anything
-    else (a vanished file, a refused privilege) a problem of the machine."""
+    """Writes a knob in one write(2); a value the kernel rejects as such (EINVAL, ERANGE) is bad
+    input, anything else (a vanished file, a refused privilege) a problem of the machine. An empty
+    value is written as a newline: no bytes would be no write at all, and the knob would keep
+    what it holds (sysfs, procfs and cgroup files all read a lone newline as empty)."""
     try:
-        with open(path, "w") as f:
-            f.write(value)
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, value.encode() or b"\n")
+        finally:
+            os.close(fd)
     except OSError as exc:
         if exc.errno in (errno.EINVAL, errno.ERANGE, errno.EOVERFLOW):
             raise SpecError(
@@ -132,12 +162,16 @@ def _undo_knob(entry: Any) -> str:
     problem = _entry_problem(entry)
     if problem is not None:
         raise ValueError(f"{_shown(entry)}: {problem}")
+    path, original = entry["path"], entry["original"]
     try:
-        if _current(entry["path"]) != entry["original"]:  # one whose write never happened needs none
-            _write(entry["path"], entry["original"])
+        if _current(path) != original:  # one whose write never happened needs none
+            _write(path, original)
     except SpecError as exc:  # the kernel refuses the value (or any write): it was never this knob's
         raise ValueError(exc.message) from None
-    return f"{entry['path']} = {entry['original']}"
+    now = _current(path)
+    if now != original:  # exactly what it held, or it stays journalled and `restore` says so
+        raise EnvironmentProblem(f"{path} reads {now!r} after writing back {original!r}")
+    return f"{path} = {original!r}" if not original else f"{path} = {original}"
 
 
 def _undo_typed(entry: dict[str, Any]) -> str:

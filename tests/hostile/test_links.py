@@ -1,0 +1,162 @@
+"""Output files and links another user planted: benchlab runs as root, so every file it writes at
+a name it is given (`report -o`, `export -o` and its default name, every `--export-*`) is a place
+to plant `report.csv -> /root/secret`. Each is refused in one line with exit 2, the link and what
+it points at untouched; a new file gets the umask's mode, a replaced one keeps its own.
+
+The links are made by root here and handed to `nobody`, as another user of a sticky /tmp would
+own them; the suite runs as root (the CI does), and is skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchlab.cli.options import EXPORTS
+from tests.conftest import cli
+from tests.hostile.conftest import refused
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's link needs root")
+NOBODY = 65534
+SECRET = b"root-only\n"
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database with one stored experiment, 'ex'."""
+    root = tmp_path_factory.mktemp("links")
+    env = {"BENCHLAB_DB": str(root / "r.db"), "BENCHLAB_STATE_DIR": str(root / "state")}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        cli("compare", "--cmd", "true", "-V", "a", "-n", "2", "--name", "ex", check=True)
+    return root / "r.db"
+
+
+@pytest.fixture
+def stored(template: Path) -> None:
+    shutil.copy(template, os.environ["BENCHLAB_DB"])
+
+
+@pytest.fixture
+def sticky(tmp_path: Path) -> Iterator[Path]:
+    """A world-writable sticky folder, as /tmp is, with a root-only file and folder beside it."""
+    folder = tmp_path / "sticky"
+    folder.mkdir()
+    folder.chmod(0o1777)
+    secret = tmp_path / "secret"
+    secret.write_bytes(SECRET)
+    secret.chmod(0o600)
+    (tmp_path / "private").mkdir(mode=0o700)
+    yield folder
+
+
+def plant(link: Path, target: Path) -> Path:
+    """`link -> target`, owned by another user."""
+    link.symlink_to(target)
+    os.lchown(link, NOBODY, NOBODY)
+    return link
+
+
+def untouched(tmp_path: Path, link: Path, target: Path) -> None:
+    secret = tmp_path / "secret"
+    assert secret.read_bytes() == SECRET and stat.S_IMODE(secret.stat().st_mode) == 0o600
+    assert list((tmp_path / "private").iterdir()) == []
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert not (tmp_path / "dangling-target").exists()
+    assert [p.name for p in link.parent.iterdir()] == [link.name], "a temporary file was left"
+
+
+TARGETS = {"file": "secret", "dir": "private", "dangling": "dangling-target"}
+
+
+@pytest.mark.usefixtures("stored")
+@pytest.mark.parametrize("kind", TARGETS)
+def test_report_output_refuses_a_planted_link(tmp_path: Path, sticky: Path, kind: str) -> None:
+    target = tmp_path / TARGETS[kind]
+    link = plant(sticky / "report.csv", target)
+    refused("report", "ex", "--format", "csv", "-o", str(link), mentions="symbolic link of another user")
+    untouched(tmp_path, link, target)
+
+
+@pytest.mark.usefixtures("stored")
+def test_a_folder_reached_through_a_planted_link_is_refused(tmp_path: Path, sticky: Path) -> None:
+    """`/tmp/out -> /root/private` planted for `-o /tmp/out/report.csv`."""
+    link = plant(sticky / "out", tmp_path / "private")
+    refused("report", "ex", "-o", str(link / "report.csv"), mentions="reached through")
+    refused("export", "ex", "-o", str(link / "ex.json"), mentions="reached through")
+    assert list((tmp_path / "private").iterdir()) == []
+
+
+@pytest.mark.usefixtures("stored")
+@pytest.mark.parametrize("flag", [f"--export-{name}" for name in EXPORTS])
+def test_every_export_refuses_a_planted_link_before_reading(tmp_path: Path, sticky: Path, flag: str) -> None:
+    target = tmp_path / "secret"
+    link = plant(sticky / "out", target)
+    refused("report", "ex", flag, str(link), mentions=flag)
+    untouched(tmp_path, link, target)
+
+
+@pytest.mark.usefixtures("stored")
+@pytest.mark.parametrize("named", [True, False], ids=["-o", "default-name"])
+def test_export_refuses_a_planted_link(tmp_path: Path, sticky: Path, named: bool) -> None:
+    target = tmp_path / "secret"
+    link = plant(sticky / "ex.benchlab.json", target)
+    args = ["-o", str(link)] if named else []
+    refused("export", "ex", *args, cwd=sticky, mentions="symbolic link")
+    untouched(tmp_path, link, target)
+
+
+def test_run_refuses_a_planted_export_link_before_anything_runs(tmp_path: Path, sticky: Path) -> None:
+    target = tmp_path / "secret"
+    link = plant(sticky / "run.csv", target)
+    refused("compare", "--cmd", "true", "-V", "a", "-n", "2", "--export-csv", str(link), mentions="--export-csv")
+    untouched(tmp_path, link, target)
+    assert not Path(os.environ["BENCHLAB_DB"]).exists()
+
+
+@pytest.mark.parametrize("path", ["/proc/version", "/proc/nonexistent.csv", "/sys/kernel/x.csv"])
+def test_an_export_that_cannot_be_written_is_refused_before_anything_runs(path: str) -> None:
+    """As root every access check passes: /proc/version passed, the runs were stored, then exit 2."""
+    refused("compare", "--cmd", "true", "-V", "a", "-n", "2", "--export-csv", path, mentions=path)
+    assert not Path(os.environ["BENCHLAB_DB"]).exists()
+
+
+@pytest.mark.usefixtures("stored")
+def test_new_files_get_the_umask_mode_and_a_replaced_one_keeps_its_own(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_bytes(SECRET)
+    (tmp_path / "secret").chmod(0o600)
+    old = os.umask(0o027)
+    try:
+        cli("report", "ex", "--format", "csv", "-o", str(tmp_path / "new.csv"), check=True)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.csv").stat().st_mode) == 0o640
+    cli("report", "ex", "--format", "csv", "-o", str(tmp_path / "secret"), check=True)  # named by its owner: replaced
+    assert stat.S_IMODE((tmp_path / "secret").stat().st_mode) == 0o600
+    assert (tmp_path / "secret").read_text().startswith("workload,")
+
+
+@pytest.mark.usefixtures("stored")
+def test_a_link_of_this_user_is_still_written_through_and_a_pipe_into(tmp_path: Path) -> None:
+    """Only another user's link is refused: one's own link to one's file, and /dev/stdout, work as before."""
+    (tmp_path / "secret").write_bytes(SECRET)
+    mine = tmp_path / "mine.csv"
+    mine.symlink_to(tmp_path / "secret")
+    cli("report", "ex", "--format", "csv", "-o", str(mine), check=True)
+    assert mine.is_symlink() and (tmp_path / "secret").read_text().startswith("workload,")
+    proc = cli("report", "ex", "--format", "csv", "-o", "/dev/stdout", check=True)
+    assert proc.stdout.startswith("workload,")
+
+
+@pytest.mark.usefixtures("stored")
+def test_another_users_pipe_is_refused(tmp_path: Path, sticky: Path) -> None:
+    fifo = sticky / "report.csv"
+    os.mkfifo(fifo)
+    os.chown(fifo, NOBODY, NOBODY)
+    refused("report", "ex", "-o", str(fifo), mentions="no regular file of another user", timeout=30)
