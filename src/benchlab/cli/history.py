@@ -20,7 +20,7 @@ WIDTH = 100  # a table written to a file or pipe is drawn this wide (a terminal'
 def history(
     pattern: Annotated[str, typer.Argument(help="glob of experiment names, e.g. 'nightly-*' (default: every experiment)")] = "*",
     workload: Annotated[str, typer.Option("--workload", "-w", help="glob of workload names")] = "*",
-    metric: Annotated[str, typer.Option("--metric", "-m", help="glob of metric names")] = "*",
+    metric: Annotated[str, typer.Option("--metric", help="glob of metric names")] = "*",
     variant: Annotated[str, typer.Option("--variant", help="glob of variant names")] = "*",
     points: Annotated[bool, typer.Option("--points", help="also a row per experiment of every series")] = False,
     max_pvalue: Annotated[
