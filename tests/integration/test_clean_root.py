@@ -1,0 +1,178 @@
+"""Set-up from nothing, proved: a clean Debian 12 root (mmdebstrap's minbase) holding only what the
+README says a user starts with (Python 3.11, gcc, and Rust from rustup, here the host's toolchain
+bound in) gets a clone of the committed tree; `./dev demo` must install everything and pass there,
+then a vm run must boot a guest there and `benchlab doctor` find nothing missing for guests.
+
+Every Debian package beyond the starting set is installed by `./dev` inside the root, from the
+network. To keep the cost bounded, caches are shared with the host where that proves nothing less:
+uv's download cache, cargo's registry (crates as downloaded) and, where the host has built the
+probe, its cargo target folder as the lower layer of an overlay mounted at the same path (so that
+only the probe's own crates are compiled and linked there, with the root's gcc; the host's folder
+is never written). The machine's own extra CA certificates (a TLS proxy's, where there is one) are
+copied in, as a real machine holds its own.
+
+Everything runs in private mount and PID namespaces (`unshare --kill-child`): whatever happens, the
+mounts vanish and every process in there (qemu included) dies with the namespace, and the root is
+then removed."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.docs.doc_commands import ROOT
+
+pytestmark = pytest.mark.slow
+
+# What the README says a user starts with; libc6-dev is what `apt-get install gcc` brings beside it
+START_PACKAGES = ("python3", "gcc", "libc6-dev")
+SOURCES = (
+    "deb http://deb.debian.org/debian bookworm main",
+    "deb http://deb.debian.org/debian bookworm-updates main",
+    "deb http://deb.debian.org/debian-security bookworm-security main",
+)
+CLONE = "/root/benchlab"
+
+VM_SPEC = """name = "clean-root-vm"
+blocks = 2
+warmup = 0
+timeout = 120
+
+[[workloads]]
+name = "kernel"
+command = ["sh", "-c", "uname -r; cat /proc/cmdline"]
+
+[[variants]]
+name = "here"
+
+[[variants]]
+name = "guest"
+environment = { kind = "vm", accel = "tcg", memory = "1G", cpus = 1 }
+"""
+
+# Each stage writes `STAGE name seconds` when it ends; the test reports the times.
+SCRIPT = f"""set -euo pipefail
+stage() {{ echo "STAGE $1 $(( $(date +%s) - start ))" >> /root/stages.log; start=$(date +%s); }}
+start=$(date +%s)
+cd {CLONE}
+./dev demo
+stage dev-demo
+. .venv/bin/activate
+benchlab doctor > /root/doctor.txt
+stage doctor
+benchlab run /root/vm.toml
+stage vm-run
+benchlab report clean-root-vm --format md > /root/report.md
+"""
+
+
+def _rust_homes() -> tuple[Path, Path]:
+    rustup = Path(os.environ.get("RUSTUP_HOME", Path.home() / ".rustup"))
+    cargo = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
+    if not (rustup / "toolchains").is_dir() or not (cargo / "bin" / "cargo").exists():
+        pytest.skip("no rustup toolchain here to give the clean root (the README's Rust comes from rustup)")
+    return rustup, cargo
+
+
+def _host_target() -> Path | None:
+    """The host's probe build, if there is one: an overlay's lower layer in the root."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "probe" / "target").resolve()
+    return target if (target / "release").is_dir() else None
+
+
+@pytest.fixture()
+def clean_root(tmp_path: Path) -> Iterator[Path]:
+    """A minbase Debian 12 with only START_PACKAGES, removed after the test whatever happened."""
+    for tool in ("mmdebstrap", "unshare", "git"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (the README's test command installs mmdebstrap)")
+    if os.geteuid() != 0:
+        pytest.skip("a chroot needs root")
+    root = tmp_path / "root"
+    try:
+        subprocess.run(
+            ["mmdebstrap", "--variant=minbase", f"--include={','.join(START_PACKAGES)}", "--quiet", "bookworm", str(root), *SOURCES],
+            check=True, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        yield root
+    finally:
+        # private namespaces: nothing is mounted here any more once the command has ended
+        subprocess.run(["rm", "-rf", "--one-file-system", str(root)], check=False)
+
+
+def _prepare(root: Path, rustup: Path, cargo: Path, target: Path | None) -> tuple[list[str], dict[str, str]]:
+    """The clone, the spec and the CA certificates put in; the mounts (made inside the namespace) and
+    the environment the chroot's shell gets, which is a login's, not this test's."""
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(root / CLONE.lstrip("/"))], check=True)
+    (root / "root" / "vm.toml").write_text(VM_SPEC)
+    (root / "root" / "setup.sh").write_text(SCRIPT)
+    local_cas = root / "usr" / "local" / "share" / "ca-certificates"
+    for ca in Path("/usr/local/share/ca-certificates").glob("*.crt"):
+        local_cas.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ca, local_cas / ca.name)
+    shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
+    r = shlex.quote(str(root))
+    mounts = [
+        f"mount -t proc proc {r}/proc",
+        f"mount --rbind /sys {r}/sys",
+        f"mount --rbind /dev {r}/dev",
+        f"mkdir -p {r}/root/.rustup {r}/root/.cargo {r}/root/.cache/uv",
+        f"mount --bind {shlex.quote(str(rustup))} {r}/root/.rustup",
+        f"mount --bind {shlex.quote(str(cargo))} {r}/root/.cargo",
+    ]
+    uv_cache = Path.home() / ".cache" / "uv"
+    if uv_cache.is_dir():
+        mounts.append(f"mount --bind {shlex.quote(str(uv_cache))} {r}/root/.cache/uv")
+    env = {
+        "HOME": "/root",
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+    }
+    env |= {
+        k: v for k, v in os.environ.items() if k.endswith(("_CERT_FILE", "_CERT_DIR", "CA_BUNDLE")) and v.startswith("/etc/ssl/")
+    }
+    if target is not None:
+        layers = root.parent / "target-overlay"
+        (layers / "upper").mkdir(parents=True)
+        (layers / "work").mkdir()
+        inside = f"{r}{shlex.quote(str(target))}"
+        mounts += [
+            f"mkdir -p {inside}",
+            f"mount -t overlay overlay -o lowerdir={shlex.quote(str(target))},upperdir={layers}/upper,workdir={layers}/work {inside}",
+        ]
+        env["CARGO_TARGET_DIR"] = str(target)
+    return mounts, env
+
+
+def test_the_readme_set_up_makes_a_clean_debian_12_run_the_demo_and_boot_a_guest(clean_root: Path) -> None:
+    root = clean_root
+    rustup, cargo = _rust_homes()
+    mounts, env = _prepare(root, rustup, cargo, _host_target())
+    chroot = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), "chroot", str(root), "bash", "/root/setup.sh"])
+    inner = " && ".join([*mounts, f"exec {chroot}"])
+    began = time.monotonic()
+    proc = subprocess.run(
+        ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private", "sh", "-c", inner],
+        capture_output=True, text=True, timeout=3600, env={"PATH": os.environ["PATH"]},
+    )  # fmt: skip
+    took = time.monotonic() - began
+    stages_log = root / "root" / "stages.log"
+    stages = stages_log.read_text() if stages_log.exists() else "no stage ended\n"
+    print(f"clean root: {took:.0f} s in all\n{stages}")
+    tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-60:])
+    assert proc.returncode == 0, f"{stages}{tail}"
+    assert "STAGE vm-run" in stages
+    doctor = (root / "root" / "doctor.txt").read_text()
+    for check in ("qemu", "busybox", "kmod", "udev"):
+        line = next(line for line in doctor.splitlines() if line.split(":")[0].split()[-1:] and check in line.split(":")[0])
+        assert line.startswith("ok"), doctor
+    report = (root / "root" / "report.md").read_text()
+    assert "guest" in report and "here" in report
