@@ -152,6 +152,7 @@ def _prepare(root: Path, rustup: Path, cargo: Path, target: Path | None) -> tupl
     return mounts, env
 
 
+@pytest.mark.timeout(3600)
 def test_the_readme_set_up_makes_a_clean_debian_12_run_the_demo_and_boot_a_guest(clean_root: Path) -> None:
     root = clean_root
     rustup, cargo = _rust_homes()
