@@ -74,7 +74,9 @@ benchlab report clean-root-vm --format md > /root/report.md
 """
 
 
-def _rust_homes() -> tuple[Path, Path]:
+@pytest.fixture()
+def rust_homes() -> tuple[Path, Path]:
+    """The host's rustup toolchain and cargo home, bound into the root as a user's own."""
     rustup = Path(os.environ.get("RUSTUP_HOME", Path.home() / ".rustup"))
     cargo = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
     if not (rustup / "toolchains").is_dir() or not (cargo / "bin" / "cargo").exists():
@@ -88,14 +90,49 @@ def _host_target() -> Path | None:
     return target if (target / "release").is_dir() else None
 
 
+def _mounts_under(folder: Path) -> list[str]:
+    """Mount points at or under the folder, as this test's own mount namespace sees them."""
+    points = (line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
+    return [p for p in points if p == str(folder) or p.startswith(f"{folder}/")]
+
+
+def _remove(folder: Path) -> None:
+    """rm -rf, but never through a mount: one left would lead into the host's own folders."""
+    left = _mounts_under(folder)
+    assert not left, f"still mounted, so {folder} is kept: {left}"
+    subprocess.run(["rm", "-rf", "--one-file-system", str(folder)], check=False)
+
+
+def _namespaced(mounts: list[str], command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`command` after `mounts`, in new mount and PID namespaces: however it ends (done, failed, or
+    killed at the timeout), the mounts vanish with the namespace and every process in it dies with
+    its first (`--kill-child`, qemu included)."""
+    inner = " && ".join([*mounts, f"exec {command}"])
+    return subprocess.run(
+        ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private", "sh", "-c", inner],
+        capture_output=True, text=True, timeout=timeout, env={"PATH": os.environ["PATH"]},
+    )  # fmt: skip
+
+
+def _system_mounts(root: Path) -> list[str]:
+    r = shlex.quote(str(root))
+    return [f"mount -t proc proc {r}/proc", f"mount --rbind /sys {r}/sys", f"mount --rbind /dev {r}/dev"]
+
+
+def _need_namespaces() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("a chroot needs root")
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed (util-linux)")
+
+
 @pytest.fixture()
 def clean_root(tmp_path: Path) -> Iterator[Path]:
     """A minbase Debian 12 with only START_PACKAGES, removed after the test whatever happened."""
-    for tool in ("mmdebstrap", "unshare", "git"):
+    _need_namespaces()
+    for tool in ("mmdebstrap", "git"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed (the README's test command installs mmdebstrap)")
-    if os.geteuid() != 0:
-        pytest.skip("a chroot needs root")
     root = tmp_path / "root"
     try:
         subprocess.run(
@@ -104,8 +141,8 @@ def clean_root(tmp_path: Path) -> Iterator[Path]:
         )  # fmt: skip
         yield root
     finally:
-        # private namespaces: nothing is mounted here any more once the command has ended
-        subprocess.run(["rm", "-rf", "--one-file-system", str(root)], check=False)
+        for made in (root, tmp_path / "target-overlay"):
+            _remove(made)
 
 
 def _prepare(root: Path, rustup: Path, cargo: Path, target: Path | None) -> tuple[list[str], dict[str, str]]:
@@ -121,9 +158,7 @@ def _prepare(root: Path, rustup: Path, cargo: Path, target: Path | None) -> tupl
     shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
     r = shlex.quote(str(root))
     mounts = [
-        f"mount -t proc proc {r}/proc",
-        f"mount --rbind /sys {r}/sys",
-        f"mount --rbind /dev {r}/dev",
+        *_system_mounts(root),
         f"mkdir -p {r}/root/.rustup {r}/root/.cargo {r}/root/.cache/uv",
         f"mount --bind {shlex.quote(str(rustup))} {r}/root/.rustup",
         f"mount --bind {shlex.quote(str(cargo))} {r}/root/.cargo",
@@ -154,17 +189,14 @@ def _prepare(root: Path, rustup: Path, cargo: Path, target: Path | None) -> tupl
 
 
 @pytest.mark.timeout(3600)
-def test_the_readme_set_up_makes_a_clean_debian_12_run_the_demo_and_boot_a_guest(clean_root: Path) -> None:
+def test_the_readme_set_up_makes_a_clean_debian_12_run_the_demo_and_boot_a_guest(
+    rust_homes: tuple[Path, Path], clean_root: Path
+) -> None:
     root = clean_root
-    rustup, cargo = _rust_homes()
-    mounts, env = _prepare(root, rustup, cargo, _host_target())
+    mounts, env = _prepare(root, *rust_homes, _host_target())
     chroot = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), "chroot", str(root), "bash", "/root/setup.sh"])
-    inner = " && ".join([*mounts, f"exec {chroot}"])
     began = time.monotonic()
-    proc = subprocess.run(
-        ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private", "sh", "-c", inner],
-        capture_output=True, text=True, timeout=3600, env={"PATH": os.environ["PATH"]},
-    )  # fmt: skip
+    proc = _namespaced(mounts, chroot, timeout=3500)
     took = time.monotonic() - began
     stages_log = root / "root" / "stages.log"
     stages = stages_log.read_text() if stages_log.exists() else "no stage ended\n"
@@ -177,3 +209,33 @@ def test_the_readme_set_up_makes_a_clean_debian_12_run_the_demo_and_boot_a_guest
         assert f"ok vm {program.name}: " in doctor, doctor
     report = (root / "root" / "report.md").read_text()
     assert "guest" in report and "here" in report
+
+
+def test_the_namespace_leaves_no_mount_and_no_process_behind_when_its_command_fails_or_hangs(tmp_path: Path) -> None:
+    _need_namespaces()
+    root = tmp_path / "root"
+    for folder in ("proc", "sys", "dev"):
+        (root / folder).mkdir(parents=True)
+    assert _namespaced(_system_mounts(root), "false", timeout=60).returncode == 1
+    assert not _mounts_under(root)
+    hung = "sleep 987.25"  # a child of its own and a grandchild, as a guest's qemu would be
+    with pytest.raises(subprocess.TimeoutExpired):
+        _namespaced(_system_mounts(root), f"sh -c '{hung} & {hung}; wait'", timeout=3)
+    assert not _mounts_under(root)
+    deadline = time.monotonic() + 10
+    while _processes(hung) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _processes(hung)
+    _remove(root)
+    assert not root.exists()
+
+
+def _processes(command: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().replace(b"\0", b" ").strip() == command.encode():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
