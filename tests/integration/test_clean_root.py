@@ -11,15 +11,19 @@ only the probe's own crates are compiled and linked there, with the root's gcc; 
 is never written). The machine's own extra CA certificates (a TLS proxy's, where there is one) are
 copied in, as a real machine holds its own.
 
-Everything runs in private mount and PID namespaces (`unshare --kill-child`): whatever happens, the
-mounts vanish and every process in there (qemu included) dies with the namespace, and the root is
-then removed."""
+Everything runs in a private mount namespace, and every process whose root is the clean root
+(qemu included) is killed when the command has ended, whatever happened: the mounts vanish with the
+namespace's last process, and the root is then removed. (No PID namespace: benchlab tells a live
+run's cgroup from a stale one by the launcher's PID, so a benchlab in another PID namespace sharing
+this machine's cgroup tree would kill runs of the host's, and the host's its.)"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -103,15 +107,41 @@ def _remove(folder: Path) -> None:
     subprocess.run(["rm", "-rf", "--one-file-system", str(folder)], check=False)
 
 
-def _namespaced(mounts: list[str], command: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    """`command` after `mounts`, in new mount and PID namespaces: however it ends (done, failed, or
-    killed at the timeout), the mounts vanish with the namespace and every process in it dies with
-    its first (`--kill-child`, qemu included)."""
+def _namespaced(root: Path, mounts: list[str], command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`command` (a chroot into `root`) after `mounts`, in a new mount namespace: however it ends
+    (done, failed, or killed at the timeout), every process left in the root is killed, and the
+    mounts vanish with the last of them."""
     inner = " && ".join([*mounts, f"exec {command}"])
-    return subprocess.run(
-        ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private", "sh", "-c", inner],
-        capture_output=True, text=True, timeout=timeout, env={"PATH": os.environ["PATH"]},
-    )  # fmt: skip
+    try:
+        return subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "--kill-child", "sh", "-c", inner],
+            capture_output=True, text=True, timeout=timeout, env={"PATH": os.environ["PATH"]},
+        )  # fmt: skip
+    finally:
+        _kill_inside(root)
+
+
+def _inside(root: Path) -> list[int]:
+    """The processes whose root folder is `root`: every one started in the chroot."""
+    want = root.stat()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.path.samestat((entry / "root").stat(), want):
+                found.append(int(entry.name))
+        except OSError:  # gone, or a kernel thread
+            continue
+    return found
+
+
+def _kill_inside(root: Path) -> None:
+    deadline = time.monotonic() + 30
+    while (left := _inside(root)) and time.monotonic() < deadline:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+    assert not left, f"processes {left} in {root} outlived SIGKILL"
 
 
 def _system_mounts(root: Path) -> list[str]:
@@ -196,7 +226,7 @@ def test_the_readme_set_up_makes_a_clean_debian_12_run_the_demo_and_boot_a_guest
     mounts, env = _prepare(root, *rust_homes, _host_target())
     chroot = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), "chroot", str(root), "bash", "/root/setup.sh"])
     began = time.monotonic()
-    proc = _namespaced(mounts, chroot, timeout=3500)
+    proc = _namespaced(root, mounts, chroot, timeout=3500)
     took = time.monotonic() - began
     stages_log = root / "root" / "stages.log"
     stages = stages_log.read_text() if stages_log.exists() else "no stage ended\n"
@@ -211,20 +241,21 @@ def test_the_readme_set_up_makes_a_clean_debian_12_run_the_demo_and_boot_a_guest
     assert "guest" in report and "here" in report
 
 
-def test_the_namespace_leaves_no_mount_and_no_process_behind_when_its_command_fails_or_hangs(tmp_path: Path) -> None:
+def test_the_chroot_leaves_no_mount_and_no_process_behind_when_its_command_fails_or_hangs(tmp_path: Path) -> None:
     _need_namespaces()
     root = tmp_path / "root"
-    for folder in ("proc", "sys", "dev"):
+    for folder in ("proc", "sys", "dev", "usr"):
         (root / folder).mkdir(parents=True)
-    assert _namespaced(_system_mounts(root), "false", timeout=60).returncode == 1
+    for link in ("bin", "sbin", "lib", "lib64"):  # merged /usr: the host's, bound in, is a root to chroot into
+        (root / link).symlink_to(f"usr/{link}")
+    mounts = [*_system_mounts(root), f"mount --rbind /usr {shlex.quote(str(root))}/usr"]
+    chroot = f"chroot {shlex.quote(str(root))}"
+    assert _namespaced(root, mounts, f"{chroot} false", timeout=60).returncode == 1
     assert not _mounts_under(root)
     hung = "sleep 987.25"  # a child of its own and a grandchild, as a guest's qemu would be
     with pytest.raises(subprocess.TimeoutExpired):
-        _namespaced(_system_mounts(root), f"sh -c '{hung} & {hung}; wait'", timeout=3)
+        _namespaced(root, mounts, f"{chroot} sh -c '{hung} & {hung}; wait'", timeout=3)
     assert not _mounts_under(root)
-    deadline = time.monotonic() + 10
-    while _processes(hung) and time.monotonic() < deadline:
-        time.sleep(0.1)
     assert not _processes(hung)
     _remove(root)
     assert not root.exists()
