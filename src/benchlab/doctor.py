@@ -49,7 +49,7 @@ def _perf_counters() -> tuple[bool, str]:
     return True, "hardware counters available (IPC, branch and cache miss rates)"
 
 
-def program_findings(which: programs.Which = shutil.which, static: Callable[[str], bool] = programs.is_static) -> list[Finding]:
+def program_findings(which: programs.Which | None = None, static: Callable[[str], bool] = programs.is_static) -> list[Finding]:
     """A line per program a feature runs (vm guests, containers, ssh, sys.build, the fleet's
     servers, the browser tests, bench/): where it is, or why it is wanted and the package."""
     out = []
