@@ -9,7 +9,9 @@ uv's download cache, cargo's registry (crates as downloaded) and, where the host
 probe, its cargo target folder as the lower layer of an overlay mounted at the same path (so that
 only the probe's own crates are compiled and linked there, with the root's gcc; the host's folder
 is never written). The machine's own extra CA certificates (a TLS proxy's, where there is one) are
-copied in, as a real machine holds its own.
+copied in, as a real machine holds its own. On this project's 2-core VM, shared with other jobs, it
+took 21 minutes: the root 5, `./dev demo` 14.5 (apt, uv, the probe's own crates, the demo), the vm
+run 1.25 (Debian's kernel fetched with apt, two guests booted under TCG).
 
 Everything runs in a private mount namespace, and every process whose root is the clean root
 (qemu included) is killed when the command has ended, whatever happened: the mounts vanish with the
