@@ -6,15 +6,18 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from benchlab.errors import BenchlabError
 from benchlab.ipc import binder_status
+from benchlab.measure import programs
 from benchlab.measure.cgroup import run_cgroup_parent
 from benchlab.measure.host import fingerprint, noise_warnings
 from benchlab.measure.libraries import LIBRARIES, find_library
 from benchlab.measure.process import Launch, LocalExecutor
+from benchlab.variants import kernels
 from benchlab.variants.environment import default_rootfs
 
 
@@ -46,6 +49,34 @@ def _perf_counters() -> tuple[bool, str]:
     return True, "hardware counters available (IPC, branch and cache miss rates)"
 
 
+def program_findings(which: programs.Which | None = None, static: Callable[[str], bool] = programs.is_static) -> list[Finding]:
+    """A line per program a feature runs (vm guests, containers, ssh, sys.build, the fleet's
+    servers, the browser tests, bench/): where it is, or why it is wanted and the package."""
+    out = []
+    for program in programs.PROGRAMS:
+        why = programs.missing(program, which, static)
+        detail = programs.find(program, which) if why is None else f"{why} ({program.why})"
+        out.append(Finding(f"{program.feature} {program.name}", why is None, detail or "", f"apt-get install {program.package}"))
+    return out
+
+
+def guest_findings(kvm: str = "/dev/kvm", apt_get: str | None = None) -> list[Finding]:
+    """What a vm boots (a kernel, cached or to fetch with apt) and how fast: KVM or emulation."""
+    cached = kernels.cached_kernels()
+    fetcher = apt_get or shutil.which("apt-get")
+    if cached:
+        kernel = Finding("vm kernel", True, ", ".join(k.source for k in cached) + " in the cache")
+    else:
+        kernel = Finding("vm kernel", fetcher is not None, "none cached: the first vm run fetches Debian's with apt"
+                         if fetcher else "none cached, and no apt-get to fetch Debian's",
+                         'benchlab vm fetch, or give the vm a kernel image (kernel = "/boot/vmlinuz-...")')  # fmt: skip
+    usable = os.access(kvm, os.R_OK | os.W_OK)
+    accel = Finding("vm kvm", usable, f"{kvm} usable: accel = \"auto\" runs guests under KVM" if usable else
+                    f"no usable {kvm}: guests are emulated (TCG), ~10-60x slower, times comparable only between guests",
+                    "enable virtualisation (nested KVM where this is a VM); else keep accel = \"tcg\"")  # fmt: skip
+    return [kernel, accel]
+
+
 def findings() -> tuple[dict[str, Any], list[Finding]]:
     fp = fingerprint()
     out = [Finding("root", os.geteuid() == 0, "running as root" if os.geteuid() == 0 else "not root",
@@ -75,10 +106,8 @@ def findings() -> tuple[dict[str, Any], list[Finding]]:
     perf_ok, perf_detail = _perf_counters()
     no_counters = "none on this (virtual) CPU: hardware characteristics are skipped; software counters still work"
     out.append(Finding("perf counters", perf_ok, perf_detail, no_counters))
-    hyperfine = shutil.which("hyperfine")
-    out.append(
-        Finding("hyperfine", hyperfine is not None, hyperfine or "not installed (bench/ uses it)", "apt-get install hyperfine")
-    )
+    out.extend(program_findings())
+    out.extend(guest_findings())
     for text, fix in noise_warnings(fp):
         out.append(Finding("noise", False, text, fix))
     return fp, out

@@ -1,5 +1,6 @@
-"""`./dev demo` installs only what the demo needs, `./dev test` everything the tests use; run
-with stand-ins for apt-get, uv and cargo that only write down how they were called."""
+"""`./dev demo` installs what benchlab's features need, `./dev test` everything the tests use as
+well, both only with a Rust new enough for the probe; run with stand-ins for apt-get, uv, cargo and
+rustc that only write down how they were called."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ echo "$(basename "$0") $*" >> "{log}"
 
 @pytest.fixture()
 def stubs(tmp_path: Path) -> tuple[dict[str, str], Path]:
-    """A PATH whose dpkg-query finds nothing installed and whose apt-get, sudo, uv and cargo log."""
+    """A PATH whose dpkg-query finds nothing installed, whose rustc is 1.90.0 and whose apt-get,
+    sudo, uv and cargo log."""
     bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
     bin_dir.mkdir()
     bodies = {"dpkg-query": "exit 1", "apt-get": "exit 0", "uv": "exit 0", "cargo": "exit 0", "sudo": 'exec "$@"'}
+    bodies["rustc"] = 'echo "rustc ${RUSTC_STUB_VERSION:-1.90.0} (stub)"'
     for name, body in bodies.items():
         path = bin_dir / name
         path.write_text(STUB.format(log=log, body=body))
@@ -35,12 +38,27 @@ def _dev(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
     return subprocess.run(["bash", str(ROOT / "dev"), *args], capture_output=True, text=True, env=env, timeout=60)
 
 
-def test_demo_installs_no_debian_package_and_says_how_to_reach_benchlab(stubs: tuple[dict[str, str], Path]) -> None:
+def _installs(log: Path) -> list[list[str]]:
+    return [c.split() for c in log.read_text().splitlines() if c.startswith("apt-get") and " install " in c]
+
+
+# what a vm guest, the studies and the README's first comparisons need at run time
+RUN_PACKAGES = ("qemu-system-x86", "busybox-static", "file", "kmod", "udev", "libjemalloc2", "zstd", "make", "mmdebstrap")
+TEST_ONLY = ("postgresql", "rabbitmq-server", "hyperfine", "chromium", "chromium-driver", "libbenchmark-dev")
+
+
+def test_demo_installs_what_features_need_without_extras_and_says_how_to_reach_benchlab(
+    stubs: tuple[dict[str, str], Path],
+) -> None:
     env, log = stubs
     proc = _dev(["demo"], env)
     assert proc.returncode == 0, proc.stderr
+    [installed] = _installs(log)
+    assert "--no-install-recommends" in installed  # qemu's recommends would be a desktop's GTK
+    for package in RUN_PACKAGES:
+        assert package in installed
+    assert not set(TEST_ONLY) & set(installed), installed
     calls = log.read_text().splitlines()
-    assert not [c for c in calls if c.startswith("apt-get")], calls
     assert "uv run --frozen benchlab demo" in calls
     assert ". .venv/bin/activate" in proc.stderr
 
@@ -49,7 +67,26 @@ def test_test_installs_what_the_tests_use(stubs: tuple[dict[str, str], Path]) ->
     env, log = stubs
     proc = _dev(["test", "-q"], env)
     assert proc.returncode == 0, proc.stderr
-    installed = next(c for c in log.read_text().splitlines() if c.startswith("apt-get") and " install " in c).split()
-    for package in ("libjemalloc2", "postgresql", "rabbitmq-server", "mmdebstrap", "qemu-system-x86", "hyperfine", "zstd"):
+    installed = [package for call in _installs(log) for package in call]
+    for package in (*RUN_PACKAGES, *TEST_ONLY):
         assert package in installed
     assert "uv run --frozen pytest -q" in log.read_text()
+
+
+@pytest.mark.parametrize("command", ["demo", "test"])
+@pytest.mark.parametrize("version", ["1.63.0", "1.89.1"])
+def test_a_rust_too_old_for_the_probe_stops_before_anything_is_installed(
+    stubs: tuple[dict[str, str], Path], command: str, version: str
+) -> None:
+    env, log = stubs
+    proc = _dev([command], {**env, "RUSTC_STUB_VERSION": version})
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert f"the probe needs Rust 1.90 or newer (found: {version})" in proc.stderr
+    assert "rustup" in proc.stderr
+    assert not log.exists() or not _installs(log)
+
+
+def test_a_newer_rust_is_enough(stubs: tuple[dict[str, str], Path]) -> None:
+    env, _ = stubs
+    assert _dev(["demo"], {**env, "RUSTC_STUB_VERSION": "1.100.0"}).returncode == 0  # compared as versions, not text

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.errors import EnvironmentProblem, SpecError
+from benchlab.measure import programs
 from benchlab.measure.cgroup import run_cgroup_parent
 from benchlab.measure.guest import BALLOON_DRIVER, Balloon, Guest, vng_path
 from benchlab.measure.process import ContainerLaunch
@@ -89,12 +90,14 @@ def prepare_guest(spec: EnvironmentSpec, where: str, optional_modules: tuple[str
     """Everything a vm variant boots, checked before any run: the kernel (fetched with apt on
     first use), its modules, the knobs' paths, the memory this machine can give, the tools.
     `optional_modules` are loaded too where the kernel ships them (binder for `benchlab ipc`)."""
-    tools = [("qemu-system-x86_64", "qemu-system-x86"), ("depmod", "kmod"), ("udevadm", "udev")]
+    needs = [*programs.VM_PROGRAMS]
     if spec.disk is not None:
-        tools.append(("mkfs.ext4", "e2fsprogs"))
-    for tool, package in tools:
-        if shutil.which(tool) is None:
-            raise EnvironmentProblem(f"{where}: a vm needs {tool}", hint=f"apt-get install {package}")
+        needs.append(programs.Program("vm", "mkfs.ext4", "e2fsprogs", "makes the data disk"))
+    for program in needs:
+        why = programs.missing(program)
+        if why is not None:
+            needed = f"{where}: a vm needs {program.name} ({program.why}): {why}"
+            raise EnvironmentProblem(needed, hint=f"apt-get install {program.package}")
     vng_path()
     kernel = kernels.resolve(spec.kernel, f"{where}.kernel")
     for module in spec.modules:
