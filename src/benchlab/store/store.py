@@ -4,6 +4,7 @@ in the modules beside this one (url, version/migrate, hosts, experiments, runs, 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -12,22 +13,27 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
-from benchlab.errors import AlreadyStored, DatabaseUnavailable, StoreError
+from benchlab.errors import AlreadyStored, DatabaseUnavailable, SpecError, StoreError
 from benchlab.metrics import Metric
 from benchlab.store import experiments, fleet, hosts, reading, url
 from benchlab.store import schema as t
+from benchlab.store.driver import reason
 from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
 from benchlab.store.runs import RunWriter
-from benchlab.store.version import HEAD, Migration, stored_revision
+from benchlab.store.version import HEAD, Migration, gap, stamped, stored_revision
+
+log = logging.getLogger(__name__)
 
 
 class Store:
     """The results database; SQLite file or PostgreSQL URL, same schema."""
 
     def __init__(self, target: str | None = None, *, create: bool = True, migrate: bool | None = None) -> None:
-        """`create=False` for commands that only read: a missing SQLite file is a StoreError.
-        `migrate`: bring an older schema to this benchlab's; by default a SQLite file is (on
-        first use), a shared PostgreSQL database only by `benchlab db upgrade`."""
+        """`create=False` for commands that only read: a missing SQLite file, or one without
+        benchlab's tables (an empty file), is a StoreError, and nothing is ever written: an older
+        SQLite file is read through a copy in memory migrated there. `migrate`: bring an older
+        schema to this benchlab's in place; by default a SQLite file is when `create` (a command
+        that stores), a shared PostgreSQL database only by `benchlab db upgrade`."""
         self.target = url.default_db() if target is None else target
         self.shown = url.shown(self.target)
         made: Path | None = None  # a SQLite file this call creates: removed again if it cannot be set up
@@ -37,7 +43,7 @@ class Store:
                 made = Path(engine_url.database)
             self.engine: Engine = url.open_engine(engine_url)
             self.runs = RunWriter(self.engine.dialect)
-            self.migrated = self._at_head(self.engine.dialect.name == "sqlite" if migrate is None else migrate)
+            self.migrated = self._at_head(create=create, migrate=migrate)
         except (SQLAlchemyError, OSError, ValueError, StoreError) as exc:  # ValueError: a URL's port that is no number
             if made is not None:  # a full disk must not leave an empty file that reads as a database
                 if hasattr(self, "engine"):
@@ -48,15 +54,26 @@ class Store:
                 raise
             raise StoreError(f"cannot open results database {self.target}: {reason(exc)}") from None
 
-    def _at_head(self, migrate: bool) -> Migration | None:
+    def _at_head(self, *, create: bool, migrate: bool | None) -> Migration | None:
         """What was created or migrated now, if anything."""
+        sqlite = self.engine.dialect.name == "sqlite"
+        reading = not create and migrate is None
         with self.engine.connect() as conn:
-            if stored_revision(conn) == HEAD:
+            revision = stored_revision(conn)
+            if revision == HEAD and gap(conn) is None and (reading or stamped(conn)):
                 return None
         # alembic (a tenth of a second to import) loads only when a database is made or changed
         from benchlab.store import migrate as migrations
 
-        return migrations.bring_to_head(self.engine, self.shown, migrate=migrate)
+        if reading and sqlite and revision is not None and migrations.known(revision):
+            self.engine.dispose()
+            self.engine = url.memory_copy(self.engine.url)
+            migrations.bring_to_head(self.engine, self.shown, migrate=True, create=False)
+            log.info("%s is at schema %s: read through a copy migrated in memory (`benchlab db upgrade` migrates the file)",
+                     self.shown, revision)  # fmt: skip
+            return None
+        in_place = (sqlite and create) if migrate is None else migrate
+        return migrations.bring_to_head(self.engine, self.shown, migrate=in_place, create=create)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -129,7 +146,7 @@ class Store:
     def require_experiment(self, name: str) -> ExperimentRecord:
         record = self.find_experiment(name)
         if record is None:
-            raise StoreError(f"no experiment named '{name}' in {self.target}", hint="`benchlab list` shows what is stored")
+            raise SpecError(f"no experiment named '{name}' in {self.target}", hint="`benchlab list` shows what is stored")
         return record
 
     def list_experiments(self, name: str | None = None) -> list[dict[str, Any]]:
@@ -271,8 +288,3 @@ def is_unique_violation(exc: IntegrityError, key: str | None = None) -> bool:
     constraint = next(c for table in t.metadata.tables.values() for c in table.constraints if c.name == key)
     columns = ", ".join(f"{constraint.table.name}.{column.name}" for column in constraint.columns)  # type: ignore[attr-defined]
     return f"UNIQUE constraint failed: {columns}" in str(orig)
-
-
-def reason(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None)
-    return str(orig or exc).strip().splitlines()[0]
