@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from benchlab.errors import AlreadyStored, DatabaseUnavailable, SpecError, StoreError
 from benchlab.metrics import Metric
@@ -76,6 +76,16 @@ class Store:
         return migrations.bring_to_head(self.engine, self.shown, migrate=in_place, create=create)
 
     @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A connection to read on: a database that cannot be read (a corrupt page, a table or
+        column another program dropped, a lost server) is a StoreError in one line."""
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot read results database {self.shown}: {reason(exc)}") from None
+
+    @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
         """One transaction: everything in it is stored, or nothing. A database that cannot take
         the write (a full disk, a lost server) is a StoreError; what was committed before stays.
@@ -89,6 +99,8 @@ class Store:
                 raise DatabaseUnavailable(
                     f"could not write to {self.target}: {reason(exc)}; nothing of this was stored"
                 ) from None
+            if isinstance(exc, DatabaseError) and not isinstance(exc, IntegrityError):  # a corrupt page
+                raise StoreError(f"cannot write to {self.target}: {reason(exc)}; nothing of this was stored") from None
             raise
 
     # -- hosts ---------------------------------------------------------------
@@ -140,7 +152,7 @@ class Store:
         return record
 
     def find_experiment(self, name: str) -> ExperimentRecord | None:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return experiments.experiment_in(conn, name)
 
     def require_experiment(self, name: str) -> ExperimentRecord:
@@ -150,7 +162,7 @@ class Store:
         return record
 
     def list_experiments(self, name: str | None = None) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return reading.experiment_list(conn, name)
 
     # -- runs ----------------------------------------------------------------
@@ -162,7 +174,7 @@ class Store:
         workloads: Collection[str] | None = None,
         blocks: Collection[int] | None = None,
     ) -> set[tuple[str, str, int, bool]]:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return reading.stored_keys(conn, exp, host_id, workloads=workloads, blocks=blocks)
 
     def record_run(
@@ -201,12 +213,12 @@ class Store:
             raise StoreError(f"the database refused run {workload}/{variant} block {block}: {reason(exc)}") from None
 
     def run_identities(self, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return reading.run_identities(conn, exp)
 
     def load(self, exp: ExperimentRecord, *, every_record: bool = False) -> ExperimentData:
         """Everything stored about an experiment (`reading.load`)."""
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return reading.load(conn, exp, every_record=every_record)
 
     # -- a fleet's attempts (store/fleet.py) ---------------------------------
@@ -237,26 +249,26 @@ class Store:
             fleet.register_key(conn, check)
 
     def fleet_key_known(self, check: str) -> bool | None:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.key_known(conn, check)
 
     def last_attempt(self, exp: ExperimentRecord) -> int:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.last_attempt(conn, exp)
 
     def lease_block(self, exp: ExperimentRecord, workload: str, block: int) -> contextlib.AbstractContextManager[bool]:
         return fleet.block_lease(self.engine, exp, workload, block)
 
     def complete_blocks(self, exp: ExperimentRecord) -> frozenset[tuple[str, int]]:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.complete_blocks(conn, exp)
 
     def block_complete(self, exp: ExperimentRecord, workload: str, block: int) -> bool:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.block_complete(conn, exp, workload, block)
 
     def fleet_progress(self, exp: ExperimentRecord) -> fleet.FleetProgress:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.progress(conn, exp)
 
     def record_calibration(self, calibration: Calibration) -> None:
