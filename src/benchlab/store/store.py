@@ -277,12 +277,15 @@ class Store:
 
 
 def revision_of(target: str | None = None) -> str | None:
-    """The schema revision a database is at, read without creating or migrating it."""
+    """The schema revision a database is at, read without creating or migrating it; one stamped
+    at HEAD that lacks part of it is named with what it lacks (`db upgrade` mends it)."""
     target = url.default_db() if target is None else target
     engine = url.open_engine(url.engine_url(target, create=False))
     try:
         with engine.connect() as conn:
-            return stored_revision(conn)
+            revision = stored_revision(conn)
+            lacking = gap(conn) if revision == HEAD else None
+            return revision if lacking is None else f"{revision} without {lacking}"
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open results database {url.shown(target)}: {reason(exc)}") from None
     finally:
