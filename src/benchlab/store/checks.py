@@ -87,10 +87,11 @@ def damaged_run(conn: Connection, experiment_id: int) -> StoreError | None:
         """SQLite keeps any value in any column; PostgreSQL's columns hold only their type."""
         return func.typeof(column).in_(kinds) if sqlite else column.is_not(None)
 
-    checks = {
-        "workload_id": w.id.is_(None),
-        "variant_id": v.id.is_(None),
-        "host_id": h.id.is_(None),
+    ours = r.experiment_id == experiment_id
+    checks = {  # references as uncorrelated IN lists: each read once, not a join per run
+        "workload_id": r.workload_id.not_in(select(w.id).where(w.experiment_id == experiment_id).scalar_subquery()),
+        "variant_id": r.variant_id.not_in(select(v.id).where(v.experiment_id == experiment_id).scalar_subquery()),
+        "host_id": r.host_id.not_in(select(h.id).scalar_subquery()),
         "status": r.status.not_in(STATUSES) | r.status.is_(None),
         "started_at": not_(and_(kind(r.started_at, *real), r.started_at.between(-LARGEST, LARGEST))),
         "ended_at": not_(and_(kind(r.ended_at, *real), r.ended_at.between(-LARGEST, LARGEST))),
@@ -105,12 +106,7 @@ def damaged_run(conn: Connection, experiment_id: int) -> StoreError | None:
     }
     query = (
         select(r.id, r.workload_id, r.variant_id, r.host_id, *(check.label(f"bad_{name}") for name, check in checks.items()))
-        .select_from(
-            t.run.outerjoin(t.workload, and_(w.id == r.workload_id, w.experiment_id == r.experiment_id))
-            .outerjoin(t.variant, and_(v.id == r.variant_id, v.experiment_id == r.experiment_id))
-            .outerjoin(t.host, h.id == r.host_id)
-        )
-        .where(r.experiment_id == experiment_id, or_(*checks.values()))
+        .where(ours, or_(*checks.values()))
         .order_by(r.id)
         .limit(1)
     )
