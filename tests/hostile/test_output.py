@@ -163,7 +163,7 @@ def test_an_error_naming_hostile_input_is_one_escaped_line(text: str) -> None:
     line = refused("report", f"no-such-{text}", code=4, mentions="no results database")  # none made either
     assert raw_controls(line) == []
     cli("compare", "--cmd", "true", "-V", "a", "-n", "2", "--name", "there", check=True)
-    line = refused("report", f"no-such-{text}", code=4, mentions="no-such")
+    line = refused("report", f"no-such-{text}", code=2, mentions="no-such")  # a name not stored: usage
     assert raw_controls(line) == []
     assert text.replace("\x1b", "\\x1b").replace("\u202e", "\\u202e") in line  # shown, escaped, markup as typed
 

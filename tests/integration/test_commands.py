@@ -71,7 +71,7 @@ def test_list_and_show_describe_stored_experiments() -> None:
     shown = cli("show", "shown", check=True).stdout
     assert "failed" in shown and "exited with code 1" in shown
     missing = cli("report", "nope")
-    assert missing.returncode == 4 and "no experiment named 'nope'" in missing.stderr
+    assert missing.returncode == 2 and "no experiment named 'nope'" in missing.stderr
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in (Path(__file__).parents[2] / "examples").glob("*.toml")))

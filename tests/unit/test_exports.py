@@ -164,7 +164,7 @@ def test_the_runs_frame_has_a_row_per_run_failed_and_warm_up_ones_included(store
     assert runs.attrs["units"]["t"]["wall"] == "s" and runs.attrs["directions"]["t"]["wall"] == "lower"
     long = runs.melt(id_vars=results.RUN_COLUMNS, var_name="metric").dropna(subset=["value"])
     assert len(long[long.metric == "wall"]) == len(ok)
-    with pytest.raises(StoreError, match="no experiment named 'nope'"):
+    with pytest.raises(SpecError, match="no experiment named 'nope'"):
         results.load(store.engine.url.database, "nope")
     with pytest.raises(StoreError, match="no results database"):
         results.load(tmp_path / "missing.db", "fake")

@@ -1,7 +1,9 @@
-"""Schema migrations: a database written by release 0.1.0 upgrades in place and reads back the same."""
+"""Schema migrations: a database written by any earlier release (tests/fixtures/landed, made by
+tests/fixtures/make_landed.sh) upgrades and reads back the same; commands that only read change none."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
@@ -32,6 +34,13 @@ TABLES = (
     "run_detail",
     "calibration",
     "bundle_import",
+)
+# each made by that release's own code, with its own JSON report beside it (make_landed.sh)
+RELEASES = (
+    "results-2026-11-22-08dedd2",  # schema_version 1; metric rows carry name, unit, direction
+    "results-2026-11-22-da06ccb",  # schema_version 1; metric_name, no run_detail, no calibration
+    "results-2026-11-23-a81d5ec",  # schema_version 1; run_detail, no calibration
+    "results-2026-11-26-c59ee07",  # alembic 0002_drop_run_attempt
 )
 NUMBERS = ("n", "pairs", "median", "baseline_median", "change", "change_ci", "p", "q", "verdict", "best", "baseline_best")
 
@@ -191,7 +200,9 @@ def test_downgrade_is_refused_with_what_to_do_instead(args: tuple[str, ...]) -> 
 def test_two_commands_opening_a_landed_database_at_once_migrate_it_once(landed: Path) -> None:
     before = rows(landed)
     procs = [
-        subprocess.Popen([BENCHLAB, "list", "--db", str(landed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [BENCHLAB, "db", "upgrade", "--db", str(landed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     for proc in procs:
@@ -200,3 +211,103 @@ def test_two_commands_opening_a_landed_database_at_once_migrate_it_once(landed: 
     assert rows(landed) == before
     assert scalar(landed, "SELECT version_num FROM alembic_version") == HEAD
     assert scalar(landed, "SELECT count(*) FROM alembic_version") == 1
+
+
+@pytest.fixture(params=RELEASES)
+def release(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path]:
+    """A copy of one earlier release's database, and the name of its fixture."""
+    db = tmp_path / f"{request.param}.db"
+    shutil.copy(LANDED / f"{request.param}.db", db)
+    return request.param, db
+
+
+def test_every_release_reads_with_its_own_medians_and_verdicts_and_the_file_is_left_as_it_was(
+    release: tuple[str, Path],
+) -> None:
+    """`report` (a command that only reads) migrates a copy in memory: the release's own medians
+    and verdicts come back, and the file is byte for byte what the release left. A row the release
+    judged that today's benchlab shows as a characteristic (verdict "-", not judged) is the one
+    difference allowed: families of judged metrics came on 2026-11-24."""
+    name, db = release
+    landed = db.read_bytes()
+    expected = json.loads((LANDED / f"{name}.report.json").read_text())["rows"]
+    proc = cli("report", "fixture-tiny", "--db", str(db), "-f", "json", check=True)
+    assert "read through a copy migrated in memory" in proc.stderr
+    got = {(r["workload"], r["metric"], r["variant"]): r for r in json.loads(proc.stdout)["rows"]}
+    assert set(got) == {(r["workload"], r["metric"], r["variant"]) for r in expected}
+    judged = 0
+    for row in expected:
+        new = got[(row["workload"], row["metric"], row["variant"])]
+        assert (new["n"], new["pairs"]) == (row["n"], row["pairs"]), row["metric"]
+        assert new["median"] == pytest.approx(row["median"], rel=1e-12), row["metric"]
+        assert new["baseline_median"] == pytest.approx(row["baseline_median"], rel=1e-12), row["metric"]
+        if new["verdict"] != "-":
+            judged += 1
+            assert new["verdict"] == row["verdict"], row["metric"]
+    assert judged >= 4
+    assert db.read_bytes() == landed
+
+
+def test_every_release_upgrades_in_place_to_the_schema_of_schema_py(release: tuple[str, Path]) -> None:
+    name, db = release
+    before = {table: len(found) for table, found in rows_of(db).items()}
+    store = Store(str(db))
+    assert store.migrated is not None and store.migrated.after == HEAD
+    with store.engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+        assert conn.exec_driver_sql("SELECT version FROM schema_version").all() == [(SCHEMA_VERSION,)]
+    assert scalar(db, "PRAGMA integrity_check") == "ok"
+    assert {table: len(found) for table, found in rows_of(db).items() if table in before} == before
+    data = store.load(store.require_experiment("fixture-tiny"), every_record=True)
+    assert len(data.records) == before["run"] and len(data.metrics.values) == before["metric"]
+    assert Store(str(db)).migrated is None
+
+
+def rows_of(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of every table a database has, whatever its release."""
+    with sqlite3.connect(db) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {table: conn.execute(f'SELECT * FROM "{table}"').fetchall() for table in tables}
+
+
+def test_a_database_stamped_at_head_without_a_table_is_migrated_not_trusted(tmp_path: Path) -> None:
+    """The reported case: a 2026-11-23 database that an earlier benchlab stamped at HEAD without
+    creating `calibration` (it trusted schema_version 1). `report` reads it, `db upgrade` mends it."""
+    db = tmp_path / "stamped.db"
+    shutil.copy(LANDED / "results-2026-11-23-a81d5ec.db", db)
+    Store(str(db))
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE calibration")
+    assert cli("report", "fixture-tiny", "--db", str(db), check=True).returncode == 0
+    assert f"{HEAD} without table calibration" in " ".join(cli("db", "current", "--db", str(db), check=True).stdout.split())
+    said = " ".join(cli("db", "upgrade", "--db", str(db), check=True).stdout.split())
+    assert f"from schema {HEAD} (without table calibration) to {HEAD}" in said
+    assert scalar(db, "SELECT count(*) FROM calibration") == 0
+
+
+def test_a_current_database_stamped_back_to_the_baseline_migrates_without_changing_a_row(tmp_path: Path) -> None:
+    db = tmp_path / "restamped.db"
+    shutil.copy(LANDED / "results-2026-11-26-c59ee07.db", db)
+    Store(str(db))
+    before = rows_of(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = ?", (BASELINE,))
+    assert Store(str(db)).migrated == Migration(BASELINE, HEAD)
+    assert rows_of(db) == before
+
+
+def test_a_database_that_cannot_be_upgraded_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "dropped.db"
+    shutil.copy(LANDED / "results-2026-11-23-a81d5ec.db", db)
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("ALTER TABLE run DROP COLUMN stderr_tail")
+    landed, held = db.read_bytes(), rows_of(db)
+    for command in (("report", "fixture-tiny"), ("db", "upgrade")):
+        refused = cli(*command, "--db", str(db))
+        assert refused.returncode == 4, refused.stderr
+        assert refused.stderr.splitlines() == [
+            f"benchlab: {db} cannot be upgraded to schema {HEAD}: it has no column run.stderr_tail; nothing was changed"
+        ]
+        if command[0] == "report":  # only reads: not a byte written
+            assert db.read_bytes() == landed
+    assert rows_of(db) == held  # the migration rolled back (sqlite_master included)

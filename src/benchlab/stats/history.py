@@ -30,7 +30,7 @@ from typing import Final, Literal
 import numpy as np
 from pydantic import Field
 
-from benchlab.errors import SpecError, StoreError
+from benchlab.errors import SpecError
 from benchlab.stats import changepoints
 from benchlab.stats.analysis import build_series
 from benchlab.stats.estimators import hodges_lehmann_two_sample, median_ci
@@ -147,7 +147,7 @@ def matched_experiments(store: Store, pattern: str) -> list[str]:
     """Names matching `pattern`, oldest first (the store lists them by creation time)."""
     names = [row["name"] for row in store.list_experiments() if fnmatch.fnmatchcase(row["name"], pattern)]
     if not names:
-        raise StoreError(f"no experiment in {store.target} matches '{pattern}'", hint="`benchlab list` shows what is stored")
+        raise SpecError(f"no experiment in {store.target} matches '{pattern}'", hint="`benchlab list` shows what is stored")
     return names
 
 

@@ -195,7 +195,7 @@ class CheckedBundle:
 def export_bundle(store: Store, name: str) -> dict[str, Any]:
     exp = store.require_experiment(name)
     data = store.load(exp, every_record=True)
-    with store.engine.connect() as conn:
+    with store.reading() as conn:
         variants = conn.execute(
             select(t.variant.c.name, t.variant.c.config, t.variant.c.is_baseline)
             .where(t.variant.c.experiment_id == exp.id)

@@ -41,11 +41,10 @@ ReadColumns = Callable[[Select[Any], Mapping[str, DTypeLike]], Columns]
 def reader(conn: Connection) -> Iterator[ReadColumns]:
     """A function reading a query's columns, each as an array of the dtype named for it.
     Every query it reads sees the same committed state of the database."""
-    if conn.dialect.name != "sqlite":
+    path = conn.engine.url.database
+    if conn.dialect.name != "sqlite" or not path:  # PostgreSQL, or an older file's copy in memory (url.memory_copy)
         yield lambda query, dtypes: by_driver(conn, query, dtypes)
         return
-    path = conn.engine.url.database
-    assert path is not None  # benchlab's SQLite databases are files (store/url.py)
     native = _NativeReader(path)
     try:
         yield lambda query, dtypes: native.read(conn, query, dtypes)

@@ -21,6 +21,12 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
 
 
+def reason(exc: BaseException) -> str:
+    """A database error as a message quotes it: the driver's first line."""
+    orig = getattr(exc, "orig", None)
+    return str(orig or exc).strip().splitlines()[0]
+
+
 @contextlib.contextmanager
 def cursor(conn: Connection) -> Iterator[Any]:
     """The driver's cursor on this connection, in its transaction."""

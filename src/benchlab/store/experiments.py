@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select
 
+from benchlab.store import checks
 from benchlab.store import schema as t
 from benchlab.store.records import ExperimentRecord
 
@@ -54,14 +55,21 @@ def experiment_in(conn: Connection, name: str) -> ExperimentRecord | None:
     if row is None:
         return None
     w, v = t.workload.c, t.variant.c
-    workloads = conn.execute(select(w.name, w.id, w.version).where(w.experiment_id == row["id"])).all()
-    variants = conn.execute(select(v.name, v.id).where(v.experiment_id == row["id"]).order_by(v.position)).all()
+    workloads = conn.execute(select(w.name, w.id, w.version, w.kind).where(w.experiment_id == row["id"])).all()
+    variants = conn.execute(select(v.name, v.id, v.config).where(v.experiment_id == row["id"]).order_by(v.position)).all()
+    where = f"experiment {row['id']}"
+    for workload in workloads:
+        for column in ("name", "version", "kind"):
+            checks.text(getattr(workload, column), f"workload {workload.id}", column)
+    for variant in variants:
+        checks.text(variant.name, f"variant {variant.id}", "name")
+        checks.json_object(variant.config, f"variant {variant.id}", "config")
     return ExperimentRecord(
         id=row["id"],
         name=row["name"],
-        spec=json.loads(row["spec"]),
-        spec_hash=row["spec_hash"],
-        created_at=row["created_at"],
+        spec=checks.json_object(row["spec"], where, "spec"),
+        spec_hash=checks.text(row["spec_hash"], where, "spec_hash"),
+        created_at=checks.number(row["created_at"], where, "created_at"),
         workload_ids={w.name: w.id for w in workloads},
         workload_versions={w.name: w.version for w in workloads},
         variant_ids={v.name: v.id for v in variants},

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Collection
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
-import orjson
-from sqlalchemy import Connection, Integer, and_, func, or_, select
+from sqlalchemy import Connection, Integer, RowMapping, and_, func, or_, select
 
-from benchlab.store import columnar, driver
+from benchlab.metrics import Direction
+from benchlab.store import checks, columnar, driver
 from benchlab.store import schema as t
 from benchlab.store.columns import metric_columns
 from benchlab.store.records import (
@@ -19,31 +19,51 @@ from benchlab.store.records import (
     Calibration,
     ExperimentData,
     ExperimentRecord,
+    MetricColumns,
     RunRecord,
     RunTable,
 )
+
+DIRECTIONS = get_args(Direction)
 
 
 def load(conn: Connection, exp: ExperimentRecord, *, every_record: bool = False) -> ExperimentData:
     """The experiment's runs as columns with their metric values, and the whole records of the
     runs a report names one by one (those that failed, those a benchmark failed inside), or of
     every run with `every_record` (a JSON report with its runs, a bundle)."""
+    damage = checks.damaged_run(conn, exp.id)  # every column of every run row, before any is used
+    if damage is not None:
+        raise damage
     with columnar.reader(conn) as read:
         runs = run_table(read, exp)
         metrics = metric_columns(conn, read, exp.id, runs.ids)
+    _finite_values(metrics)
     records = run_records(conn, exp, last=int(runs.ids[-1]) if len(runs) else 0, every=every_record)
     names_w = {v: k for k, v in exp.workload_ids.items()}
     m = t.metric_name.c
     info = {
-        (names_w[row.workload_id], row.name): (row.unit, row.direction)
-        for row in conn.execute(select(m.workload_id, m.name, m.unit, m.direction).where(m.workload_id.in_(list(names_w))))
+        (names_w[row.workload_id], checks.text(row.name, f"metric name {row.id}", "name")): (
+            checks.text(row.unit, f"metric name {row.id}", "unit"),
+            checks.text(row.direction, f"metric name {row.id}", "direction", allowed=DIRECTIONS),
+        )
+        for row in conn.execute(select(m.id, m.workload_id, m.name, m.unit, m.direction).where(m.workload_id.in_(list(names_w))))
     }
     host_ids = set(np.unique(runs.host_id).tolist())
     hosts = {
-        row.id: json.loads(row.fingerprint)
+        row.id: checks.json_object(row.fingerprint, f"host {row.id}", "fingerprint")
         for row in conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(host_ids)))
     }
     return ExperimentData(exp, runs, records, metrics, info, hosts, calibrations(conn, host_ids), every_record)
+
+
+def _finite_values(metrics: MetricColumns) -> None:
+    """Every metric value a finite number: benchlab stores no other (an infinity would turn every
+    median and interval it enters into one), so one is another program's, refused by its run."""
+    finite = np.isfinite(metrics.values)
+    if not finite.all():
+        at = int(np.flatnonzero(~finite)[0])
+        name = metrics.names[int(metrics.name_codes[at])]
+        raise checks.damaged(f"run {int(metrics.run_ids[at])}", f"has metric {name} = {metrics.values[at]}, not a finite number")
 
 
 def run_table(read: columnar.ReadColumns, exp: ExperimentRecord) -> RunTable:
@@ -123,7 +143,7 @@ def run_records(conn: Connection, exp: ExperimentRecord, *, last: int, every: bo
                 row[started],
                 row[ended],
                 bool(row[current]),
-                _details(row[detail]) if row[detail] else None,
+                checks.json_object(row[detail], f"run {row[id_]}", "details") if row[detail] is not None else None,
             )
             for row in driver.rows(conn, query)
         ]
@@ -138,8 +158,22 @@ def calibrations(conn: Connection, host_ids: set[int]) -> list[Calibration]:
         .where(c.host_id.in_(host_ids))
         .order_by(c.created_at)
     )  # fmt: skip
-    latest = {(row["host_id"], row["workload_key"]): Calibration(**row) for row in conn.execute(query).mappings()}
+    latest = {(row["host_id"], row["workload_key"]): _calibration(row) for row in conn.execute(query).mappings()}
     return list(latest.values())
+
+
+def _calibration(row: RowMapping) -> Calibration:
+    where = f"calibration of host {row['host_id']}"
+    return Calibration(
+        host_id=row["host_id"],
+        workload_key=checks.text(row["workload_key"], where, "workload_version"),
+        metric=checks.text(row["metric"], where, "metric"),
+        spread=checks.number(row["spread"], where, "spread", optional=True),
+        experiments=checks.whole(row["experiments"], where, "experiments"),
+        false_verdicts=checks.whole(row["false_verdicts"], where, "false_verdicts"),
+        blocks=checks.whole(row["blocks"], where, "blocks"),
+        created_at=checks.number(row["created_at"], where, "created_at"),
+    )
 
 
 def experiment_list(conn: Connection, name: str | None = None) -> list[dict[str, Any]]:
@@ -156,13 +190,21 @@ def experiment_list(conn: Connection, name: str | None = None) -> list[dict[str,
         .subquery()
     )
     query = (
-        select(e.name, e.created_at, counts.c.runs, counts.c.failed, counts.c.last)
+        select(e.id, e.name, e.created_at, counts.c.runs, counts.c.failed, counts.c.last)
         .select_from(t.experiment.outerjoin(counts, counts.c.experiment_id == e.id))
         .order_by(e.created_at)
     )
     if name is not None:
         query = query.where(e.name == name)
-    return [dict(row) for row in conn.execute(query).mappings()]
+    listed = [dict(row) for row in conn.execute(query).mappings()]
+    for row in listed:
+        where = f"experiment {row['id']}"
+        checks.text(row["name"], where, "name")
+        checks.number(row["created_at"], where, "created_at")
+        if row["last"] is not None and (type(row["last"]) not in (int, float) or not math.isfinite(row["last"])):
+            damage = checks.damaged_run(conn, row["id"])  # which run: its ended_at, or another column
+            raise damage or checks.damaged(where, f"has a run ended at {checks.shown(row['last'])}")
+    return listed
 
 
 def stored_keys(
@@ -195,15 +237,3 @@ def run_identities(conn: Connection, exp: ExperimentRecord) -> dict[int, tuple[s
     r = t.run.c
     query = select(r.id, r.uuid, r.workload_version).where(r.experiment_id == exp.id)
     return {row.id: (row.uuid, row.workload_version) for row in conn.execute(query)}
-
-
-def _details(text: str) -> dict[str, Any]:
-    """A run's details: orjson parses the 100,000 documents of a big report four times faster than
-    the standard library (an IPC run's latency histograms make them long); a document it refuses
-    (NaN, which Python's json writes and reads) is read by the standard library. orjson reads an
-    integer beyond 64 bits as a float: no run's details hold one (the probe's counters are u64)."""
-    try:
-        parsed: dict[str, Any] = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        parsed = json.loads(text)
-    return parsed

@@ -5,30 +5,36 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
-from benchlab.errors import AlreadyStored, DatabaseUnavailable, StoreError
+from benchlab.errors import AlreadyStored, DatabaseUnavailable, SpecError, StoreError
 from benchlab.metrics import Metric
 from benchlab.store import experiments, fleet, hosts, reading, url
 from benchlab.store import schema as t
+from benchlab.store.driver import reason
 from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
 from benchlab.store.runs import RunWriter, take_failed
-from benchlab.store.version import HEAD, Migration, stored_revision
+from benchlab.store.version import HEAD, Migration, gap, stamped, stored_revision
+
+log = logging.getLogger(__name__)
 
 
 class Store:
     """The results database; SQLite file or PostgreSQL URL, same schema."""
 
     def __init__(self, target: str | None = None, *, create: bool = True, migrate: bool | None = None) -> None:
-        """`create=False` for commands that only read: a missing SQLite file is a StoreError.
-        `migrate`: bring an older schema to this benchlab's; by default a SQLite file is (on
-        first use), a shared PostgreSQL database only by `benchlab db upgrade`."""
+        """`create=False` for commands that only read: a missing SQLite file, or one without
+        benchlab's tables (an empty file), is a StoreError, and nothing is ever written: an older
+        SQLite file is read through a copy in memory migrated there. `migrate`: bring an older
+        schema to this benchlab's in place; by default a SQLite file is when `create` (a command
+        that stores), a shared PostgreSQL database only by `benchlab db upgrade`."""
         self.target = url.default_db() if target is None else target
         self.shown = url.shown(self.target)
         made: Path | None = None  # a SQLite file this call creates: removed again if it cannot be set up
@@ -38,7 +44,7 @@ class Store:
                 made = Path(engine_url.database)
             self.engine: Engine = url.open_engine(engine_url)
             self.runs = RunWriter(self.engine.dialect)
-            self.migrated = self._at_head(self.engine.dialect.name == "sqlite" if migrate is None else migrate)
+            self.migrated = self._at_head(create=create, migrate=migrate)
         except (SQLAlchemyError, OSError, ValueError, StoreError) as exc:  # ValueError: a URL's port that is no number
             if made is not None:  # a full disk must not leave an empty file that reads as a database
                 if hasattr(self, "engine"):
@@ -49,15 +55,36 @@ class Store:
                 raise
             raise StoreError(f"cannot open results database {self.target}: {reason(exc)}") from None
 
-    def _at_head(self, migrate: bool) -> Migration | None:
+    def _at_head(self, *, create: bool, migrate: bool | None) -> Migration | None:
         """What was created or migrated now, if anything."""
+        sqlite = self.engine.dialect.name == "sqlite"
+        reading = not create and migrate is None
         with self.engine.connect() as conn:
-            if stored_revision(conn) == HEAD:
+            revision = stored_revision(conn)
+            if revision == HEAD and gap(conn) is None and (reading or stamped(conn)):
                 return None
         # alembic (a tenth of a second to import) loads only when a database is made or changed
         from benchlab.store import migrate as migrations
 
-        return migrations.bring_to_head(self.engine, self.shown, migrate=migrate)
+        if reading and sqlite and revision is not None and migrations.known(revision):
+            self.engine.dispose()
+            self.engine = url.memory_copy(self.engine.url)
+            migrations.bring_to_head(self.engine, self.shown, migrate=True, create=False)
+            log.info("%s is at schema %s: read through a copy migrated in memory (`benchlab db upgrade` migrates the file)",
+                     self.shown, revision)  # fmt: skip
+            return None
+        in_place = (sqlite and create) if migrate is None else migrate
+        return migrations.bring_to_head(self.engine, self.shown, migrate=in_place, create=create)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A connection to read on: a database that cannot be read (a corrupt page, a table or
+        column another program dropped, a lost server) is a StoreError in one line."""
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot read results database {self.shown}: {reason(exc)}") from None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -73,6 +100,8 @@ class Store:
                 raise DatabaseUnavailable(
                     f"could not write to {self.target}: {reason(exc)}; nothing of this was stored"
                 ) from None
+            if isinstance(exc, DatabaseError) and not isinstance(exc, IntegrityError):  # a corrupt page
+                raise StoreError(f"cannot write to {self.target}: {reason(exc)}; nothing of this was stored") from None
             raise
 
     # -- hosts ---------------------------------------------------------------
@@ -124,17 +153,17 @@ class Store:
         return record
 
     def find_experiment(self, name: str) -> ExperimentRecord | None:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return experiments.experiment_in(conn, name)
 
     def require_experiment(self, name: str) -> ExperimentRecord:
         record = self.find_experiment(name)
         if record is None:
-            raise StoreError(f"no experiment named '{name}' in {self.target}", hint="`benchlab list` shows what is stored")
+            raise SpecError(f"no experiment named '{name}' in {self.target}", hint="`benchlab list` shows what is stored")
         return record
 
     def list_experiments(self, name: str | None = None) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return reading.experiment_list(conn, name)
 
     # -- runs ----------------------------------------------------------------
@@ -147,7 +176,7 @@ class Store:
         blocks: Collection[int] | None = None,
         ok_only: bool = False,
     ) -> set[tuple[str, str, int, bool]]:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return reading.stored_keys(conn, exp, host_id, workloads=workloads, blocks=blocks, ok_only=ok_only)
 
     def record_run(
@@ -193,12 +222,12 @@ class Store:
             raise StoreError(f"the database refused run {workload}/{variant} block {block}: {reason(exc)}") from None
 
     def run_identities(self, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return reading.run_identities(conn, exp)
 
     def load(self, exp: ExperimentRecord, *, every_record: bool = False) -> ExperimentData:
         """Everything stored about an experiment (`reading.load`)."""
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return reading.load(conn, exp, every_record=every_record)
 
     # -- a fleet's attempts (store/fleet.py) ---------------------------------
@@ -229,26 +258,26 @@ class Store:
             fleet.register_key(conn, check)
 
     def fleet_key_known(self, check: str) -> bool | None:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.key_known(conn, check)
 
     def last_attempt(self, exp: ExperimentRecord) -> int:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.last_attempt(conn, exp)
 
     def lease_block(self, exp: ExperimentRecord, workload: str, block: int) -> contextlib.AbstractContextManager[bool]:
         return fleet.block_lease(self.engine, exp, workload, block)
 
     def complete_blocks(self, exp: ExperimentRecord) -> frozenset[tuple[str, int]]:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.complete_blocks(conn, exp)
 
     def block_complete(self, exp: ExperimentRecord, workload: str, block: int) -> bool:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.block_complete(conn, exp, workload, block)
 
     def fleet_progress(self, exp: ExperimentRecord) -> fleet.FleetProgress:
-        with self.engine.connect() as conn:
+        with self.reading() as conn:
             return fleet.progress(conn, exp)
 
     def record_calibration(self, calibration: Calibration) -> None:
@@ -257,12 +286,15 @@ class Store:
 
 
 def revision_of(target: str | None = None) -> str | None:
-    """The schema revision a database is at, read without creating or migrating it."""
+    """The schema revision a database is at, read without creating or migrating it; one stamped
+    at HEAD that lacks part of it is named with what it lacks (`db upgrade` mends it)."""
     target = url.default_db() if target is None else target
     engine = url.open_engine(url.engine_url(target, create=False))
     try:
         with engine.connect() as conn:
-            return stored_revision(conn)
+            revision = stored_revision(conn)
+            lacking = gap(conn) if revision == HEAD else None
+            return revision if lacking is None else f"{revision} without {lacking}"
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open results database {url.shown(target)}: {reason(exc)}") from None
     finally:
@@ -280,8 +312,3 @@ def is_unique_violation(exc: IntegrityError, key: str | None = None) -> bool:
     constraint = next(c for table in t.metadata.tables.values() for c in table.constraints if c.name == key)
     columns = ", ".join(f"{constraint.table.name}.{column.name}" for column in constraint.columns)  # type: ignore[attr-defined]
     return f"UNIQUE constraint failed: {columns}" in str(orig)
-
-
-def reason(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None)
-    return str(orig or exc).strip().splitlines()[0]

@@ -12,14 +12,19 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import StaticPool
 
-from benchlab.errors import StoreError
+from benchlab.errors import SpecError, StoreError
 from benchlab.store import schema as t
 
 
 def default_db() -> str:
     """BENCHLAB_DB, else one results file per user, so `benchlab list` works from any folder."""
     explicit = os.environ.get("BENCHLAB_DB")
+    if explicit == "":  # set but empty, as `--db ''` is refused: never read as "the default file"
+        raise SpecError(
+            "BENCHLAB_DB is set but empty (unset it for the default database, or name a SQLite path or a postgresql:// URL)"
+        )
     if explicit:
         return explicit
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
@@ -31,7 +36,7 @@ def engine_url(target: str, *, create: bool = True) -> URL:
     (read-only commands must not leave an empty database behind a mistyped path). A path is
     never parsed as a URL: `?` and `#` are characters of its name."""
     if not target:
-        raise StoreError("the results database is named by an empty string (give a SQLite path or a postgresql:// URL)")
+        raise SpecError("the results database is named by an empty string (give a SQLite path or a postgresql:// URL)")
     if "://" in target:
         scheme, rest = target.split("://", 1)
         if scheme in ("postgres", "postgresql", "postgresql+psycopg"):
@@ -40,7 +45,7 @@ def engine_url(target: str, *, create: bool = True) -> URL:
     path = Path(target).expanduser().absolute()
     if not create and not path.is_file():
         raise StoreError(f"no results database at {path}")
-    _refuse_foreign_sqlite(path)
+    _refuse_foreign_sqlite(path, create=create)
     path.parent.mkdir(parents=True, exist_ok=True)
     return URL.create("sqlite", database=str(path))
 
@@ -63,11 +68,30 @@ def open_engine(url: URL) -> Engine:
     return engine
 
 
-def _refuse_foreign_sqlite(path: Path) -> None:
+def memory_copy(url: URL) -> Engine:
+    """A SQLite file copied into memory (SQLite's backup), the file opened read-only: what a command
+    that only reads migrates when the file is older than this benchlab, changing nothing on disk."""
+    path = url.database
+    assert path is not None
+    copy = sqlite3.connect(":memory:", check_same_thread=False)
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)) as source:
+            source.backup(copy)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read results database {path}: {exc}") from None
+    return create_engine("sqlite://", creator=lambda: copy, poolclass=StaticPool)
+
+
+def _refuse_foreign_sqlite(path: Path, *, create: bool) -> None:
     """Another program's SQLite file is left exactly as it is: looked at read-only, before the
     connection pragmas (WAL) or the schema would change it. Every benchlab database, of any
-    release, holds `schema_version`."""
-    if not path.is_file() or path.stat().st_size == 0:
+    release, holds `schema_version`. A file without tables (an empty one) becomes a database only
+    for a command that stores (`create`); one that only reads refuses it, writing nothing."""
+    if not path.is_file():
+        return
+    if path.stat().st_size == 0:
+        if not create:
+            raise StoreError(f"{path} is an empty file, not a benchlab results database")
         return
     try:
         with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True)) as conn:
@@ -76,6 +100,8 @@ def _refuse_foreign_sqlite(path: Path) -> None:
         raise StoreError(f"cannot open results database {path}: {exc}") from None
     if tables and t.schema_version.name not in tables:
         raise StoreError(f"{path} is not a benchlab results database (it holds tables of its own)")
+    if not tables and not create:
+        raise StoreError(f"{path} holds no tables: it is not a benchlab results database")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -17,6 +17,8 @@ from benchlab.store import schema as t
 HEAD = "0003_fleet_task"
 BASELINE = "0001_baseline"  # release 0.1.0's schema, which predates alembic
 VERSION_TABLE = "alembic_version"
+# the revision each schema_version number was raised by, for a database whose alembic_version is empty
+BY_NUMBER = {1: BASELINE, 2: "0002_drop_run_attempt", 3: HEAD}
 
 
 @dataclass(frozen=True)
@@ -28,12 +30,48 @@ class Migration:
 
 
 def stored_revision(conn: Connection) -> str | None:
-    """The revision a database is at; None for one without benchlab's tables (a new one).
-    A 0.1.0 database has no alembic_version, only schema_version holding 1: it is BASELINE."""
+    """The revision a database says it is at; None for one without benchlab's tables (a new one).
+    A 0.1.0 database has no alembic_version, only schema_version holding 1: it is BASELINE.
+    What it says is not trusted to be what it holds: see `gap`."""
     tables = set(inspect(conn).get_table_names())
     if VERSION_TABLE in tables:
-        return conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+        stamped = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+        if stamped is not None:
+            return str(stamped)
     if t.schema_version.name not in tables:
         return None
     version = conn.execute(select(t.schema_version.c.version)).scalar()
-    return BASELINE if version in (None, 1) else f"schema {version}"  # another: written by a newer benchlab
+    if version is None:
+        return BASELINE
+    return BY_NUMBER.get(version, f"schema {version}")  # another: written by a newer benchlab
+
+
+def stamped(conn: Connection) -> bool:
+    """Whether alembic_version names the revision (an empty one is filled in by a migration)."""
+    if not inspect(conn).has_table(VERSION_TABLE):
+        return False
+    return conn.execute(text(f"SELECT count(*) FROM {VERSION_TABLE}")).scalar() == 1
+
+
+def gap(conn: Connection) -> str | None:
+    """The first table or column the database lacks, or holds beyond, this benchlab's schema;
+    None when it holds exactly its tables and columns. One query: every command asks it, so that a
+    database stamped at HEAD by a benchlab that trusted an old version number (no `calibration`), or
+    one another tool altered (a dropped column), is found at open rather than as a failing query."""
+    if conn.dialect.name == "sqlite":
+        query = "SELECT m.name, p.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table'"
+    else:
+        query = "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+    held: dict[str, set[str]] = {}
+    for table, column in conn.exec_driver_sql(query):
+        held.setdefault(table, set()).add(column)
+    for table in t.metadata.sorted_tables:
+        columns = held.get(table.name)
+        if columns is None:
+            return f"table {table.name}"
+        wanted = {column.name for column in table.columns}
+        if wanted - columns:
+            return f"column {table.name}.{min(wanted - columns)}"
+        if columns - wanted:
+            return f"column {table.name}.{min(columns - wanted)}, which this benchlab does not know"
+    return None

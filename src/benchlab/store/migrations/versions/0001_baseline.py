@@ -1,8 +1,13 @@
 """The schema release 0.1.0 shipped (schema_version 1), written out as it was.
 
-A 0.1.0 database has `schema_version` and no `alembic_version`: it is stamped with this
-revision and upgraded from here. The tables are spelled out rather than taken from
-`schema.py`, which moves on with every later revision.
+Every database written before alembic has `schema_version` 1 and no `alembic_version`, but not
+the same tables: main held schema_version 1 from 2026-11-22 to 11-24 while it gained
+`metric_name` (metric rows carried their name, unit and direction before), `run_detail` and
+`calibration`. So this revision trusts no number: it creates each table the database lacks and
+moves inline metric names into `metric_name`, and every later revision likewise does only what
+the database still lacks (`benchlab.store.migrate` runs them all from the start on any database
+that is not whole). The tables are spelled out rather than taken from `schema.py`, which moves
+on with every later revision.
 """
 
 import sqlalchemy as sa
@@ -13,16 +18,23 @@ down_revision = None
 
 
 def upgrade() -> None:
-    op.create_table("schema_version", sa.Column("version", sa.Integer, nullable=False))
-    op.execute("INSERT INTO schema_version (version) VALUES (1)")
-    op.create_table(
+    have = set(sa.inspect(op.get_bind()).get_table_names())
+
+    def create_table(name: str, *columns: sa.schema.SchemaItem) -> None:
+        if name not in have:
+            op.create_table(name, *columns)
+
+    create_table("schema_version", sa.Column("version", sa.Integer, nullable=False))
+    if op.get_bind().execute(sa.text("SELECT count(*) FROM schema_version")).scalar() == 0:
+        op.execute("INSERT INTO schema_version (version) VALUES (1)")
+    create_table(
         "host",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("hash", sa.String(64), nullable=False, unique=True),
         sa.Column("fingerprint", sa.Text, nullable=False),
         sa.Column("created_at", sa.Float, nullable=False),
     )
-    op.create_table(
+    create_table(
         "experiment",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("name", sa.String(100), nullable=False, unique=True),
@@ -30,7 +42,7 @@ def upgrade() -> None:
         sa.Column("spec_hash", sa.String(64), nullable=False),
         sa.Column("created_at", sa.Float, nullable=False),
     )
-    op.create_table(
+    create_table(
         "workload",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
@@ -39,7 +51,7 @@ def upgrade() -> None:
         sa.Column("version", sa.Text, nullable=False),
         sa.UniqueConstraint("experiment_id", "name"),
     )
-    op.create_table(
+    create_table(
         "variant",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
@@ -49,7 +61,7 @@ def upgrade() -> None:
         sa.Column("is_baseline", sa.Boolean, nullable=False),
         sa.UniqueConstraint("experiment_id", "name"),
     )
-    op.create_table(
+    create_table(
         "run",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("uuid", sa.String(36), nullable=False, unique=True),
@@ -70,7 +82,7 @@ def upgrade() -> None:
         sa.Column("workload_version", sa.Text, nullable=False),
         sa.UniqueConstraint("experiment_id", "host_id", "workload_id", "variant_id", "block", "warmup", name="run_once"),
     )
-    op.create_table(
+    create_table(
         "metric_name",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("workload_id", sa.Integer, sa.ForeignKey("workload.id", ondelete="CASCADE"), nullable=False),
@@ -79,26 +91,29 @@ def upgrade() -> None:
         sa.Column("direction", sa.String(6), nullable=False),
         sa.UniqueConstraint("workload_id", "name"),
     )
-    op.create_table(
+    create_table(
         "metric",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("run_id", sa.Integer, sa.ForeignKey("run.id", ondelete="CASCADE"), nullable=False),
         sa.Column("name_id", sa.Integer, sa.ForeignKey("metric_name.id", ondelete="CASCADE"), nullable=False),
         sa.Column("value", sa.Float, nullable=False),
     )
-    op.create_index("metric_by_run", "metric", ["run_id"])
-    op.create_table(
+    if "metric" not in have:
+        op.create_index("metric_by_run", "metric", ["run_id"])
+    elif "metric_name" not in have:
+        _name_metrics_once()
+    create_table(
         "run_detail",
         sa.Column("run_id", sa.Integer, sa.ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("details", sa.Text, nullable=False),
     )
-    op.create_table(
+    create_table(
         "bundle_import",
         sa.Column("bundle_id", sa.String(36), primary_key=True),
         sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
         sa.Column("imported_at", sa.Float, nullable=False),
     )
-    op.create_table(
+    create_table(
         "calibration",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("host_id", sa.Integer, sa.ForeignKey("host.id"), nullable=False),
@@ -110,3 +125,24 @@ def upgrade() -> None:
         sa.Column("blocks", sa.Integer, nullable=False),
         sa.Column("created_at", sa.Float, nullable=False),
     )
+
+
+def _name_metrics_once() -> None:
+    """Metric rows written before 2026-11-22 22:42 carry their name, unit and direction: each
+    (workload, name) becomes one metric_name row (its first unit and direction, which one
+    workload's runs never varied) and the rows point at it, as the table is copied."""
+    op.execute(
+        "INSERT INTO metric_name (workload_id, name, unit, direction) "
+        "SELECT run.workload_id, metric.name, MIN(metric.unit), MIN(metric.direction) "
+        "FROM metric JOIN run ON run.id = metric.run_id GROUP BY run.workload_id, metric.name"
+    )
+    op.add_column("metric", sa.Column("name_id", sa.Integer))
+    op.execute(
+        "UPDATE metric SET name_id = (SELECT metric_name.id FROM metric_name JOIN run "
+        "ON run.workload_id = metric_name.workload_id WHERE run.id = metric.run_id AND metric_name.name = metric.name)"
+    )
+    with op.batch_alter_table("metric") as batch:
+        for column in ("name", "unit", "direction"):
+            batch.drop_column(column)
+        batch.alter_column("name_id", existing_type=sa.Integer, nullable=False)
+        batch.create_foreign_key("metric_name_id", "metric_name", ["name_id"], ["id"], ondelete="CASCADE")

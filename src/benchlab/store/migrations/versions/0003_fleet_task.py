@@ -2,7 +2,7 @@
 driver follows who runs what from the database; fleet_key: a check of each key the fleet's
 drivers sign with, so a worker with another is refused at start. New tables: older rows are untouched.
 schema_version becomes 3, which earlier releases refuse instead of dropping a table they do
-not know when they copy one.
+not know when they copy one. A table the database holds already is kept.
 """
 
 import sqlalchemy as sa
@@ -13,6 +13,19 @@ down_revision = "0002_drop_run_attempt"
 
 
 def upgrade() -> None:
+    have = set(sa.inspect(op.get_bind()).get_table_names())
+    if "fleet_task" not in have:
+        _fleet_task()
+    if "fleet_key" not in have:
+        op.create_table(
+            "fleet_key",
+            sa.Column("check", sa.String(64), primary_key=True),
+            sa.Column("created_at", sa.Float, nullable=False),
+        )
+    op.execute("UPDATE schema_version SET version = 3")
+
+
+def _fleet_task() -> None:
     op.create_table(
         "fleet_task",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -29,9 +42,3 @@ def upgrade() -> None:
         sa.Column("ended_at", sa.Float),
         sa.UniqueConstraint("experiment_id", "workload_id", "block", "attempt", name="attempt_once"),
     )
-    op.create_table(
-        "fleet_key",
-        sa.Column("check", sa.String(64), primary_key=True),
-        sa.Column("created_at", sa.Float, nullable=False),
-    )
-    op.execute("UPDATE schema_version SET version = 3")

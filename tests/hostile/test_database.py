@@ -1,0 +1,163 @@
+"""A results database read as hostile input: contents another program wrote, a corrupt page,
+a file that is empty or another program's. Each is one line and exit 4 that names the row, never
+a traceback, and a command that only reads never writes (the database is as it was)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli
+from tests.hostile.conftest import refused
+
+# damage -> (SQL run on a good database, what the refusal names)
+DAMAGE = {
+    "spec-not-json": ("UPDATE experiment SET spec = '{'", "experiment 1 has spec that is not JSON"),
+    "spec-json-null": ("UPDATE experiment SET spec = 'null'", "experiment 1 has spec None, not a JSON object"),
+    "config-not-json": ("UPDATE variant SET config = '{' WHERE id = 2", "variant 2 has config that is not JSON"),
+    "config-json-null": ("UPDATE variant SET config = 'null'", "variant 1 has config None"),
+    "details-not-json": ("UPDATE run_detail SET details = '{' WHERE run_id = 2", "run 2 has details that is not JSON"),
+    "fingerprint-not-json": ("UPDATE host SET fingerprint = '[1'", "host 1 has fingerprint that is not JSON"),
+    "fingerprint-json-null": ("UPDATE host SET fingerprint = 'null'", "host 1 has fingerprint None"),
+    "metric-inf": ("UPDATE metric SET value = 9e999 WHERE id = 3", "run 1 has metric sys = inf"),
+    "metric-minus-inf": ("UPDATE metric SET value = -9e999 WHERE run_id = 2", "run 2 has metric"),
+    "dangling-host": ("UPDATE run SET host_id = 99 WHERE id = 3", "run 3 has host_id 99, which names no host"),
+    "dangling-variant": ("UPDATE run SET variant_id = 99 WHERE id = 1", "run 1 has variant_id 99, which names no variant"),
+    "dangling-workload": ("UPDATE run SET workload_id = 99 WHERE id = 1", "run 1 has workload_id 99"),
+    "text-in-started_at": ("UPDATE run SET started_at = 'yesterday' WHERE id = 2", "run 2 has started_at 'yesterday'"),
+    "text-in-ended_at": ("UPDATE run SET ended_at = 'soon' WHERE id = 2", "run 2 has ended_at 'soon'"),
+    "unknown-status": ("UPDATE run SET status = 'great' WHERE id = 4", "run 4 has status 'great'"),
+    "direction": ("UPDATE metric_name SET direction = 'up' WHERE id = 1", "metric name 1 has direction 'up'"),
+    "dropped-column": ("ALTER TABLE run DROP COLUMN message", "cannot be upgraded"),
+}
+READERS = {"report": ("report", "x"), "history": ("history",), "export": ("export", "x", "-o", "out.bundle")}
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database holding one experiment of two variants, made once for the module."""
+    folder = tmp_path_factory.mktemp("good")
+    db = folder / "good.db"
+    env = {**os.environ, "BENCHLAB_DB": str(db), "BENCHLAB_STATE_DIR": str(folder / "state")}
+    import subprocess
+
+    from tests.conftest import BENCHLAB
+
+    subprocess.run(
+        [BENCHLAB, "compare", "--cmd", "true", "-V", "a: env.X=1", "-V", "b: env.X=2", "-n", "2", "--name", "x"],
+        env=env, check=True, capture_output=True, cwd=folder,
+    )  # fmt: skip
+    return db
+
+
+def damaged(good: Path, sql: str | None) -> Path:
+    """The good database copied to where this test's BENCHLAB_DB points, with `sql` run on it."""
+    db = Path(os.environ["BENCHLAB_DB"])
+    shutil.copy(good, db)
+    if sql is not None:
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            conn.execute(sql)
+            conn.commit()
+    return db
+
+
+@pytest.mark.parametrize("command", list(READERS))
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_contents_another_program_wrote_are_refused_naming_the_row(good: Path, damage: str, command: str, tmp_path: Path) -> None:
+    sql, mentions = DAMAGE[damage]
+    damaged(good, sql)
+    if command != "export" and damage.startswith("details"):
+        pytest.skip("a report reads the details of the runs it names one by one (failed ones), export every run's")
+    refused(*READERS[command], code=4, mentions=mentions, cwd=tmp_path)
+
+
+def corrupt(db: Path) -> None:
+    """Garbage over the run table's pages (what every command reads), the header and schema left whole."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'run'").fetchone()[0]
+    data = bytearray(db.read_bytes())
+    data[(root - 1) * size : root * size] = bytes([0xAB]) * size
+    db.write_bytes(data)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("list",),
+        ("history",),
+        ("diff", "x:a", "x:b"),
+        ("report", "x"),
+        ("show", "x"),
+        ("export", "x", "-o", "out.bundle"),
+        ("compare", "--cmd", "true", "-n", "2", "--name", "y"),
+        ("import", "x.bundle"),
+    ],
+    ids=lambda args: args[0],
+)
+def test_a_corrupt_page_is_one_line_from_every_command(good: Path, args: tuple[str, ...], tmp_path: Path) -> None:
+    if args[0] == "import":
+        cli("export", "x", "-o", str(tmp_path / "x.bundle"), "--db", str(good), check=True)
+    db = damaged(good, None)
+    corrupt(db)
+    before = db.read_bytes()
+    proc = cli(*args, cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 4, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and len(lines) == 1 and lines[0].startswith("benchlab: "), proc.stderr[-2000:]
+    if args[0] not in ("compare", "import"):
+        assert db.read_bytes() == before
+
+
+def test_an_empty_alembic_version_is_read_without_writing_a_row(good: Path, tmp_path: Path) -> None:
+    db = damaged(good, "DELETE FROM alembic_version")
+    before = db.read_bytes()
+    assert cli("report", "x", cwd=tmp_path, check=True).returncode == 0
+    assert cli("list", cwd=tmp_path, check=True).returncode == 0
+    assert db.read_bytes() == before
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("SELECT count(*) FROM alembic_version").fetchone() == (0,)
+
+
+def test_a_current_database_stamped_back_to_the_baseline_reads_and_stays_as_it_was(good: Path, tmp_path: Path) -> None:
+    db = damaged(good, "UPDATE alembic_version SET version_num = '0001_baseline'")
+    before = db.read_bytes()
+    assert cli("report", "x", cwd=tmp_path, check=True).returncode == 0
+    assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", [("list",), ("report", "x"), ("history",)], ids=lambda c: c[0])
+def test_an_empty_file_is_refused_not_initialised(command: tuple[str, ...], tmp_path: Path) -> None:
+    db = Path(os.environ["BENCHLAB_DB"])
+    db.touch()
+    refused(*command, code=4, mentions="empty file", cwd=tmp_path)
+    assert db.read_bytes() == b""
+
+
+def test_another_programs_database_is_refused_by_a_reader(tmp_path: Path) -> None:
+    db = Path(os.environ["BENCHLAB_DB"])
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+        conn.commit()
+    refused("list", code=4, mentions="not a benchlab results database", cwd=tmp_path)
+
+
+def test_an_empty_benchlab_db_is_refused_like_an_empty_db_flag(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BENCHLAB_DB", "")
+    proc = cli("list", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "benchlab: BENCHLAB_DB is set but empty (unset it for the default database, or name a SQLite path or a postgresql:// URL)"
+    ]
+    assert list(tmp_path.iterdir()) == [] or not any(p.suffix == ".db" for p in tmp_path.rglob("*"))
+
+
+def test_an_experiment_name_that_is_not_stored_is_usage_exit_2(good: Path, tmp_path: Path) -> None:
+    damaged(good, None)
+    refused("report", "nope", code=2, mentions="no experiment named 'nope'", cwd=tmp_path)
