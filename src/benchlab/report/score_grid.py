@@ -97,7 +97,7 @@ def single_variant(scores: Scores) -> Grid:
     return grid
 
 
-def comparison(scores: Scores) -> list[Grid]:
+def comparison(scores: Scores, label: str) -> list[Grid]:
     ref = scores.reference
     others = [v for v in scores.variants if v != ref]
     grids = []
@@ -111,7 +111,7 @@ def comparison(scores: Scores) -> list[Grid]:
         )
         for v in others:
             grid.verdict_columns.append(len(grid.header) + 2)
-            grid.header += [v, f"{v} delta vs {ref} [95% CI]", f"{v} verdict"]
+            grid.header += [v, f"{v} delta vs {ref} [{label}]", f"{v} verdict"]
         for (name, level), by_mode in indexed.items():
             base = by_mode.get((mode, ref))
             if base is None:
@@ -137,7 +137,7 @@ def comparison(scores: Scores) -> list[Grid]:
     suite = Grid(title="suite wall time and peak memory", header=["", ref], verdict_columns=[], names=1, shared=2, group=3)
     for v in others:
         suite.verdict_columns.append(len(suite.header) + 2)
-        suite.header += [v, f"{v} delta vs {ref} [95% CI]", f"{v} verdict"]
+        suite.header += [v, f"{v} delta vs {ref} [{label}]", f"{v} verdict"]
     by_metric: dict[str, dict[str, ScoreRow]] = defaultdict(dict)
     for r in scores.rows:
         if r.level == "suite":
@@ -162,7 +162,7 @@ def comparison(scores: Scores) -> list[Grid]:
     return grids
 
 
-def along_sweep(scores: Scores, sweep: Sweep) -> Grid:
+def along_sweep(scores: Scores, sweep: Sweep, label: str) -> Grid:
     """The overall scores and the suite's peak memory at every sweep point, the reference first."""
     ref = scores.reference
     overall = {r.mode: r.covers for r in scores.rows if r.level == "overall"}
@@ -176,7 +176,7 @@ def along_sweep(scores: Scores, sweep: Sweep) -> Grid:
     )
     for title in [*(MODE_TITLES[m] for m in modes), "suite peak memory"]:
         grid.verdict_columns.append(len(grid.header) + 2)
-        grid.header += [title, f"delta vs {ref} [95% CI]", "verdict"]
+        grid.header += [title, f"delta vs {ref} [{label}]", "verdict"]
     rows = {(r.mode, r.variant): r for r in scores.rows if r.level in ("overall", "suite")}
     for variant in [ref, *(v for v in scores.variants if v != ref)]:
         point = sweep.points.get(variant, {})
@@ -190,10 +190,10 @@ def along_sweep(scores: Scores, sweep: Sweep) -> Grid:
     return grid
 
 
-def grids(scores: Scores, sweep: Sweep | None = None) -> list[Grid]:
+def grids(scores: Scores, sweep: Sweep | None = None, label: str = "CI") -> list[Grid]:
     if len(scores.variants) == 1:
         return [single_variant(scores)]
-    return [*comparison(scores), *([along_sweep(scores, sweep)] if sweep else [])]
+    return [*comparison(scores, label), *([along_sweep(scores, sweep, label)] if sweep else [])]
 
 
 def footer(report: Report) -> str:
@@ -210,5 +210,5 @@ def footer(report: Report) -> str:
     if any(r.covers for r in scores.rows if r.level == "overall"):
         text += " (over a subset: the weights of the sections that ran, scaled to sum to 1)"
     if judged:
-        text += f"; {judged} comparisons, {report.correction} correction at alpha={report.alpha}"
+        text += f"; {judged} comparisons, {report.correction} correction at alpha={report.alpha}; {cells.interval_note(report)}"
     return text + "; every metric of every run: --format json or csv"

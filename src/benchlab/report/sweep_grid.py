@@ -30,7 +30,7 @@ def grids(report: Report, workloads: set[str] | None = None) -> list[Grid]:
         grid = by_workload.get(workload)
         if grid is None:
             grid = Grid(title=f"{workload}: sweep of {', '.join(sweep.parameters)} against '{ref}'",
-                        header=["metric", *sweep.parameters, "median", "change [95% CI]", "verdict"],
+                        header=["metric", *sweep.parameters, "median", f"change [{cells.ci_label(report)}]", "verdict"],
                         names=1 + len(sweep.parameters))  # fmt: skip
             grid.verdict_columns.append(len(grid.header) - 1)
             by_workload[workload] = grid

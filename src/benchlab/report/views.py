@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 from benchlab.errors import SpecError
-from benchlab.report import app_cycle_grid, metric_grid, score_grid, sweep_grid, times_grid
+from benchlab.report import app_cycle_grid, cells, metric_grid, score_grid, sweep_grid, times_grid
 from benchlab.report.grid import Grid
 from benchlab.stats.report_model import Report
 
@@ -51,7 +51,7 @@ def report_grids(report: Report, view: View = "auto") -> tuple[list[Grid], str]:
         assert report.scores is not None
         fits = sweep_grid.fit_grid(sweep, {"Overall"}) if sweep else []
         rest = _other_workloads(report, set(report.scores.workloads))
-        return [*score_grid.grids(report.scores, sweep), *fits, *rest], score_grid.footer(report)
+        return [*score_grid.grids(report.scores, sweep, cells.ci_label(report)), *fits, *rest], score_grid.footer(report)
     if shown == "app-cycle":
         cycles = set(app_cycle_grid.workloads(report))
         fits = sweep_grid.fit_grid(sweep, cycles) if sweep else []

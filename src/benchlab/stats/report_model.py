@@ -350,13 +350,18 @@ class Report(Model):
     )
 
     def with_raw_intervals(self) -> Report:
-        """The report with every metric and geometric-mean change shown with its unadjusted 95%
-        interval (change_ci95) in place of the one its verdict reads."""
+        """The report with every metric's, geometric mean's and score's change shown with its
+        unadjusted 95% interval (change_ci95) in place of the one its verdict reads."""
         raw = {"change_ci_level": 0.95}
         return self.model_copy(
             update={
                 "rows": [r.model_copy(update={**raw, "change_ci": r.change_ci95}) for r in self.rows],
                 "geomean": [g.model_copy(update={**raw, "change_ci": g.change_ci95}) for g in self.geomean],
+                "scores": self.scores.model_copy(
+                    update={"rows": [r.model_copy(update={**raw, "change_ci": r.change_ci95}) for r in self.scores.rows]}
+                )
+                if self.scores
+                else None,
                 "intervals": "raw",
             }
         )

@@ -232,6 +232,8 @@ def _score_row(s: Series, level: _Level, variant: str, values: np.ndarray, media
         n=len(values), score=number(med), score_ci=pair((lo, hi)), spread=number(spread(values)),
         covers=level.covers, change=number(judged.change) if judged else None,
         change_ci=pair(judged.change_ci) if judged else (None, None), log_scale=judged.log_scale if judged else None,
+        change_ci_level=judged.change_ci_level if judged else None,
+        change_ci95=pair(judged.change_ci95) if judged else (None, None),
         test=judged.test if judged else "none", p=number(judged.p) if judged else None,
         q=number(judged.q) if judged else None, verdict=judged.verdict if judged else "-",
         blocks_needed=judged.blocks_needed if judged else None, family=judged.family if judged else s.family,
