@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from benchlab.cli.console import out
-from benchlab.cli.options import Db, whole_number
+from benchlab.cli.options import Db, count_option
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import Interrupted, SpecError, Undecided
 
@@ -28,11 +28,11 @@ def bisect(
     ] = None,
     min_blocks: Annotated[
         int | None,
-        typer.Option("--min-blocks", parser=whole_number, metavar="INTEGER", help="the first look of every step (default 3)"),
+        count_option("--min-blocks", help="the first look of every step (default 3)"),
     ] = None,
     max_blocks: Annotated[
         int | None,
-        typer.Option("--max-blocks", parser=whole_number, metavar="INTEGER", help="every step's budget of blocks (default 40)"),
+        count_option("--max-blocks", help="every step's budget of blocks (default 40)"),
     ] = None,
     db: Db = None,
     resume: Annotated[bool, typer.Option("--resume", help="reuse the steps stored by an earlier bisection of this spec")] = False,

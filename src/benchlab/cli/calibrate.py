@@ -9,7 +9,7 @@ import typer
 
 from benchlab.cli.console import err, out
 from benchlab.cli.experiment import AllowFailures, check_failures
-from benchlab.cli.options import Db, whole_number
+from benchlab.cli.options import Db, count_option
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import SpecError
 from benchlab.report import safe
@@ -22,18 +22,12 @@ def calibrate(
     workload: Annotated[list[str], typer.Option("-w", "--workload", help="built-in workload, e.g. 'alloc.churn threads=4'")] = [],  # noqa: B006
     cmd: Annotated[list[str], typer.Option("--cmd", help="a command to time as a whole process tree")] = [],  # noqa: B006
     gbench: Annotated[list[str], typer.Option("--gbench", help="a Google Benchmark binary")] = [],  # noqa: B006
-    blocks: Annotated[
-        int, typer.Option("-n", "--blocks", parser=whole_number, metavar="INTEGER", help="blocks per A/A experiment")
-    ] = 10,
-    experiments: Annotated[
-        int, typer.Option("--experiments", parser=whole_number, metavar="INTEGER", help="A/A experiments in the batch")
-    ] = 20,
+    blocks: Annotated[int, count_option("-n", "--blocks", help="blocks per A/A experiment")] = 10,
+    experiments: Annotated[int, count_option("--experiments", help="A/A experiments in the batch")] = 20,
     seed: Annotated[
         int,
-        typer.Option(
+        count_option(
             "--seed",
-            parser=whole_number,
-            metavar="INTEGER",
             help="seeds the first experiment's run order (each next one the seed plus one)",
         ),
     ] = 0,

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from benchlab.cli.console import err, out
 from benchlab.cli.fleet import Broker, BrokerCa, ConsumerTimeout, Fleet, FleetTarget, KeyFile
-from benchlab.cli.options import Db, Exports, Format, KeepFailed, MaxBlocks, MinBlocks, Resume, Seed, whole_number, with_exports
+from benchlab.cli.options import Db, Exports, Format, KeepFailed, MaxBlocks, MinBlocks, Resume, Seed, count_option, with_exports
 from benchlab.cli.options import UntilDecided as UntilDecidedFlag
 from benchlab.cli.progress import BarProgress
 from benchlab.errors import RunsFailed, SpecError
@@ -36,11 +36,9 @@ STATUS_WORDS = {"failed": "failed", "timeout": "timed out"}
 QUICK_BLOCKS = 3  # the fewest blocks the paired t decides with (`run --quick`, `score --quick`)
 Blocks = Annotated[
     int | None,
-    typer.Option(
+    count_option(
         "-n",
         "--blocks",
-        parser=whole_number,
-        metavar="INTEGER",
         help="run N blocks instead of the spec's (the rest of the spec unchanged)",
     ),
 ]
@@ -214,12 +212,8 @@ def compare(
     variant: Annotated[
         list[str], typer.Option("--variant", "-V", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
     ] = [],  # noqa: B006
-    blocks: Annotated[
-        int, typer.Option("-n", "--blocks", parser=whole_number, metavar="INTEGER", help="blocks (runs per variant)")
-    ] = 10,
-    warmup: Annotated[
-        int, typer.Option("--warmup", parser=whole_number, metavar="INTEGER", help="untimed warm-up runs per variant")
-    ] = 0,
+    blocks: Annotated[int, count_option("-n", "--blocks", help="blocks (runs per variant)")] = 10,
+    warmup: Annotated[int, count_option("--warmup", help="untimed warm-up runs per variant")] = 0,
     seed: Seed = 0,
     baseline: Annotated[str | None, typer.Option("--baseline", help="variant the others are compared with")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds before a run is killed")] = 600.0,
@@ -263,9 +257,7 @@ def demo(
             "folder; BENCHLAB_DB is not read, so the demo never writes into yours)",
         ),
     ] = None,
-    blocks: Annotated[
-        int, typer.Option("-n", "--blocks", parser=whole_number, metavar="INTEGER", help="blocks (runs per variant)")
-    ] = 10,
+    blocks: Annotated[int, count_option("-n", "--blocks", help="blocks (runs per variant)")] = 10,
     allow_failures: AllowFailures = False,
     exports: Exports | None = None,
 ) -> None:

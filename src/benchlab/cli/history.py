@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from benchlab.cli.console import out
-from benchlab.cli.options import Db, whole_number
+from benchlab.cli.options import Db, count_option
 from benchlab.cli.results import open_store
 from benchlab.errors import SpecError
 from benchlab.stats.changepoints import Settings  # no Otava in it: that loads only when points are looked for
@@ -32,9 +32,7 @@ def history(
             "--min-change", help="a change point's smallest relative change (0.01: 1%, as the default equivalence margin)"
         ),
     ] = Settings.min_change,
-    window: Annotated[
-        int, typer.Option("--window", parser=whole_number, metavar="INTEGER", help="points per window the detector splits within")
-    ] = Settings.window,
+    window: Annotated[int, count_option("--window", help="points per window the detector splits within")] = Settings.window,
     db: Db = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
 ) -> None:

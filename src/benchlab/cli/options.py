@@ -27,6 +27,14 @@ Db = Annotated[
     str | None,
     typer.Option("--db", help="results database: a SQLite path or a postgresql:// URL [env: BENCHLAB_DB]"),
 ]
+
+
+def count_option(*flags: str, help: str) -> Any:
+    """A typer option for a count: read by `whole_number`, so `3.0`, `+3` and `1_0` are refused as
+    a spec would refuse them."""
+    return typer.Option(*flags, parser=whole_number, metavar="INTEGER", help=help)
+
+
 Resume = Annotated[
     bool,
     typer.Option(
@@ -39,7 +47,7 @@ KeepFailed = Annotated[
 ]
 Seed = Annotated[
     int,
-    typer.Option("--seed", parser=whole_number, metavar="INTEGER", help="seeds the run order (the same seed, the same order)"),
+    count_option("--seed", help="seeds the run order (the same seed, the same order)"),
 ]
 Format = Annotated[
     str, typer.Option("--format", "-f", help="table, md, json, csv, hyperfine, gbench, benchstat or html (a page with plots)")
@@ -53,11 +61,11 @@ UntilDecided = Annotated[
 ]
 MinBlocks = Annotated[
     int | None,
-    typer.Option("--min-blocks", parser=whole_number, metavar="INTEGER", help="with --until-decided: the first look (default 3)"),
+    count_option("--min-blocks", help="with --until-decided: the first look (default 3)"),
 ]
 MaxBlocks = Annotated[
     int | None,
-    typer.Option("--max-blocks", parser=whole_number, metavar="INTEGER", help="with --until-decided: the budget (default 40)"),
+    count_option("--max-blocks", help="with --until-decided: the budget (default 40)"),
 ]
 
 # `--export-NAME FILE`: the report also written to FILE in a format (NAME -> format, what it is).

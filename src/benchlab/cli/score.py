@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from benchlab.cli.experiment import QUICK_BLOCKS, AllowFailures, execute
-from benchlab.cli.options import Db, Exports, Format, KeepFailed, Resume, Seed, whole_number, with_exports
+from benchlab.cli.options import Db, Exports, Format, KeepFailed, Resume, Seed, count_option, with_exports
 from benchlab.errors import EnvironmentProblem
 from benchlab.spec.quick import parse_variant
 
@@ -45,15 +45,13 @@ def score(
     workload: Annotated[list[str], typer.Option("-w", "--workload", help="only these suite workloads (e.g. aes_xts)")] = [],  # noqa: B006
     threads: Annotated[
         int,
-        typer.Option("--threads", parser=whole_number, metavar="INTEGER", help="multi-core threads (0: every CPU a run may use)"),
+        count_option("--threads", help="multi-core threads (0: every CPU a run may use)"),
     ] = 0,
     blocks: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "-n",
             "--blocks",
-            parser=whole_number,
-            metavar="INTEGER",
             help=f"blocks (default {FULL_BLOCKS}, --quick {QUICK_BLOCKS})",
         ),
     ] = None,
