@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,11 +81,8 @@ def test_an_empty_knob_is_empty_again_after_the_experiment(tmp_path: Path, empty
     assert cli("restore", check=True).stdout.startswith("nothing to restore")
 
 
-def test_an_empty_knob_left_set_by_kill_9_is_put_back_by_restore(tmp_path: Path, empty_knob: str) -> None:
-    started = tmp_path / "started"
-    spec = knob_spec(tmp_path / "s.toml", empty_knob, f"sh -c 'touch {started}; sleep 60'", blocks=3)
-    proc = subprocess.Popen([BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            preexec_fn=signals_as_at_a_terminal)  # fmt: skip
+def kill_9_once_started(proc: subprocess.Popen[Any], started: Path) -> None:
+    """Waits (at most 60 s) until the run touched `started`, then kills proc with SIGKILL, whatever happened."""
     try:
         deadline = time.monotonic() + 60
         while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -93,6 +91,14 @@ def test_an_empty_knob_left_set_by_kill_9_is_put_back_by_restore(tmp_path: Path,
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+
+def test_an_empty_knob_left_set_by_kill_9_is_put_back_by_restore(tmp_path: Path, empty_knob: str) -> None:
+    started = tmp_path / "started"
+    spec = knob_spec(tmp_path / "s.toml", empty_knob, f"sh -c 'touch {started}; sleep 60'", blocks=3)
+    proc = subprocess.Popen([BENCHLAB, "run", str(spec)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=signals_as_at_a_terminal)  # fmt: skip
+    kill_9_once_started(proc, started)
     assert Path(empty_knob).read_text().strip() == "0"  # left changed
     again = cli("run", str(spec))  # a new experiment will not start (it clears the killed one's note)
     assert again.returncode == 3 and "benchlab restore" in again.stderr, again.stderr
@@ -161,14 +167,7 @@ def test_an_empty_knob_left_set_by_a_killed_fleet_worker_is_put_back_by_restore(
     started = tmp_path / "started"
     proc = subprocess.Popen([sys.executable, "-c", WORKER, str(tmp_path / "fleet.db"), empty_knob, str(started)],
                             stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-        assert started.exists(), proc.stderr.read() if proc.stderr and proc.poll() is not None else "no run started"
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    kill_9_once_started(proc, started)
     assert Path(empty_knob).read_text().strip() == "0"  # left changed by the killed worker
     restored = cli("restore", check=True).stdout
     assert f"restored {empty_knob} = ''" in restored, restored
