@@ -164,6 +164,30 @@ def write_spec(tmp_path: Path, name: str, body: str) -> Path:
     return path
 
 
+def sampling_sweep(tmp_path: Path, name: str, *, ops: int, rates: list[int]) -> Path:
+    """The shim-cost study's shape: no shim, the no-op shim, and the shim at each sampling rate,
+    on a single-threaded allocator churn of `ops` operations, fitted in 1/N."""
+    return write_spec(
+        tmp_path, name,
+        f"""blocks = 3
+[[workloads]]
+name = "churn"
+builtin = "alloc.churn"
+options = {{ threads = 1, ops = {ops} }}
+[[variants]]
+name = "no-shim"
+[[variants]]
+name = "noop"
+shim = {{ sampling = 0 }}
+[sweep]
+fit = "reciprocal"
+[[sweep.parameters]]
+field = "shim.sampling"
+values = {rates}
+""",
+    )  # fmt: skip
+
+
 def test_a_shim_variant_reports_the_use_after_free_its_runs_caught(program: Path, tmp_path: Path) -> None:
     spec = write_spec(
         tmp_path, "uaf",
@@ -186,25 +210,7 @@ shim = {{ sampling = 1 }}
 
 @pytest.mark.slow
 def test_the_cost_grows_with_the_sampling_rate_and_the_fit_sees_it(tmp_path: Path) -> None:
-    spec = write_spec(
-        tmp_path, "shim-cost",
-        """blocks = 3
-[[workloads]]
-name = "churn"
-builtin = "alloc.churn"
-options = { threads = 1, ops = 300000 }
-[[variants]]
-name = "no-shim"
-[[variants]]
-name = "noop"
-shim = { sampling = 0 }
-[sweep]
-fit = "reciprocal"
-[[sweep.parameters]]
-field = "shim.sampling"
-values = [1, 1000]
-""",
-    )  # fmt: skip
+    spec = sampling_sweep(tmp_path, "shim-cost", ops=300000, rates=[1, 1000])
     cli("run", str(spec), check=True)
     data = json.loads(cli("report", "shim-cost", "--format", "json", check=True).stdout)
     rows = {r["variant"]: r for r in data["rows"] if r["metric"] == "cpu_time"}
@@ -219,25 +225,7 @@ def test_the_seeds_sampling_list_reads_the_cost_of_being_installed_only_where_th
     """The seed study's own N list, beside the no-op shim: every fit says whether the line
     describes the points, sets the measured no-op cost beside its change at 0, and reads the line's
     change at 0 only where the line fits and agrees with the measured one, saying so otherwise."""
-    spec = write_spec(
-        tmp_path, "shim-seed",
-        """blocks = 3
-[[workloads]]
-name = "churn"
-builtin = "alloc.churn"
-options = { threads = 1, ops = 100000 }
-[[variants]]
-name = "no-shim"
-[[variants]]
-name = "noop"
-shim = { sampling = 0 }
-[sweep]
-fit = "reciprocal"
-[[sweep.parameters]]
-field = "shim.sampling"
-values = [1, 10, 20, 25, 33, 50, 100, 1000000]
-""",
-    )  # fmt: skip
+    spec = sampling_sweep(tmp_path, "shim-seed", ops=100000, rates=[1, 10, 20, 25, 33, 50, 100, 1000000])
     cli("run", str(spec), "--quick", check=True)
     data = json.loads(cli("report", "shim-seed-quick", "--format", "json", check=True).stdout)
     table = cli("report", "shim-seed-quick", "--format", "md", check=True).stdout
