@@ -70,16 +70,24 @@ def test_a_bad_sweep_is_refused_naming_its_place(sweep: dict[str, Any], message:
     assert message in str(caught.value)
 
 
-def synthetic(rng: np.random.Generator, a: float, s: float, xs: list[float], blocks: int, noise: float) -> tuple[np.ndarray, ...]:
-    keys, swept, x, y = [], [], [], []
+def runs(rng: np.random.Generator, change: Any, values: list[float], blocks: int, noise: float) -> list[np.ndarray]:
+    """Runs of a reference and of each swept value (block keys, swept flags, values, log times),
+    `change(value)` the true log change of a value against the reference, block effects far larger
+    than the noise: a fit must absorb them."""
+    keys, swept, value, y = [], [], [], []
     for b in range(blocks):
-        drift = rng.normal(0, 0.2)  # block effects far larger than the noise: the fit must absorb them
-        for flag, value in [(0.0, 0.0), *((1.0, v) for v in xs)]:
+        drift = rng.normal(0, 0.2)
+        for flag, v in [(0.0, 0.0), *((1.0, v) for v in values)]:
             keys.append(b)
             swept.append(flag)
-            x.append(value)
-            y.append(3.0 + drift + flag * a + s * value + rng.normal(0, noise))
-    return tuple(map(np.asarray, (keys, swept, x, y)))
+            value.append(v)
+            y.append(3.0 + drift + (change(v) if flag else 0.0) + rng.normal(0, noise))
+    return list(map(np.asarray, (keys, swept, value, y)))
+
+
+def synthetic(rng: np.random.Generator, a: float, s: float, xs: list[float], blocks: int, noise: float) -> list[np.ndarray]:
+    """A change a + s x, as `fit_line` takes the runs (the value itself its regressor)."""
+    return runs(rng, lambda x: a + s * x, xs, blocks, noise)
 
 
 def test_the_fit_recovers_a_known_intercept_and_slope_with_honest_intervals() -> None:
@@ -145,20 +153,10 @@ SEED_N = [1, 10, 20, 25, 33, 50, 100, 1_000_000]  # the shim study's own samplin
 
 
 def simulated(rng: np.random.Generator, change: Any, values: list[float], blocks: int, noise: float) -> tuple[np.ndarray, ...]:
-    """Runs of a reference and of each swept value, `change(value)` the true log change of a value
-    against the reference, block effects far larger than the noise; as `fit_models` takes them,
-    with the reciprocal as the line's regressor."""
-    keys, swept, value, y = [], [], [], []
-    for b in range(blocks):
-        drift = rng.normal(0, 0.2)
-        for flag, v in [(0.0, 0.0), *((1.0, v) for v in values)]:
-            keys.append(b)
-            swept.append(flag)
-            value.append(v)
-            y.append(3.0 + drift + (change(v) if flag else 0.0) + rng.normal(0, noise))
-    arrays = list(map(np.asarray, (keys, swept, value, y)))
-    x = np.where(arrays[1] == 1, 1 / np.where(arrays[2] == 0, 1.0, arrays[2]), 0.0)
-    return arrays[0], arrays[1], x, arrays[2], arrays[3]
+    """`runs` as `fit_models` takes them, with the reciprocal as the line's regressor."""
+    keys, swept, value, y = runs(rng, change, values, blocks, noise)
+    x = np.where(swept == 1, 1 / np.where(value == 0, 1.0, value), 0.0)
+    return keys, swept, x, value, y
 
 
 def shim_curve(n: float) -> float:
