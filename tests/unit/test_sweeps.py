@@ -18,7 +18,8 @@ from benchlab.report import render
 from benchlab.runner import Prepared, Runner
 from benchlab.spec import spec_from_dict
 from benchlab.stats.analysis import analyze
-from benchlab.stats.fit import ADDITIVE, LACK_OF_FIT_ALPHA, LINE, LOG, PIECEWISE, fit_line, fit_models
+from benchlab.stats.fit import ADDITIVE, LACK_OF_FIT_ALPHA, LINE, LOG, PIECEWISE, LineFit, fit_models
+from benchlab.stats.sweep import _agrees
 from benchlab.store import Store
 from tests.unit.test_report_model import validate
 from tests.unit.test_runner import HOST, FakeJournal, usage
@@ -83,6 +84,12 @@ def runs(rng: np.random.Generator, change: Any, values: list[float], blocks: int
             value.append(v)
             y.append(3.0 + drift + (change(v) if flag else 0.0) + rng.normal(0, noise))
     return list(map(np.asarray, (keys, swept, value, y)))
+
+
+def fit_line(keys: np.ndarray, swept: np.ndarray, x: np.ndarray, y: np.ndarray) -> LineFit | None:
+    """The line alone, for a regressor that is the value itself."""
+    fits = fit_models(keys, swept, x, x, y)
+    return fits.line if fits else None
 
 
 def synthetic(rng: np.random.Generator, a: float, s: float, xs: list[float], blocks: int, noise: float) -> list[np.ndarray]:
@@ -275,6 +282,13 @@ def test_a_line_that_fits_but_disagrees_with_the_point_measured_at_0_gives_way_t
     assert fit.line_fits and fit.model == LINE and fit.intercept is not None and abs(fit.intercept - 0.05) < 0.01
     assert fit.measured_agrees is False and fit.change_at_0_from == "measured (off)"
     assert fit.change_at_0 is not None and abs(fit.change_at_0) < 0.01
+    # the point is compared and shown at its unadjusted 95%, as the line's intercept is, not at its row's level
+    (off,) = [r for r in report.rows if r.variant == "off" and r.metric == "wall"]
+    assert fit.measured_at_0 is not None and fit.measured_at_0.change_ci == off.change_ci95 != off.change_ci
+    # a point without an interval cannot show the line agrees with it: the measured change is read
+    line = fit_models(*simulated(np.random.default_rng(1), lambda n: 0.05 + 0.4 / n, [1, 2, 10, 100], 8, 0.005))
+    assert line is not None and _agrees(line.line, off) is False
+    assert _agrees(line.line, off.model_copy(update={"change_ci95": (None, None)})) is None
     assert any(
         w.startswith("t wall: the line's change at 0 (+") and "disagrees with the one measured there (off: " in w
         for w in report.warnings

@@ -42,7 +42,8 @@ def percent(x: float | None) -> str:
 
 
 def change(value: float | None, ci: Sequence[float | None], *, log_scale: bool | None = True, missing: str = "n/a") -> str:
-    """A change with its 95% interval, marked `shift` where it is a raw shift, not a ratio;
+    """A change with its interval (whichever the caller holds: a row's at its corrected level, a
+    fit's at 95%), marked `shift` where it is a raw shift, not a ratio;
     `missing` stands in for an interval there is none of (see `no_interval`)."""
     if value is None:
         return "n/a"

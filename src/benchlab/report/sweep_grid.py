@@ -94,7 +94,7 @@ def fit_grid(sweep: Sweep, workloads: set[str] | None = None) -> list[Grid]:
         fit = Grid(
             title=f"fit: log change = intercept + slope x {sweep.parameters[0]} ({X_TITLES[sweep.fit]}), block effects",
             header=["workload", "metric", "line: change at 0 [95% CI]", "slope [95% CI]", "lack of fit",
-                    *([f"measured at 0 ({measured})"] if measured else []), "read at 0"],
+                    *([f"measured at 0 ({measured}) [95% CI]"] if measured else []), "read at 0 [95% CI]"],
             group=1,
         )  # fmt: skip
         for f in fits:
@@ -106,7 +106,7 @@ def fit_grid(sweep: Sweep, workloads: set[str] | None = None) -> list[Grid]:
             "lack of fit: F test of the line against a mean per sweep point (block effects kept); below 0.05 the line "
             "does not describe the points, and its change at 0 is not read: 'read at 0' is then the variant measured "
             "at 0, else the intercept of the additive or piecewise model read; the measured one is read too where the line's "
-            "change at 0 disagrees with it (a z test at 5%); every model: --format json"
+            "change at 0 disagrees with it (a z test at 5%) or cannot be compared with it; every model: --format json"
         )
         sizes = sorted({(f.n, f.blocks) for f in fits})
         fit.notes.append("fitted through " + "; ".join(f"{n} runs in {b} blocks" for n, b in sizes))

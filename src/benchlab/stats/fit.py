@@ -248,11 +248,5 @@ def choose(models: list[LineFit]) -> LineFit | None:
     return min(passing, key=lambda m: m.aic) if passing else None
 
 
-def fit_line(keys: np.ndarray, swept: np.ndarray, x: np.ndarray, y: np.ndarray) -> LineFit | None:
-    """The line alone (see `fit_models`), for a regressor that is the value itself."""
-    fits = fit_models(keys, swept, x, x, y)
-    return fits.line if fits else None
-
-
 def as_fraction(value: float) -> float:
     return math.expm1(value)

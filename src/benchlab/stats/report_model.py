@@ -176,7 +176,7 @@ class MeasuredPoint(Model):
 
     variant: str
     change: Number
-    change_ci: Pair
+    change_ci: Pair = Field(description="its unadjusted 95% interval, as the fits' intervals are")
     verdict: str
 
 
@@ -211,8 +211,9 @@ class SweepFit(Model):
     change_at_0_from: str | None = Field(default=None, description="line, measured (VARIANT), additive or piecewise")
     measured_agrees: bool | None = Field(
         default=None,
-        description="whether the line's change at 0 and the measured one agree (a z test of their difference at 5%); "
-        "where they do not, the measured one is read; null without a measured point",
+        description="whether the line's change at 0 and the measured one agree (a z test of their difference at 5%, "
+        "each from its unadjusted 95% interval); where they do not, or cannot be compared (null: a raw shift, a point "
+        "without an interval), the measured one is read; null without a measured point",
     )
 
     @property

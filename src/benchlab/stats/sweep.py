@@ -118,12 +118,13 @@ def _model(m: LineFit) -> SweepModel:
 
 def _exported(s: Series, mode: str, fits: Fits, row: MetricRow | None) -> SweepFit:
     line = fits.line
+    # the measured point at its unadjusted 95%, as the line's intercept is: the fit table compares them
     measured = (
-        MeasuredPoint(variant=row.variant, change=row.change, change_ci=row.change_ci, verdict=row.verdict) if row else None
+        MeasuredPoint(variant=row.variant, change=row.change, change_ci=row.change_ci95, verdict=row.verdict) if row else None
     )
-    agrees = None if row is None else not _disagrees(line, row)
+    agrees = None if row is None else _agrees(line, row)
     at_0: tuple[float | None, tuple[float | None, float | None], str | None] = (None, (None, None), None)
-    if line.fits and agrees is not False:
+    if line.fits and (row is None or agrees is True):
         at_0 = (number(as_fraction(line.intercept)), _fraction_pair(line.intercept_ci), LINE)
     elif measured is not None and measured.change is not None:
         at_0 = (measured.change, measured.change_ci, f"measured ({measured.variant})")
@@ -141,18 +142,20 @@ def _exported(s: Series, mode: str, fits: Fits, row: MetricRow | None) -> SweepF
 Z95 = 1.959963984540054  # the normal's 97.5% point
 
 
-def _disagrees(line: LineFit, row: MetricRow) -> bool:
-    """Whether the line's change at 0 and the one measured there differ by more than their
-    intervals allow: a z test of the difference of the two log changes at the 5% level, each
-    standard error read from its 95% interval. Both are against one reference, so they covary
-    positively; leaving that out overstates the difference's spread, which makes the test
-    conservative (it warns less often than 5% where they agree). A change that is a raw shift,
-    not a ratio, is not compared."""
-    lo, hi = row.change_ci
+def _agrees(line: LineFit, row: MetricRow) -> bool | None:
+    """Whether the line's change at 0 and the one measured there agree within their intervals:
+    a z test of the difference of the two log changes at the 5% level, each standard error read
+    from its unadjusted 95% interval (the row's shown interval is at its family's corrected
+    level, wider). Both are against one reference, so they covary positively; leaving that out
+    overstates the difference's spread, which makes the test conservative (it warns less often
+    than 5% where they agree). None where they cannot be compared (a change that is a raw shift,
+    not a ratio, or a point without an interval): the line is then not read at 0, since nothing
+    shows it agrees with what was measured there."""
+    lo, hi = row.change_ci95
     if row.change is None or lo is None or hi is None or not row.log_scale or lo <= -1 or row.change <= -1:
-        return False
+        return None
     spread = math.hypot((line.intercept_ci[1] - line.intercept_ci[0]) / (2 * Z95), (math.log1p(hi) - math.log1p(lo)) / (2 * Z95))
-    return spread > 0 and abs(line.intercept - math.log1p(row.change)) / spread > Z95
+    return not (spread > 0 and abs(line.intercept - math.log1p(row.change)) / spread > Z95)
 
 
 MAX_FIT_LINES = 5  # more warned fits than this read as one line per workload

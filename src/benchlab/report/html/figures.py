@@ -210,7 +210,7 @@ def sweep(report: Report, canvas: plots.Canvas) -> list[str]:
             line = (math.log1p(fit.intercept), fit.slope, fit.x == "reciprocal")  # a line that misses the points is not drawn
         title = f"{_title(workload, metric)} along {parameter}"
         svg = plots.sweep_figure(canvas, title, parameter, points, ticks, line)
-        caption = f"{title}: change against '{swept.reference}' with its 95% interval"
+        caption = f"{title}: change against '{swept.reference}' with its interval at its family's corrected level"
         if fit and line:
             caption += f"; fitted line: change at 0 {cells.change(fit.intercept, fit.intercept_ci)}"
         elif fit and drawable:
