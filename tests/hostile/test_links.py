@@ -12,12 +12,16 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from benchlab.cli.options import EXPORTS
+from benchlab.cli.outputs import write_whole
+from benchlab.errors import SpecError
 from tests.conftest import cli
 from tests.hostile.conftest import refused
 
@@ -160,3 +164,39 @@ def test_another_users_pipe_is_refused(tmp_path: Path, sticky: Path) -> None:
     os.mkfifo(fifo)
     os.chown(fifo, NOBODY, NOBODY)
     refused("report", "ex", "-o", str(fifo), mentions="no regular file of another user", timeout=30)
+
+
+RACER = """
+import os, sys, time
+os.chdir(sys.argv[1])  # the sticky folder, reached as root; the loop then runs as another user
+os.setgid(65534)
+os.setuid(65534)
+end = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:
+    os.rename("d", "d-aside")
+    os.symlink(sys.argv[2], "d")
+    os.unlink("d")
+    os.rename("d-aside", "d")
+"""
+
+
+def test_a_folder_swapped_for_a_planted_link_while_it_is_opened_is_never_entered(tmp_path: Path, sticky: Path) -> None:
+    """Another user (a process of theirs, so their links are theirs from the start) owns a folder
+    under /tmp and, in a loop, swaps it for a link to a root-only folder and back: every write into it lands in the folder or is refused, never in the target."""
+    folder = sticky / "d"
+    folder.mkdir()
+    os.chown(folder, NOBODY, NOBODY)
+    racer = subprocess.Popen([sys.executable, "-c", RACER, str(sticky), str(tmp_path / "private"), "8"])
+    written = refused_writes = 0
+    try:
+        while racer.poll() is None and written + refused_writes < 4000:
+            try:
+                write_whole(folder / "authorized_keys", b"planted?\n")
+                written += 1
+            except SpecError:
+                refused_writes += 1
+    finally:
+        racer.kill()
+        racer.wait()
+    assert list((tmp_path / "private").iterdir()) == []
+    assert written > 0 and refused_writes > 0  # the race was run: both sides were seen

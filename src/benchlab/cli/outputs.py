@@ -3,13 +3,17 @@ name, every `--export-*`), written whole and never through a link another user p
 
 benchlab runs as root, often in folders others can write in (/tmp): a link planted at the name,
 `report.csv -> /root/.ssh/authorized_keys`, would have root replace its target. So the folder is
-opened once and everything happens inside it (`openat`, `renameat`): the temporary file is
-created with O_EXCL|O_NOFOLLOW under a fresh name, so it is always a new file of the mode a new
-file gets (the umask's, or the mode of the file it replaces), and renamed over the name, which a
-rename never follows. A link at the name, or on the way to its folder, is refused, unless it is one that root or this user
-made (`/dev/stdout`, a user's own link to their file), which is written through as before; what
-is not a regular file (a pipe, /dev/null) is written into, never replaced, and only if it is
-root's or this user's.
+opened one component at a time, each with O_NOFOLLOW from the one opened before (`_open_folder`),
+and everything then happens inside it (`openat`, `renameat`): a folder swapped for a link after
+it was looked at is never entered, since nothing is looked at apart from what is opened. The
+temporary file is created with O_EXCL|O_NOFOLLOW under a fresh name, so it is always a new file
+of the mode a new file gets (the umask's, or the mode of the file it replaces), and renamed over
+the name, which a rename never follows. A link at the name, or on the way to its folder, is
+refused, unless it is one that root or this user made (`/dev/stdout`, a user's own link to their
+file), which is followed as before; what is not a regular file (a pipe, /dev/null) is written
+into, never replaced, and only if it is root's or this user's. Python's standard library opens
+paths whole, so this walk is written here (as `openat2`'s RESOLVE_NO_SYMLINKS would do it, which
+Python does not expose and which would refuse a trusted link too).
 """
 
 from __future__ import annotations
@@ -53,13 +57,7 @@ def _open_target(path: Path, where: str | None) -> tuple[_Target | None, Path]:
     is; a trusted link is followed to where it points (once: what it names is checked again)."""
     if path.name in ("", ".", ".."):
         raise _refused(path, "give a file name", where)
-    planted = _untrusted_link_above(path)
-    if planted is not None:
-        raise _refused(path, f"its folder is reached through {planted}, a symbolic link of another user", where)
-    try:
-        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        raise _refused(path, f"{path.parent} is no folder this user can write in", where) from None
+    folder = _open_folder(path, where)
     try:
         now: os.stat_result | None = os.stat(path.name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
@@ -80,18 +78,60 @@ def _open_target(path: Path, where: str | None) -> tuple[_Target | None, Path]:
     return None, path  # root's or this user's pipe or device: written into, never replaced
 
 
-def _untrusted_link_above(path: Path) -> Path | None:
-    """The first folder on the way to `path`, as it is written, that is a link another user made
-    (`/tmp/out -> /root/.ssh` planted for `-o /tmp/out/authorized_keys`), or None."""
-    above = (Path.cwd() / path).parent  # as written: `..` after a link is resolved by the kernel through it
-    for folder in reversed([above, *above.parents]):
-        try:
-            info = os.lstat(folder)
-        except OSError:
-            return None  # no such folder: refused when it is opened
-        if stat.S_ISLNK(info.st_mode) and not _trusted(info):
-            return folder
-    return None
+_MAX_LINKS = 40  # links followed on one path, as the kernel's own limit (ELOOP)
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_folder(path: Path, where: str | None) -> int:
+    """A descriptor of the folder `path` names, opened one component at a time from the current
+    folder (or /), never following a link another user made; a trusted link is read and its
+    target walked the same way. A component that is swapped for a link between two steps fails
+    its O_NOFOLLOW open and is looked at again, so no check is separate from its use."""
+    pending = list(path.parent.parts)
+    shown = Path(pending.pop(0)) if path.is_absolute() else Path()
+    fd = os.open("/" if path.is_absolute() else ".", _FOLDER)
+    links = 0
+    try:
+        while pending:
+            name = pending.pop(0)
+            if name in ("", "."):
+                continue
+            try:
+                following = os.open(name, _FOLDER, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR) or links >= _MAX_LINKS:
+                    raise _refused(path, f"{shown / name} is no folder this user can write in", where) from None
+                target = _trusted_link(fd, name, shown / name, path, where)
+                links += 1
+                if target.startswith("/"):
+                    os.close(fd)
+                    fd, shown = os.open("/", _FOLDER), Path("/")
+                pending[:0] = [part for part in Path(target).parts if part != "/"]
+                continue
+            os.close(fd)
+            fd, shown = following, shown / name
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _trusted_link(folder: int, name: str, shown: Path, path: Path, where: str | None) -> str:
+    """What the link `name` in `folder` points to, where root or this user made it. It is read
+    between two looks at it that must find the same link: a link is never changed, only replaced."""
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        if not stat.S_ISLNK(info.st_mode):
+            raise _refused(path, f"{shown} is no folder this user can write in", where)
+        if not _trusted(info):
+            raise _refused(path, f"its folder is reached through {shown}, a symbolic link of another user", where)
+        target = os.readlink(name, dir_fd=folder)
+        again = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        raise _refused(path, f"{shown} is no folder this user can write in", where) from None
+    if (again.st_dev, again.st_ino) != (info.st_dev, info.st_ino):
+        raise _refused(path, f"{shown} was replaced while it was read", where)
+    return target
 
 
 def _open_followed(link: Path, where: str | None) -> tuple[_Target | None, Path]:
