@@ -17,11 +17,12 @@ only those of its own namespace. Another namespace's folder is touched only when
 is gone for sure: seen from the initial namespace (which sees every process) no process lives
 in it, and then its run cgroups can hold none of its own and are removed where they are empty;
 from inside a container an ancestor's processes are out of sight, so nothing foreign is touched
-there. A run cgroup of the layout before this one (`benchlab/run-PID`, still made by a remote
-host's launcher over ssh) names no namespace: it is judged ours (its launcher gone: killed and
-removed) only when every process in it is of our namespace; where it holds none it is removed
-if the kernel lets it go (v1's `cgroup.procs` omits processes out of sight, and `rmdir` fails
-on them), and one holding another namespace's processes is left alone."""
+there (an ssh host's runs use the same layout: measure/remote.py). A run cgroup of the layout
+before this one (`benchlab/run-PID`, left by an earlier version) names no namespace: it is
+judged ours (its launcher gone: killed and removed) only when every process in it is of our
+namespace; where it holds none it is removed if the kernel lets it go (v1's `cgroup.procs`
+omits processes out of sight, and `rmdir` fails on them), and one holding another namespace's
+processes is left alone."""
 
 from __future__ import annotations
 
