@@ -338,3 +338,44 @@ cpus = 0
     # two threads squeezed onto one CPU: real time and the rate, found by both (a CI run's 6 blocks
     # once left the local rate unclear; 10 give the signed-rank test room for a noisy block)
     assert decided >= 2
+
+
+def test_a_fleet_resume_runs_failed_runs_again_and_keep_failed_keeps_them(fleet: Fleet, tmp_path: Path) -> None:
+    """As a local `--resume` (tests/integration/test_resume_failed.py): the blocks holding a run stored
+    as failed are published again and their failed runs rerun, each replacing its failure; a
+    block whose runs all ended well is never published again, and nothing is stored twice."""
+    spec = tmp_path / "flaky.toml"
+    spec.write_text(
+        'name = "flaky"\nblocks = 2\nwarmup = 0\ntimeout = 60\n'
+        f'[[workloads]]\nname = "flaky"\ncommand = ["test", "-e", "{tmp_path / "ok"}"]\n'  # fails until `ok` exists
+        '[[workloads]]\nname = "nap"\ncommand = ["sleep", "0.01"]\n'
+        '[[variants]]\nname = "a"\n[[variants]]\nname = "b"\n'
+    )
+    fleet.worker("w1", "--allow", "test")
+    fleet.driver(spec, name="first")
+    assert fleet.finish("first") == 5, fleet.log("first")[-4000:]
+    before = {(r["workload"], r["variant"], r["block"]): r for r in fleet.report("first")["runs"]}  # type: ignore[union-attr]
+    assert {k: r["status"] for k, r in before.items() if k[0] == "flaky"} == dict.fromkeys(
+        [("flaky", v, b) for v in "ab" for b in (0, 1)], "failed"
+    )
+    attempts = len(_stored(fleet.db, "flaky")[2])
+
+    fleet.driver(spec, "--resume", "--keep-failed", name="kept")
+    assert fleet.finish("kept") == 5, fleet.log("kept")[-4000:]
+    assert len(_stored(fleet.db, "flaky")[2]) == attempts  # nothing published, nothing ran
+
+    (tmp_path / "ok").touch()  # the fault has passed
+    fleet.driver(spec, "--resume", name="again")
+    assert fleet.finish("again") == 0, fleet.log("again")[-4000:] + fleet.log("w1")[-4000:]
+    assert "2 block(s) with a run stored as failed run again" in fleet.log("again")
+    runs = fleet.report("again")["runs"]
+    after = {(r["workload"], r["variant"], r["block"]): r for r in runs}  # type: ignore[union-attr]
+    assert len(runs) == 8 and set(after) == set(before)  # type: ignore[arg-type] # nothing stored twice
+    assert all(r["status"] == "ok" for r in after.values())
+    for key, run in after.items():
+        if key[0] == "nap":
+            assert run == before[key]  # a block whose runs all ended well never runs again
+        else:
+            (earlier,) = run["details"]["earlier_attempts"]
+            assert earlier["status"] == "failed" and run["started_at"] > before[key]["ended_at"]
+    assert sorted(b for b, *_ in _stored(fleet.db, "flaky")[2][attempts:]) == [0, 1]  # the two flaky blocks, once each

@@ -150,6 +150,8 @@ def test_a_forged_envelope_is_refused_before_anything_runs(stored: tuple[str, Pr
         {"workload": None},
         {"pool": "x" * 10_000},
         {"extra": "field"},
+        {"retry_failed": 1},
+        {"retry_failed": "yes"},
     ],
 )
 def test_a_signed_envelope_of_the_wrong_shape_is_refused_not_crashed_on(

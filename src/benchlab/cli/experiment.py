@@ -158,7 +158,7 @@ def execute(
         return not analyze(store.load(exp)).undecided()
 
     if fleet is not None:
-        exp = fleet.run(prepared, store, resume=resume)
+        exp = fleet.run(prepared, store, resume=resume, retry_failed=resume and not keep_failed)
     else:
         with BarProgress() as progress:
             exp = Runner(store, progress=progress).run(

@@ -128,7 +128,7 @@ class FleetTarget:
             raise SpecError(f"{consumer_timeout} is no number of seconds above 0", where="--consumer-timeout")
         return cls(check_pool(pool), _broker(broker), _key(key), ca_file, consumer_timeout or DEFAULT_CONSUMER_TIMEOUT)
 
-    def run(self, prepared: Prepared, store: Store, *, resume: bool) -> ExperimentRecord:
+    def run(self, prepared: Prepared, store: Store, *, resume: bool, retry_failed: bool) -> ExperimentRecord:
         from benchlab.fleet import driver
 
         warning = driver.consumer_timeout_warning(prepared, self.consumer_timeout)
@@ -136,7 +136,15 @@ class FleetTarget:
             err.print(f"warning: {safe.text(warning, limit=safe.LINE_MAX)}", style="yellow", highlight=False)
         with FleetBar() as bar:
             return driver.run_on_fleet(
-                prepared, store, bar, pool=self.pool, broker=self.broker, key=self.key, resume=resume, ca_file=self.ca_file
+                prepared,
+                store,
+                bar,
+                pool=self.pool,
+                broker=self.broker,
+                key=self.key,
+                resume=resume,
+                retry_failed=retry_failed,
+                ca_file=self.ca_file,
             )
 
 

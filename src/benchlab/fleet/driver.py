@@ -2,10 +2,12 @@
 
 The driver holds no state a crash could lose: the experiment and every run are in the database,
 the tasks in durable queues. Restarted with `--resume`, it publishes again only the blocks not
-stored whole on some host; a block still queued from before then arrives twice, and its second
-delivery finds it stored and is skipped. Following is reading: the runs stored, the attempts
-per worker, and any refusal, which ends the wait (the block will not run until the worker's
-operator acts, and the runs stored so far stay).
+stored whole on some host, counting a run stored as failed as missing unless `--keep-failed`
+(as a local resume does: `Runner.run`'s `retry_failed`): such a block's task says so, and the
+worker runs its failed runs again, each replacing its failure, its ok runs never. A block still
+queued from before then arrives twice, and its second delivery finds it stored and is skipped.
+Following is reading: the runs stored, the attempts per worker, and any refusal, which ends the
+wait (the block will not run until the worker's operator acts, and the runs stored so far stay).
 """
 
 from __future__ import annotations
@@ -57,8 +59,12 @@ def consumer_timeout_warning(prepared: Prepared, consumer_timeout: float) -> str
     )
 
 
-def missing_blocks(store: Store, exp: ExperimentRecord, prepared: Prepared) -> list[tuple[str, int]]:
-    complete = store.complete_blocks(exp)
+def missing_blocks(
+    store: Store, exp: ExperimentRecord, prepared: Prepared, *, retry_failed: bool = False
+) -> list[tuple[str, int]]:
+    """The blocks to publish: those not stored whole on some host (`retry_failed`: whole with runs
+    that ended well)."""
+    complete = store.complete_blocks(exp, ok_only=retry_failed)
     return [
         (w.name, block) for block in range(prepared.spec.blocks) for w in prepared.spec.workloads
         if (w.name, block) not in complete
@@ -103,11 +109,13 @@ def follow(
     view: FleetView,
     *,
     since: int = 0,
+    retried: frozenset[tuple[str, int]] = frozenset(),
     poll: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Until every block is stored whole on some host. A refusal of a block not stored whole,
+    """Until every block is stored whole on some host and each of `retried` (published stored whole
+    but with a failed run, to run it again) answered by an attempt newer than `since`. A refusal of a block not stored whole,
     by an attempt newer than `since` (the newest before this publish: an older one was answered
     by it), ends the wait as an error; a worker that could not run a block (its task went back
     to the queue) is noted once. It reads once every `poll` seconds, or less often where a read
@@ -134,7 +142,7 @@ def follow(
                     f"worker {first.worker} refused {first.workload} block {first.block + 1}: {first.message}",
                     hint="fix that worker (or start another), then `benchlab run SPEC --fleet POOL --resume`",
                 )
-            if wanted <= progress.complete:
+            if wanted <= progress.complete and all(progress.answered.get(b, 0) > since for b in retried):
                 return
             sleep(max(poll, 20 * cost))
     except KeyboardInterrupt:
@@ -153,13 +161,20 @@ def run_on_fleet(
     broker: str,
     key: bytes,
     resume: bool,
+    retry_failed: bool = False,
     ca_file: Path | None = None,
 ) -> ExperimentRecord:
+    """Publishes the blocks not stored yet (`retry_failed`, a resume's default: and those holding
+    a run stored as failed) and follows them to the end."""
     check_fleet_spec(prepared)
     created = store.find_experiment(prepared.spec.name) is None
     exp = Runner(store).open_experiment(prepared, resume=resume)
     digest = identity_digest(exp.spec)
-    tasks = [BlockTask(pool, exp.name, digest, workload, block) for workload, block in missing_blocks(store, exp, prepared)]
+    missing = missing_blocks(store, exp, prepared, retry_failed=retry_failed)
+    tasks = [BlockTask(pool, exp.name, digest, workload, block, retry_failed) for workload, block in missing]
+    retried = frozenset(missing) & store.complete_blocks(exp)
+    if retried:
+        view.note(f"{len(retried)} block(s) with a run stored as failed run again (--keep-failed keeps them)")
     store.register_fleet_key(key_check(key))
     since = store.last_attempt(exp)
     try:
@@ -168,5 +183,5 @@ def run_on_fleet(
         if created and failed.sent == 0:  # nothing of it can run: its name stays free
             store.drop_experiment(exp)
         raise
-    follow(store, exp, prepared, view, since=since)
+    follow(store, exp, prepared, view, since=since, retried=retried)
     return exp

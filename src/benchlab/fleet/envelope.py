@@ -41,6 +41,7 @@ class BlockTask:
     spec_hash: str
     workload: str
     block: int
+    retry_failed: bool = False  # a resume's: the block's runs stored as failed run again (a first run's never do)
 
 
 def read_key(path: Path) -> bytes:
@@ -119,4 +120,6 @@ def open_envelope(envelope: object, key: bytes, *, pool: str) -> BlockTask:
         raise Forged(f"signed for pool {task.pool!r}, not this worker's {pool!r}")
     if type(task.block) is not int or not 0 <= task.block < 1 << 31:
         raise Forged("signed, but its block is no block number")
+    if type(task.retry_failed) is not bool:
+        raise Forged("signed, but its retry_failed is no true or false")
     return task

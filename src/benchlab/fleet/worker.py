@@ -166,7 +166,7 @@ class BlockWorker:
         if not 0 <= task.block < spec.blocks:
             raise Forged(f"signed, but {exp.name!r} has blocks 1 to {spec.blocks}, not {task.block + 1}")
         self.settings.allow.check(spec)
-        if self.store.block_complete(exp, task.workload, task.block):
+        if self.store.block_complete(exp, task.workload, task.block, ok_only=task.retry_failed):
             return SKIPPED
         prepared = Prepared.from_spec(spec)
         changed = [name for name, w in prepared.workloads.items() if exp.workload_versions.get(name) != w.version]
@@ -178,7 +178,7 @@ class BlockWorker:
         def selected(planned: PlannedRun) -> bool:
             return planned.workload == task.workload and (planned.warmup or planned.block == task.block)
 
-        runner.run(prepared, only=selected, joined=exp)
+        runner.run(prepared, retry_failed=task.retry_failed, only=selected, joined=exp)
         if not self.store.block_complete(exp, task.workload, task.block):  # never "done" with a run missing
             raise Unfit(f"{task.workload} block {task.block + 1} is not stored whole after its attempt")
         return DONE

@@ -51,12 +51,14 @@ class RemoteReply(BaseModel):
 
 
 CONNECT_TIMEOUT_S = 15
-# a memory cgroup parent on the host for the tree's peak, where it is root with cgroup v1 or v2
+# a memory cgroup parent on the host for the tree's peak, where it is root with cgroup v1 or v2: in the
+# folder of the login's PID namespace, as here (measure/cgroup.py: `benchlab/pidns-INODE`)
 REMOTE_CGROUP = (
-    "if [ -w /sys/fs/cgroup/memory ]; then mkdir -p /sys/fs/cgroup/memory/benchlab && echo /sys/fs/cgroup/memory/benchlab; "
+    "ns=pidns-$(stat -L -c %i /proc/self/ns/pid) && "
+    "if [ -w /sys/fs/cgroup/memory ]; then d=/sys/fs/cgroup/memory/benchlab/$ns && mkdir -p $d && echo $d; "
     "elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null && [ -w /sys/fs/cgroup ]; then "
-    "mkdir -p /sys/fs/cgroup/benchlab && echo +memory > /sys/fs/cgroup/cgroup.subtree_control && "
-    "echo +memory > /sys/fs/cgroup/benchlab/cgroup.subtree_control && echo /sys/fs/cgroup/benchlab; fi"
+    "d=/sys/fs/cgroup/benchlab && mkdir -p $d/$ns && echo +memory > /sys/fs/cgroup/cgroup.subtree_control && "
+    "echo +memory > $d/cgroup.subtree_control && echo +memory > $d/$ns/cgroup.subtree_control && echo $d/$ns; fi"
 )
 
 

@@ -43,28 +43,33 @@ class FleetProgress:
     per_worker: dict[str, int] = field(default_factory=dict)
     running: dict[str, str] = field(default_factory=dict)  # worker -> "workload block N"
     refusals: tuple[Refusal, ...] = ()
+    answered: dict[tuple[str, int], int] = field(default_factory=dict)  # block -> its newest attempt that ended done or skipped
 
 
-def complete_blocks(conn: Connection, exp: ExperimentRecord) -> frozenset[tuple[str, int]]:
+def complete_blocks(conn: Connection, exp: ExperimentRecord, *, ok_only: bool = False) -> frozenset[tuple[str, int]]:
     """(workload, block) whose every variant has a measured run stored on one same machine: a
-    block counts whole or not at all, for the report pairs within (machine, block)."""
-    return _whole(conn, exp, None)
+    block counts whole or not at all, for the report pairs within (machine, block). `ok_only`:
+    counting only runs that ended well, as a resume that runs failed runs again counts them."""
+    return _whole(conn, exp, None, ok_only=ok_only)
 
 
-def block_complete(conn: Connection, exp: ExperimentRecord, workload: str, block: int) -> bool:
-    """Whether one block is stored whole on some machine: what a worker asks of every task it
-    takes, so it reads that block's runs, not every run of the experiment (`complete_blocks`
-    took 70 ms of the database's CPU per task at 100,000 runs stored; bench/fleet_scale.py)."""
-    return bool(_whole(conn, exp, (workload, block)))
+def block_complete(conn: Connection, exp: ExperimentRecord, workload: str, block: int, *, ok_only: bool = False) -> bool:
+    """Whether one block is stored whole on some machine (`ok_only`: with runs that ended well):
+    what a worker asks of every task it takes, so it reads that block's runs, not every run of
+    the experiment (`complete_blocks` took 70 ms of the database's CPU per task at 100,000 runs
+    stored; bench/fleet_scale.py)."""
+    return bool(_whole(conn, exp, (workload, block), ok_only=ok_only))
 
 
-def _whole(conn: Connection, exp: ExperimentRecord, only: tuple[str, int] | None) -> frozenset[tuple[str, int]]:
+def _whole(conn: Connection, exp: ExperimentRecord, only: tuple[str, int] | None, *, ok_only: bool) -> frozenset[tuple[str, int]]:
     """The blocks (of all, or the one `only` names) stored whole on one machine. A vm guest's runs
     are stored under a host of their own, the guest of its machine (its fingerprint's
     `guest_of`), and pair with that machine's native runs, as a report pairs them
     (stats/environments.py): they count on that machine."""
     r = t.run.c
     query = select(r.workload_id, r.block, r.host_id, r.variant_id).where(r.experiment_id == exp.id, r.warmup.is_(False))
+    if ok_only:
+        query = query.where(r.status == "ok")
     if only is not None:
         query = query.where(r.workload_id == exp.workload_ids[only[0]], r.block == only[1])
     rows = conn.execute(query.distinct()).all()
@@ -136,6 +141,7 @@ def progress(conn: Connection, exp: ExperimentRecord) -> FleetProgress:
     per_worker: Counter[str] = Counter()
     running: dict[str, str] = {}
     refusals = []
+    answered = {}
     columns = (f.id, f.worker, f.workload_id, f.block, f.state, f.runs, f.message)
     query = select(*columns).where(f.experiment_id == exp.id).order_by(f.id)
     for row in conn.execute(query):
@@ -144,9 +150,11 @@ def progress(conn: Connection, exp: ExperimentRecord) -> FleetProgress:
             running[row.worker] = f"{names[row.workload_id]} block {row.block + 1}"
         else:
             running.pop(row.worker, None)
+        if row.state in (DONE, SKIPPED):
+            answered[names[row.workload_id], row.block] = row.id
         if row.state in (REFUSED, FAILED):
             refusals.append(Refusal(names[row.workload_id], row.block, row.worker, row.message or "", row.id, row.state))
-    return FleetProgress(int(runs), complete_blocks(conn, exp), dict(per_worker), running, tuple(refusals))
+    return FleetProgress(int(runs), complete_blocks(conn, exp), dict(per_worker), running, tuple(refusals), answered)
 
 
 @contextlib.contextmanager
