@@ -48,6 +48,22 @@ DANGEROUS = {
     "BASH_ENV": "/tmp/evil.sh",
     "PATH": "/tmp/evil",
     "OMP_TOOL_LIBRARIES": "/tmp/evil.so",
+    # found by a later audit: each passed an operator's bare `*`
+    "DOTNET_STARTUP_HOOKS": "/tmp/evil.dll",
+    "PYTHONPYCACHEPREFIX": "/tmp/evil-cache",
+    "ZDOTDIR": "/tmp/evil-zsh",
+    "HGRCPATH": "/tmp/evil.hgrc",
+    "PHPRC": "/tmp/evil.ini",
+    "R_PROFILE_USER": "/tmp/evil.R",
+    "TCLLIBPATH": "/tmp/evil-tcl",
+    "JULIA_DEPOT_PATH": "/tmp/evil-depot",
+    "RUSTC_WRAPPER": "/tmp/evil",
+    "LOCPATH": "/tmp/evil-locales",
+    "MAKEFLAGS": "SHELL=/tmp/evil",
+    "CC": "/tmp/evil",
+    "CFLAGS": "-fplugin=/tmp/evil.so",
+    "MAVEN_OPTS": "-javaagent:/tmp/evil.jar",
+    "LESSOPEN": "|/tmp/evil %s",
 }
 
 
@@ -60,7 +76,9 @@ def _spec(env: dict[str, str], command: list[str], cwd: str | None = None) -> di
 def test_each_variable_that_runs_code_is_refused_even_by_an_operator_pattern(name: str) -> None:
     git = need("git")
     spec = spec_from_dict(_spec({name: DANGEROUS[name]}, [git, "status"]), "t")
-    for allowed in (AllowList.of([git]), AllowList.of([git], env=["*"], shell=True, machine_state=True)):
+    # the second as if an operator's pattern covered every name (no pattern may: see below)
+    everything = AllowList(frozenset(AllowList.of([git]).programs), shell=True, machine_state=True, env=frozenset({"*"}))
+    for allowed in (AllowList.of([git]), everything):
         with pytest.raises(Refused, match=f"env sets {name}, which would make the run load or run code"):
             allowed.check(spec)
 
@@ -95,7 +113,9 @@ def test_git_fsmonitor_through_the_environment_runs_nothing_on_a_worker(tmp_path
     assert not pwned.exists()
 
 
-@pytest.mark.parametrize("entry", ["LD_PRELOAD", "LD_*", "GIT_CONFIG_COUNT", "GIT_*", "PYTHONPATH", "BAD NAME", "A=B"])
+@pytest.mark.parametrize(
+    "entry", ["LD_PRELOAD", "LD_*", "GIT_CONFIG_COUNT", "GIT_*", "PYTHONPATH", "BAD NAME", "A=B", "*", "P*", "PY*", "Z*"]
+)
 def test_a_worker_refuses_to_allow_a_variable_that_runs_code(tmp_path: Path, entry: str) -> None:
     key = tmp_path / "key"
     key.write_bytes(os.urandom(48).hex().encode())

@@ -176,7 +176,7 @@ def worker(
         typer.Option(
             "--allow-env",
             metavar="NAME",
-            help="a variable a variant's env may set here, besides the defaults (repeat; NAME* for every name it starts)",
+            help="a variable a variant's env may set here, besides the defaults (repeat; NAME_* for a program's own family)",
         ),
     ] = [],  # noqa: B006
     name: Annotated[str | None, typer.Option("--name", help="this worker's name in progress and logs (default HOST-PID)")] = None,

@@ -39,24 +39,44 @@ DEFAULT_ENV = (
     "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY", "OMP_DYNAMIC", "OMP_SCHEDULE",
     "OMP_STACKSIZE", "GOMAXPROCS", "GOGC", "GOMEMLIMIT", "RAYON_NUM_THREADS", "TZ", "LANG", "LANGUAGE", "LC_*",
 )  # fmt: skip
-# Variables that make a loader, a shell, an interpreter, a runtime or a VCS run code (or read a
-# configuration that can name code): never allowed, not even by an operator's `--allow-env`
-# pattern that covers them. git reads commands from GIT_CONFIG_*, GIT_SSH_COMMAND,
-# GIT_EXTERNAL_DIFF, GIT_DIR's config...; and every program reads $HOME's dotfiles.
+# Variables that make a loader, a shell, an interpreter, a runtime, a compiler or a VCS run code
+# (or read a configuration, a search path or options that can name some): never allowed, not
+# even by an operator's `--allow-env` pattern that covers them. git reads commands from
+# GIT_CONFIG_*, GIT_SSH_COMMAND, GIT_EXTERNAL_DIFF, GIT_DIR's config...; every program reads
+# $HOME's dotfiles; a compiler runs what CC names and loads what -fplugin= names.
 CODE_VARIABLES = frozenset({
-    "PATH", "IFS", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "HOME", "XDG_CONFIG_HOME",
-    "XDG_CONFIG_DIRS", "GCONV_PATH", "BROWSER", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS", "CLASSPATH",
-    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "OMP_TOOL", "OMP_TOOL_LIBRARIES",
-    "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONWARNINGS", "PYTHONINSPECT", "PYTHONBREAKPOINT",
-    "PYTHONUSERBASE", "PYTHONPLATLIBDIR", "PYTHONEXECUTABLE",
+    "IFS", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "ZDOTDIR", "BROWSER", "EDITOR",
+    "VISUAL", "CLASSPATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "OMP_TOOL", "OMP_TOOL_LIBRARIES",
+    "CC", "CXX", "CPP", "FC", "AR", "AS", "LD", "NM", "RANLIB", "STRIP", "OBJCOPY", "YACC", "LEX", "M4", "CPATH",
+    "MFLAGS", "LESSOPEN", "LESSCLOSE", "NLSPATH", "LOCPATH",
 })  # fmt: skip
-CODE_PREFIXES = ("LD_", "GIT_", "PERL", "RUBY", "NODE_", "LUA_", "OPENSSL_")
-_ENV_ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}\*?|\*")
+CODE_PREFIXES = (
+    "LD_", "GIT_", "PERL", "RUBY", "NODE_", "LUA_", "OPENSSL_", "PYTHON", "DOTNET_", "CORECLR_", "COMPLUS_", "JULIA_",
+    "RUSTC", "CARGO", "RUSTUP", "GCC_", "COMPILER_", "MAKE", "PHP", "R_", "TCL", "TK_", "GUILE_", "ERL_", "GEM_",
+    "BUNDLE_", "ELECTRON_", "HG", "SSH_", "SUDO_", "XDG_", "GCONV_", "MANPAGER", "GOFLAGS", "CGO_",
+    "GOTOOLCHAIN", "GOPROXY", "GOPATH", "GOROOT", "GOENV", "PKG_CONFIG", "QT_PLUGIN", "GTK_", "GIO_", "DBUS_",
+)  # fmt: skip
+# Words of a name (between underscores, or at its end) that say it names code, a place code is
+# looked for, a configuration or options: `JULIA_DEPOT_PATH`, `MAVEN_OPTS`, `HGRCPATH`, `PHPRC`,
+# `R_PROFILE_USER`, `TCLLIBPATH`, `RUSTC_WRAPPER`... The defaults above hold none of them.
+CODE_WORDS = frozenset({
+    "PATH", "PATHS", "OPTS", "OPTIONS", "OPT", "FLAGS", "HOOK", "HOOKS", "LIB", "LIBS", "LIBRARY", "LIBRARIES",
+    "INIT", "PROFILE", "RC", "CONF", "CONFIG", "CFG", "DIR", "DIRS", "HOME", "ROOT", "PLUGIN", "PLUGINS", "PRELOAD",
+    "COMMAND", "CMD", "WRAPPER", "EDITOR", "PAGER", "SHELL", "EXEC", "EXECUTABLE", "STARTUP", "ASKPASS", "DEPS",
+    "LOADER", "AGENT", "MODULE", "MODULES", "INCLUDE", "EXTENSION", "EXTENSIONS", "BIN", "TOOL", "TOOLS", "PREFIX",
+    "PROGRAM", "PROG", "SCRIPT", "FILE", "ENV", "ENVIRON", "USER", "SITE",
+})  # fmt: skip
+_CODE_ENDINGS = ("PATH", "RC", "DIR", "FLAGS", "OPT", "OPTS", "LIB", "INIT", "CONF", "HOME", "PROFILE")
+_ENV_ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+_ENV_FAMILY = re.compile(r"[A-Za-z][A-Za-z0-9]+_\*|LC_\*")  # a program's own family, `ZSTD_*`: never `*`, `P*`
 
 
 def runs_code(name: str) -> bool:
-    """Whether a variable makes some program run code of its value's choosing."""
-    return name in CODE_VARIABLES or name.startswith(CODE_PREFIXES)
+    """Whether a variable makes some program run code of its value's choosing (or may: a name
+    whose words say it names a path, options or a configuration is taken to)."""
+    upper = name.upper()
+    words = set(filter(None, upper.split("_")))
+    return upper in CODE_VARIABLES or upper.startswith(CODE_PREFIXES) or bool(words & CODE_WORDS) or upper.endswith(_CODE_ENDINGS)
 
 
 def _covers(pattern: str, name: str) -> bool:
@@ -107,8 +127,11 @@ class AllowList:
                 raise SpecError(f"{entry!r} is no executable program on this machine", where="--allow")
             programs.add(path)
         for name in env:
-            if not _ENV_ENTRY.fullmatch(name):
-                raise SpecError(f"{name[:60]!r} is no variable name (or NAME* for every name it starts)", where="--allow-env")
+            if not (_ENV_ENTRY.fullmatch(name) or _ENV_FAMILY.fullmatch(name)):
+                raise SpecError(
+                    f"{name[:60]!r} is no variable name (or a family of them, NAME_*, as ZSTD_*; never a bare * or P*)",
+                    where="--allow-env",
+                )
             if runs_code(name.rstrip("*")):  # `GIT_*` too: all it covers is refused
                 raise SpecError(
                     f"{name} makes programs run code of its value's choosing: no worker allows it", where="--allow-env"
