@@ -200,3 +200,17 @@ def test_a_folder_swapped_for_a_planted_link_while_it_is_opened_is_never_entered
         racer.wait()
     assert list((tmp_path / "private").iterdir()) == []
     assert written > 0 and refused_writes > 0  # the race was run: both sides were seen
+
+
+def test_an_export_whose_folder_goes_during_the_run_is_exit_3_and_the_runs_are_stored(tmp_path: Path) -> None:
+    """What changes under a long run is the machine's doing, not bad input: exit 3, never exit 2
+    ("nothing ran, nothing stored"), and the line says how to write the file again."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    proc = cli(
+        "compare", "--cmd", f"rm -rf {folder}", "-V", "a", "-n", "2", "--name", "gone", "--export-csv", str(folder / "r.csv")
+    )
+    assert proc.returncode == 3, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if "cannot write" in x]
+    assert "the runs are stored as 'gone'" in line and "benchlab report gone --export-csv FILE" in line
+    assert cli("report", "gone", "--format", "csv", check=True).stdout.count("\n") > 1

@@ -167,7 +167,7 @@ def execute(
     analysis = analyze(load_for_report(store, exp, every_record=needs_runs(fmt, *exports)))
     drawn = analysis.report()
     print_report(drawn, fmt)
-    write_exports(drawn, exports)
+    write_exports(drawn, exports, stored_as=exp.name)
     err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures([analysis], f"'{exp.name}'", allow=allow_failures)
 

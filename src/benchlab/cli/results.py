@@ -15,7 +15,7 @@ from rich.table import Table
 from benchlab.cli.console import err, out
 from benchlab.cli.options import EXPORTS, Db, Exports, Format, with_exports
 from benchlab.cli.outputs import check_writable, write_whole
-from benchlab.errors import SpecError
+from benchlab.errors import EnvironmentProblem, SpecError
 from benchlab.report import VIEWS, View, check_format, needs_runs, render, safe
 from benchlab.report import table as table_report
 from benchlab.report.samples import WHOLE
@@ -44,6 +44,10 @@ def _export_view(fmt: str, view: View) -> View:
     return "auto" if fmt in WHOLE else view
 
 
+def _export_flag(fmt: str) -> str:
+    return next(f"--export-{name}" for name, (f, _) in EXPORTS.items() if f == fmt)
+
+
 def check_exports(exports: Exports, view: View = "auto") -> None:
     """Before anything runs or is read: every export's format takes the view, no file is named
     twice, and every file's folder is there to write in, so that a long run is never made for
@@ -51,7 +55,7 @@ def check_exports(exports: Exports, view: View = "auto") -> None:
     seen: set[Path] = set()
     for fmt, paths in exports.items():
         check_format(fmt, _export_view(fmt, view))
-        flag = next(f"--export-{name}" for name, (f, _) in EXPORTS.items() if f == fmt)
+        flag = _export_flag(fmt)
         for path in paths:
             if path.absolute() in seen:
                 raise SpecError(f"{path} is named by two exports: give each its own file", where=flag)
@@ -59,13 +63,25 @@ def check_exports(exports: Exports, view: View = "auto") -> None:
             check_writable(path, where=flag)
 
 
-def write_exports(report: Report, exports: Exports, view: View = "auto") -> None:
+def write_exports(report: Report, exports: Exports, view: View = "auto", *, stored_as: str | None = None) -> None:
     """Every export, each file written whole (`write_whole`), once the report is complete: as
-    hyperfine does, after the last run, so a file never holds part of an experiment."""
+    hyperfine does, after the last run, so a file never holds part of an experiment. After an
+    experiment ran (`stored_as` its name), a file that can no longer be written (its folder
+    removed or a link planted during the run) is the machine's doing, exit 3, never the bad
+    input of exit 2, which says nothing ran: the runs are stored and a report writes it again."""
     for fmt, paths in exports.items():
         text = render(report, fmt, _export_view(fmt, view)).encode()
+        flag = _export_flag(fmt)
         for path in paths:
-            write_whole(path, text)
+            try:
+                write_whole(path, text)
+            except SpecError as exc:
+                if stored_as is None:
+                    raise
+                raise EnvironmentProblem(
+                    f"{exc.message}; the runs are stored as '{stored_as}': "
+                    f"`benchlab report {stored_as} {flag} FILE` writes it again"
+                ) from None
             err.print(safe.text(f"wrote {fmt} to {path}", limit=safe.LINE_MAX), style="dim", highlight=False)
 
 
