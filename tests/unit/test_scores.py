@@ -221,6 +221,10 @@ def test_fewer_cpus_move_multi_core_scores_and_a_slowdown_moves_all(tmp_path: Pa
     lines = list(csv.DictReader(io.StringIO(render(typed, "csv"))))  # the scores view, as the table draws it
     assert len(lines) == len(report["scores"]["rows"]) and {"level", "score", "log_scale"} <= set(lines[0])
     assert "delta vs base" in render(typed, "table") and "delta vs base" not in render(typed, "table", "metrics")
+    # the footer's levels are those of the rows shown: a score's among them
+    top = max(r["change_ci_level"] for r in report["scores"]["rows"] if r.get("change_ci_level"))
+    levels = " ".join(render(typed, "md").split()).split("corrected level (")[1].split(";")[0]
+    assert levels.endswith(f"{top:.1%}"), levels
 
 
 def test_suite_in_a_spec_expands_to_plain_builtin_workloads() -> None:

@@ -119,7 +119,8 @@ def interval_note(report: Report) -> str:
             "intervals: unadjusted 95% (--raw-intervals); a verdict reads its row's interval at the family's corrected "
             "level, which may be wider"
         )
-    levels = [r.change_ci_level for r in [*report.rows, *report.geomean] if r.verdict != "-" and r.change_ci_level]
+    scores = report.scores.rows if report.scores else []
+    levels = [r.change_ci_level for r in [*report.rows, *report.geomean, *scores] if r.verdict != "-" and r.change_ci_level]
     span = (
         f"{min(levels):.1%}"
         if levels and min(levels) == max(levels)
