@@ -33,8 +33,10 @@ def stored(
     host: str = "lab",
     version: str = "v1",
     user: bool = False,
+    hosts: tuple[str, ...] = (),
 ) -> None:
-    """An experiment of one command workload `w` whose variant v's wall times are values[v], block by block."""
+    """An experiment of one command workload `w` whose variant v's wall times are values[v], block by block
+    (on `host`, or block b on hosts[b % len(hosts)], as a fleet's workers share blocks)."""
     blocks = max(len(v) for v in values.values())
     spec = {
         "name": name, "blocks": blocks, "workloads": [{"name": "w", "command": ["true"]}],
@@ -44,9 +46,10 @@ def stored(
         name=name, spec=spec, workloads=[("w", "command", version)],
         variants=[(v, {"name": v}, i == 0) for i, v in enumerate(values)], created_at=at,
     )  # fmt: skip
-    host_id = store.host_id({"hostname": host, "cpu_model": "cpu", "kernel": "6.1"})
+    host_ids = [store.host_id({"hostname": h, "cpu_model": "cpu", "kernel": "6.1"}) for h in hosts or (host,)]
     for variant, walls in values.items():
         for block, wall in enumerate(walls):
+            host_id = host_ids[block % len(host_ids)]
             metrics = [Metric("wall", wall, "s", "lower")]
             if user:
                 metrics.append(Metric("user", wall / 2, "s", "lower"))
@@ -133,6 +136,12 @@ def test_name_variant_picks_one_variant_and_several_are_matched_by_name(store: S
     assert within.variants == ["fast", "slow"] and {r.variant for r in within.rows} == {"slow"}
     assert wall(within)["verdict"] == "worse" and wall(within)["pairs"] == 8
     assert "one:fast and one:slow are variants of one experiment" in within.warnings[0]
+    # an experiment whose blocks ran on two hosts (a fleet's): each host's B against A on the reference host
+    stored(store, "fleet", {"fast": noisy(rng, 8), "slow": noisy(rng, 8, centre=2.0)}, hosts=("h1", "h2"))
+    fleet = diffed(store, "fleet:fast", "fleet:slow")
+    assert fleet.variants[0].startswith("fast@") and {v.split("@")[0] for v in fleet.variants[1:]} == {"slow"}
+    assert len(fleet.variants) == 3 and {r.variant for r in fleet.rows} == set(fleet.variants[1:])
+    assert all(r.change is not None and r.change > 0.5 for r in fleet.rows) and "fast@" in render(fleet, "table")
     matched = diffed(store, "one", "two")
     assert [(r.workload, r.metric) for r in matched.rows] == [
         ("w/fast", "wall"), ("w/fast", "user"), ("w/slow", "wall"), ("w/slow", "user"),

@@ -91,15 +91,23 @@ def _variants_of_one(a: Side, b: Side) -> model.Report:
         f"{a.label} and {b.label} are variants of one experiment: their runs shared blocks, so they are judged paired, "
         f"as `benchlab report {a.data.experiment.name} --baseline {names[0]}` judges {names[1]} (the same rows)"
     )
+
+    def of(label: str, *wanted: str) -> bool:
+        """Whether a column is one of `wanted`: on one host its name, on several `NAME@HOST`
+        (the report's columns are then each variant on each host; names hold no `@`)."""
+        return label.split("@", 1)[0] in wanted
+
+    # the report's own labels, in its order: the reference column first (`A@HOST` on several hosts)
+    variants = [report.baseline, *(v for v in report.variants if v != report.baseline and of(v, names[1]))]
     scores = report.scores
     if scores is not None:
-        kept = [r for r in scores.rows if r.variant in names]
-        scores = scores.model_copy(update={"rows": kept, "variants": names})
+        kept = [r for r in scores.rows if r.variant in variants]
+        scores = scores.model_copy(update={"rows": kept, "variants": variants})
     return report.model_copy(
         update={
-            "variants": names, "rows": [r for r in report.rows if r.variant == names[1]],
-            "geomean": [g for g in report.geomean if g.variant == names[1]], "scores": scores,
-            "failed_runs": [r for r in report.failed_runs if r["variant"] in names],
+            "variants": variants, "rows": [r for r in report.rows if of(r.variant, names[1])],
+            "geomean": [g for g in report.geomean if of(g.variant, names[1])], "scores": scores,
+            "failed_runs": [r for r in report.failed_runs if of(r["variant"], *names)],
             "warnings": [note, *report.warnings],
         }
     )  # fmt: skip
