@@ -13,7 +13,7 @@ from benchlab.stats.estimators import (
     hodges_lehmann_two_sample,
     median_ci,
     rank_sum_test,
-    signed_rank_critical,
+    signed_rank_count,
     signed_rank_test,
 )
 
@@ -41,8 +41,8 @@ def test_signed_rank_distribution_matches_brute_force() -> None:
 
 def test_signed_rank_critical_values_match_tables() -> None:
     # Two-sided 5%: published lower critical values T <= c-1 (n=6..10: 0, 2, 3, 5, 8)
-    assert [signed_rank_critical(n, 0.95) - 1 for n in range(6, 11)] == [0, 2, 3, 5, 8]
-    assert signed_rank_critical(5, 0.95) == 0  # no 95% interval with five pairs
+    assert [signed_rank_count(n, 0.05) - 1 for n in range(6, 11)] == [0, 2, 3, 5, 8]
+    assert signed_rank_count(5, 0.05) == 0  # no 95% interval with five pairs
 
 
 def test_paired_interval_covers_the_true_shift_95_percent_of_the_time() -> None:
@@ -133,7 +133,7 @@ def test_narrowing_a_bracket_by_counting_never_changes_the_values_selected(n: in
     i, j = np.triu_indices(n)
     walsh = np.sort((d[i] + d[j]) / 2)
     total = len(walsh)
-    c95, c90 = signed_rank_critical(n, 0.95), signed_rank_critical(n, 0.90)
+    c95, c90 = signed_rank_count(n, 0.05), signed_rank_count(n, 0.10)
     ranks = [c95, c90, total // 2, total // 2 + 1, total - c90 + 1, total - c95 + 1]
     narrowed = selection.walsh_order_statistics(d, ranks)
     monkeypatch.setattr(selection, "NARROW_TO", total)

@@ -62,18 +62,6 @@ def _signed_rank_cdf(n: int) -> np.ndarray:
     return np.cumsum(counts) / 2.0**n
 
 
-@functools.cache  # a report asks for the same few (n, level) on every row; scipy's ppf costs ~0.1 ms a call
-def signed_rank_critical(n: int, level: float) -> int:
-    """Largest c with P(T+ <= c - 1) <= (1 - level) / 2; 0 when no interval reaches the level."""
-    tail = (1 - level) / 2
-    if n <= EXACT_SIGNED_RANK_MAX_N:
-        cdf = _signed_rank_cdf(n)
-        return int(np.searchsorted(cdf, tail, side="right"))
-    mean = n * (n + 1) / 4
-    sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    return max(0, int(math.floor(mean - stats.norm.ppf(1 - tail) * sd)))
-
-
 Interval = tuple[float, float]
 
 
@@ -100,15 +88,8 @@ def hodges_lehmann_paired(d: np.ndarray, levels: tuple[float, ...] = (0.95,)) ->
     if n == 0:
         return NAN, [(NAN, NAN) for _ in levels]
     total = n * (n + 1) // 2
-    criticals = [signed_rank_critical(n, level) for level in levels]
+    criticals = [signed_rank_count(n, 1 - level) for level in levels]
     return _estimate_and_intervals(total, criticals, lambda ranks: walsh_order_statistics(d, ranks))
-
-
-@functools.cache
-def rank_sum_critical(m: int, n: int, level: float) -> int:
-    """Critical count for the two-sample interval, from the normal approximation to U."""
-    z = stats.norm.ppf(1 - (1 - level) / 2)
-    return int(math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
 
 
 def hodges_lehmann_two_sample(x: np.ndarray, y: np.ndarray, levels: tuple[float, ...] = (0.95,)) -> tuple[float, list[Interval]]:
@@ -117,7 +98,7 @@ def hodges_lehmann_two_sample(x: np.ndarray, y: np.ndarray, levels: tuple[float,
     y = np.asarray(y, dtype=float)
     if len(x) == 0 or len(y) == 0:
         return NAN, [(NAN, NAN) for _ in levels]
-    criticals = [rank_sum_critical(len(x), len(y), level) for level in levels]
+    criticals = [rank_sum_count(len(x), len(y), 1 - level) for level in levels]
     return _estimate_and_intervals(len(x) * len(y), criticals, lambda ranks: difference_order_statistics(x, y, ranks))
 
 
