@@ -34,6 +34,31 @@ DAMAGE = {
     "unknown-status": ("UPDATE run SET status = 'great' WHERE id = 4", "run 4 has status 'great'"),
     "direction": ("UPDATE metric_name SET direction = 'up' WHERE id = 1", "metric name 1 has direction 'up'"),
     "dropped-column": ("ALTER TABLE run DROP COLUMN message", "cannot be upgraded"),
+    # JSON of the right kind whose fields are not what benchlab writes, and rows that disagree with the spec
+    "spec-missing-field": ("UPDATE experiment SET spec = json_remove(spec, '$.workloads')", "experiment 1 has spec of a shape"),
+    "spec-wrong-type": ("UPDATE experiment SET spec = json_set(spec, '$.blocks', 'ten')", "(spec: blocks: "),
+    "spec-of-another-experiment": ("UPDATE experiment SET spec = json_set(spec, '$.name', 'y')", "spec of experiment 'y'"),
+    "spec-without-a-variant": ("UPDATE experiment SET spec = json_remove(spec, '$.variants[1]')", "variant rows that are not"),
+    "workload-kind": ("UPDATE workload SET kind = 'builtin'", "experiment 1 has workload rows that are not its spec's"),
+    "config-missing-field": ("UPDATE variant SET config = '{}' WHERE id = 2", "variant 2 has config of a shape"),
+    "config-not-the-spec's": (
+        "UPDATE variant SET config = json_set(config, '$.env.X', '9') WHERE id = 2",
+        "variant 2 has a config that",
+    ),
+    "is_baseline": ("UPDATE variant SET is_baseline = 1 WHERE id = 2", "variant 2 has is_baseline 1"),
+    "fingerprint-wrong-type": ('UPDATE host SET fingerprint = \'{"cpus_online": "many"}\'', "(fingerprint: cpus_online: "),
+    "details-wrong-shape": (
+        "UPDATE run_detail SET details = '{\"options\": 3}' WHERE run_id = 2",
+        "run 2 has details of a shape",
+    ),
+    "failed-run-details": (
+        "UPDATE run SET status = 'failed' WHERE id = 2; UPDATE run_detail SET details = '{\"allocator\": 7}' WHERE run_id = 2",
+        "run 2 has details of a shape",
+    ),
+    "metric-dangling-name": (
+        "UPDATE metric SET name_id = 99 WHERE id = 3",
+        "metric 3 of run 1 has name_id 99, which names no metric name",
+    ),
 }
 READERS = {"report": ("report", "x"), "history": ("history",), "export": ("export", "x", "-o", "out.bundle")}
 
@@ -61,8 +86,7 @@ def damaged(good: Path, sql: str | None) -> Path:
     shutil.copy(good, db)
     if sql is not None:
         with contextlib.closing(sqlite3.connect(db)) as conn:
-            conn.execute(sql)
-            conn.commit()
+            conn.executescript(sql)
     return db
 
 
@@ -74,6 +98,20 @@ def test_contents_another_program_wrote_are_refused_naming_the_row(good: Path, d
     if command != "export" and damage.startswith("details"):
         pytest.skip("a report reads the details of the runs it names one by one (failed ones), export every run's")
     refused(*READERS[command], code=4, mentions=mentions, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("show", "x"), ("diff", "x:a", "x:b"), ("compare", "--cmd", "true", "-V", "a: env.X=1", "-V", "b: env.X=2", "-n", "6",
+                                               "--name", "x", "--resume")],
+    ids=lambda args: args[0],
+)  # fmt: skip
+def test_a_spec_benchlab_never_wrote_is_refused_by_every_command_that_reads_it(
+    good: Path, args: tuple[str, ...], tmp_path: Path
+) -> None:
+    """Beside report, history and export above: what shows, compares or resumes an experiment."""
+    damaged(good, "UPDATE experiment SET spec = json_remove(spec, '$.variants')")
+    refused(*args, code=4, mentions="experiment 1 has spec of a shape benchlab never writes (spec: variants: ", cwd=tmp_path)
 
 
 def corrupt(db: Path) -> None:

@@ -19,7 +19,7 @@ from benchlab.metrics import Metric
 from benchlab.store import BASELINE, HEAD, Store, hosts
 from benchlab.store.migrate import alembic_config
 from benchlab.store.schema import SCHEMA_VERSION, metadata
-from tests.conftest import cli
+from tests.conftest import cli, experiment_rows
 from tests.servers import fresh_database
 
 
@@ -161,8 +161,11 @@ def test_two_processes_registering_a_workloads_metric_names_at_once_both_store_t
     is stored too, not taken for a run stored twice (which lost it and left its block incomplete)."""
     url = fresh_database(postgres_url, "names_race")
     first, second = Store(url, migrate=True), Store(url)
-    exp = first.create_experiment(name="race", spec={"name": "race"}, workloads=[("w", "command", "command:true")],
-                                  variants=[("a", {}, True)])  # fmt: skip
+    exp = first.create_experiment(
+        **experiment_rows(
+            {"name": "race", "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}]}, "command:true"
+        )
+    )
     host = first.host_id({"hostname": "lab"})
 
     def store_second() -> None:

@@ -14,16 +14,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import Connection, and_, false, func, not_, or_, select
 
 from benchlab.errors import StoreError
+from benchlab.spec.load import spec_error
 from benchlab.store import schema as t
 
 LARGEST = 1.7976931348623157e308  # beyond it, only the infinities (and NaN fails every comparison)
 STATUSES = ("ok", "failed", "timeout")
+M = TypeVar("M", bound=BaseModel)
 
 
 def damaged(row: str, what: str) -> StoreError:
@@ -51,6 +54,18 @@ def json_object(text: Any, row: str, column: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise damaged(row, f"has {column} {shown(parsed)}, not a JSON object")
     return parsed
+
+
+def document(text: Any, model: type[M], row: str, column: str) -> tuple[dict[str, Any], M]:
+    """A JSON object of the shape benchlab writes (a spec, a variant's config, a fingerprint, a
+    run's details: `model`), as parsed and as validated: the code that reads it indexes into it
+    as into what it wrote, so a field missing or of another type is refused here, not met as a
+    KeyError later."""
+    parsed = json_object(text, row, column)
+    try:
+        return parsed, model.model_validate(parsed)
+    except ValidationError as exc:
+        raise damaged(row, f"has {column} of a shape benchlab never writes ({spec_error(exc, column)})") from None
 
 
 def number(value: Any, row: str, column: str, *, optional: bool = False) -> Any:

@@ -13,6 +13,7 @@ from benchlab.metrics import Direction
 from benchlab.store import checks, columnar, driver
 from benchlab.store import schema as t
 from benchlab.store.columns import metric_columns
+from benchlab.store.documents import HostFacts, RunDetails
 from benchlab.store.records import (
     BENCHMARK_BINARY,
     FAILED_BENCHMARKS,
@@ -50,7 +51,7 @@ def load(conn: Connection, exp: ExperimentRecord, *, every_record: bool = False)
     }
     host_ids = set(np.unique(runs.host_id).tolist())
     hosts = {
-        row.id: checks.json_object(row.fingerprint, f"host {row.id}", "fingerprint")
+        row.id: checks.document(row.fingerprint, HostFacts, f"host {row.id}", "fingerprint")[0]
         for row in conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(host_ids)))
     }
     return ExperimentData(exp, runs, records, metrics, info, hosts, calibrations(conn, host_ids), every_record)
@@ -143,7 +144,7 @@ def run_records(conn: Connection, exp: ExperimentRecord, *, last: int, every: bo
                 row[started],
                 row[ended],
                 bool(row[current]),
-                checks.json_object(row[detail], f"run {row[id_]}", "details") if row[detail] is not None else None,
+                checks.document(row[detail], RunDetails, f"run {row[id_]}", "details")[0] if row[detail] is not None else None,
             )
             for row in driver.rows(conn, query)
         ]
