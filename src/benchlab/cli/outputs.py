@@ -7,7 +7,7 @@ opened once and everything happens inside it (`openat`, `renameat`): the tempora
 created with O_EXCL|O_NOFOLLOW under a fresh name, so it is always a new file of the mode a new
 file gets (the umask's, or the mode of the file it replaces), and renamed over the name, which a
 rename never follows. A link at the name, or on the way to its folder, is refused, unless it is one that root or this user
-made (`/dev/stdout`, a user's own link to their file), which is written through as before; what
+made (`benchlab.links`), which is written through as before; what
 is not a regular file (a pipe, /dev/null) is written into, never replaced, and only if it is
 root's or this user's.
 """
@@ -23,13 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.errors import EnvironmentProblem, SpecError
+from benchlab.links import trusted, untrusted_link_above
 
 _ATTEMPTS = 8  # fresh temporary names tried before giving up (each is 64 random bits)
-
-
-def _trusted(info: os.stat_result) -> bool:
-    """Made by root or by this user: no other user can have planted it."""
-    return info.st_uid in (0, os.geteuid())
 
 
 @dataclass
@@ -53,7 +49,7 @@ def _open_target(path: Path, where: str | None) -> tuple[_Target | None, Path]:
     is; a trusted link is followed to where it points (once: what it names is checked again)."""
     if path.name in ("", ".", ".."):
         raise _refused(path, "give a file name", where)
-    planted = _untrusted_link_above(path)
+    planted = untrusted_link_above(path)
     if planted is not None:
         raise _refused(path, f"its folder is reached through {planted}, a symbolic link of another user", where)
     try:
@@ -72,26 +68,12 @@ def _open_target(path: Path, where: str | None) -> tuple[_Target | None, Path]:
     os.close(folder)
     if stat.S_ISDIR(now.st_mode):
         raise _refused(path, "it is a folder (give a file name)", where)
-    if not _trusted(now):
+    if not trusted(now):
         kind = "a symbolic link" if stat.S_ISLNK(now.st_mode) else "no regular file"
         raise _refused(path, f"it is {kind} of another user (uid {now.st_uid}); remove it or name another file", where)
     if stat.S_ISLNK(now.st_mode):
         return _open_followed(path, where)
     return None, path  # root's or this user's pipe or device: written into, never replaced
-
-
-def _untrusted_link_above(path: Path) -> Path | None:
-    """The first folder on the way to `path`, as it is written, that is a link another user made
-    (`/tmp/out -> /root/.ssh` planted for `-o /tmp/out/authorized_keys`), or None."""
-    above = (Path.cwd() / path).parent  # as written: `..` after a link is resolved by the kernel through it
-    for folder in reversed([above, *above.parents]):
-        try:
-            info = os.lstat(folder)
-        except OSError:
-            return None  # no such folder: refused when it is opened
-        if stat.S_ISLNK(info.st_mode) and not _trusted(info):
-            return folder
-    return None
 
 
 def _open_followed(link: Path, where: str | None) -> tuple[_Target | None, Path]:
