@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -112,6 +113,42 @@ def test_a_spec_benchlab_never_wrote_is_refused_by_every_command_that_reads_it(
     """Beside report, history and export above: what shows, compares or resumes an experiment."""
     damaged(good, "UPDATE experiment SET spec = json_remove(spec, '$.variants')")
     refused(*args, code=4, mentions="experiment 1 has spec of a shape benchlab never writes (spec: variants: ", cwd=tmp_path)
+
+
+def test_a_stored_fingerprint_is_checked_when_a_new_host_is_matched_against_it(good: Path, tmp_path: Path) -> None:
+    """Storing runs of a machine whose hash is not stored reads every stored fingerprint (a
+    rebooted machine is matched by its facts): another program's is refused there too."""
+    damaged(good, "UPDATE host SET hash = 'x', fingerprint = '{\"memory_kib\": \"lots\"}'")
+    refused(
+        "compare", "--cmd", "true", "-n", "2", "--name", "y", code=4, mentions="host 1 has fingerprint of a shape", cwd=tmp_path
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "mentions"),
+    [("runs", "'many'", "fleet task 1 has runs 'many'"), ("workload_id", "99", "fleet task 1 has workload_id 99"),
+     ("state", "'great'", "fleet task 1 has state 'great'"), ("fingerprint", None, "host 1 has fingerprint of a shape")],
+)  # fmt: skip
+def test_a_fleets_attempt_rows_are_checked_as_its_driver_reads_them(
+    good: Path, column: str, value: str | None, mentions: str
+) -> None:
+    """The driver's progress reads every attempt of the experiment, and the fingerprints of the hosts that ran it."""
+    from benchlab.errors import StoreError
+    from benchlab.store import Store
+
+    db = damaged(good, None)
+    store = Store(str(db))
+    exp = store.require_experiment("x")
+    store.end_attempt(store.begin_attempt(exp, "cmd", 0, worker="w1", host_id=1), "done")
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        if value is None:
+            conn.execute('UPDATE host SET fingerprint = \'{"guest_of": {"a": 1}}\'')  # was a dict key: TypeError
+        else:
+            conn.execute(f"UPDATE fleet_task SET {column} = {value}")
+        conn.commit()
+    with pytest.raises(StoreError, match=r"^the results database is damaged: " + re.escape(mentions)):
+        store.fleet_progress(exp)
+    store.engine.dispose()
 
 
 def corrupt(db: Path) -> None:
