@@ -33,6 +33,7 @@ DAMAGE = {
     "text-in-started_at": ("UPDATE run SET started_at = 'yesterday' WHERE id = 2", "run 2 has started_at 'yesterday'"),
     "text-in-ended_at": ("UPDATE run SET ended_at = 'soon' WHERE id = 2", "run 2 has ended_at 'soon'"),
     "unknown-status": ("UPDATE run SET status = 'great' WHERE id = 4", "run 4 has status 'great'"),
+    "text-in-warmup": ("UPDATE run SET warmup = 'x' WHERE id = 4", "run 4 has warmup 'x'"),  # as stored, not as a bool
     "direction": ("UPDATE metric_name SET direction = 'up' WHERE id = 1", "metric name 1 has direction 'up'"),
     "dropped-column": ("ALTER TABLE run DROP COLUMN message", "cannot be upgraded"),
     # JSON of the right kind whose fields are not what benchlab writes, and rows that disagree with the spec
@@ -61,6 +62,7 @@ DAMAGE = {
         "metric 3 of run 1 has name_id 99, which names no metric name",
     ),
 }
+RESUME = ("compare", "--cmd", "true", "-V", "a: env.X=1", "-V", "b: env.X=2", "-n", "6", "--name", "x", "--resume")
 READERS = {"report": ("report", "x"), "history": ("history",), "export": ("export", "x", "-o", "out.bundle")}
 
 
@@ -103,16 +105,31 @@ def test_contents_another_program_wrote_are_refused_naming_the_row(good: Path, d
 
 @pytest.mark.parametrize(
     "args",
-    [("show", "x"), ("diff", "x:a", "x:b"), ("compare", "--cmd", "true", "-V", "a: env.X=1", "-V", "b: env.X=2", "-n", "6",
-                                               "--name", "x", "--resume")],
+    [("show", "x"), ("diff", "x:a", "x:b"), RESUME],
     ids=lambda args: args[0],
-)  # fmt: skip
+)
 def test_a_spec_benchlab_never_wrote_is_refused_by_every_command_that_reads_it(
     good: Path, args: tuple[str, ...], tmp_path: Path
 ) -> None:
     """Beside report, history and export above: what shows, compares or resumes an experiment."""
     damaged(good, "UPDATE experiment SET spec = json_remove(spec, '$.variants')")
     refused(*args, code=4, mentions="experiment 1 has spec of a shape benchlab never writes (spec: variants: ", cwd=tmp_path)
+
+
+def test_a_resume_refuses_a_run_of_no_variant_of_its_experiment(good: Path, tmp_path: Path) -> None:
+    """What a resume skips is read before anything runs (it was a KeyError)."""
+    db = damaged(good, "UPDATE run SET variant_id = 99 WHERE id = 2")
+    before = db.read_bytes()
+    proc = cli(*RESUME[:-5], "-n", "2", "--name", "x", "--resume", cwd=tmp_path)  # its own length: the spec stays as stored
+    assert proc.returncode == 4 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "benchlab: the results database is damaged: run 2 has variant_id 99, which names no variant of its experiment"
+        )
+    ), proc.stderr[-2000:]
+    assert db.read_bytes() == before
 
 
 def test_a_stored_fingerprint_is_checked_when_a_new_host_is_matched_against_it(good: Path, tmp_path: Path) -> None:

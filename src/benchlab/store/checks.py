@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Connection, and_, false, func, not_, or_, select
+from sqlalchemy import Connection, and_, false, func, not_, or_, select, type_coerce
+from sqlalchemy.types import NullType
 
 from benchlab.errors import StoreError
 from benchlab.spec.load import spec_error
@@ -132,5 +133,5 @@ def damaged_run(conn: Connection, experiment_id: int) -> StoreError | None:
     if column in ("workload_id", "variant_id", "host_id"):
         table = column.removesuffix("_id")
         return damaged(f"run {found['id']}", f"has {column} {found[column]}, which names no {table} of its experiment")
-    held = conn.execute(select(t.run.c[column]).where(r.id == found["id"])).scalar()
+    held = conn.execute(select(type_coerce(t.run.c[column], NullType())).where(r.id == found["id"])).scalar()  # as stored
     return damaged(f"run {found['id']}", f"has {column} {shown(held)}, which benchlab never writes")

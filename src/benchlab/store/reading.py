@@ -223,14 +223,20 @@ def stored_keys(
     names_w = {v: k for k, v in exp.workload_ids.items()}
     names_v = {v: k for k, v in exp.variant_ids.items()}
     r = t.run.c
-    query = select(r.workload_id, r.variant_id, r.block, r.warmup).where(r.experiment_id == exp.id, r.host_id == host_id)
+    query = select(r.id, r.workload_id, r.variant_id, r.block, r.warmup).where(r.experiment_id == exp.id, r.host_id == host_id)
     if ok_only:
         query = query.where(r.status == "ok")
     if workloads is not None:
         query = query.where(r.workload_id.in_([exp.workload_ids[w] for w in workloads]))
     if blocks is not None:
         query = query.where(r.block.in_(sorted(blocks)))
-    return {(names_w[row.workload_id], names_v[row.variant_id], row.block, bool(row.warmup)) for row in conn.execute(query)}
+    keys = set()
+    for row in conn.execute(query):
+        if row.workload_id not in names_w or row.variant_id not in names_v:  # the full check says which, and why
+            elsewhere = "names no workload or variant of its experiment"
+            raise checks.damaged_run(conn, exp.id) or checks.damaged(f"run {row.id}", elsewhere)
+        keys.add((names_w[row.workload_id], names_v[row.variant_id], row.block, bool(row.warmup)))
+    return keys
 
 
 def run_identities(conn: Connection, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
