@@ -57,6 +57,8 @@ DAMAGE = {
         "UPDATE run SET status = 'failed' WHERE id = 2; UPDATE run_detail SET details = '{\"allocator\": 7}' WHERE run_id = 2",
         "run 2 has details of a shape",
     ),
+    "text-in-metric-value": ("UPDATE metric SET value = 'abc' WHERE id = 3", "metric 3 of run 1 has value 'abc', not a number"),
+    "text-in-metric-name_id": ("UPDATE metric SET name_id = 'abc' WHERE id = 5", "metric 5 of run 1 has name_id 'abc'"),
     "metric-dangling-name": (
         "UPDATE metric SET name_id = 99 WHERE id = 3",
         "metric 3 of run 1 has name_id 99, which names no metric name",

@@ -135,3 +135,19 @@ def damaged_run(conn: Connection, experiment_id: int) -> StoreError | None:
         return damaged(f"run {found['id']}", f"has {column} {found[column]}, which names no {table} of its experiment")
     held = conn.execute(select(type_coerce(t.run.c[column], NullType())).where(r.id == found["id"])).scalar()  # as stored
     return damaged(f"run {found['id']}", f"has {column} {shown(held)}, which benchlab never writes")
+
+
+def damaged_metric(conn: Connection, first_run: int, last_run: int) -> StoreError | None:
+    """The first metric row of the runs first_run..last_run whose value or name is not a number
+    (SQLite keeps text in any column; PostgreSQL's hold only their type), described, or None:
+    asked only once reading the values as numbers failed, to name the row."""
+    if conn.dialect.name != "sqlite":
+        return None
+    m = t.metric.c
+    numeric = (func.typeof(m.value).in_(("real", "integer")), func.typeof(m.name_id) == "integer")
+    query = select(m.id, m.run_id, m.name_id, m.value).where(m.run_id.between(first_run, last_run), not_(and_(*numeric)))
+    found = conn.execute(query.order_by(m.id).limit(1)).first()
+    if found is None:
+        return None
+    column = "name_id" if type(found.name_id) is not int else "value"
+    return damaged(f"metric {found.id}", f"of run {found.run_id} has {column} {shown(getattr(found, column))}, not a number")

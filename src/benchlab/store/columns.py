@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sqlalchemy import Connection, select
 
+from benchlab.errors import StoreError
 from benchlab.store import checks
 from benchlab.store import schema as t
 from benchlab.store.columnar import ReadColumns
@@ -35,7 +36,13 @@ def metric_columns(conn: Connection, read: ReadColumns, experiment_id: int, run_
     code_of = np.array([codes[names[int(i)]] for i in name_ids], dtype=np.int32)
     lo, hi = int(run_ids[0]), int(run_ids[-1])
     query = select(m.run_id, m.name_id, m.value).where(m.run_id.between(lo, hi))
-    c = read(query, {"run_id": np.int64, "name_id": np.int64, "value": np.float64})
+    try:
+        c = read(query, {"run_id": np.int64, "name_id": np.int64, "value": np.float64})
+    except (StoreError, ValueError, TypeError):  # text where numbers belong (the native reader, numpy): which row
+        damage = checks.damaged_metric(conn, lo, hi)
+        if damage is not None:
+            raise damage from None
+        raise
     runs, name_places, values = c["run_id"], np.searchsorted(name_ids, c["name_id"]), c["value"]
     ours = np.zeros(hi - lo + 1, dtype=bool)
     ours[run_ids - lo] = True
