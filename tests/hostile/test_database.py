@@ -167,6 +167,12 @@ def test_a_fleets_attempt_rows_are_checked_as_its_driver_reads_them(
         conn.commit()
     with pytest.raises(StoreError, match=r"^the results database is damaged: " + re.escape(mentions)):
         store.fleet_progress(exp)
+    if column == "runs":  # the next attempt at the block is numbered after the stored ones
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            conn.execute("UPDATE fleet_task SET runs = 0, attempt = 'first'")
+            conn.commit()
+        with pytest.raises(StoreError, match="a fleet task of cmd block 1 has attempt 'first', not a whole number"):
+            store.begin_attempt(exp, "cmd", 0, worker="w2", host_id=1)
     store.engine.dispose()
 
 

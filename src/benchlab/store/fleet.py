@@ -100,6 +100,8 @@ def begin_attempt(conn: Connection, exp: ExperimentRecord, workload: str, block:
     last = conn.execute(
         select(func.max(f.attempt)).where(f.experiment_id == exp.id, f.workload_id == workload_id, f.block == block)
     ).scalar()
+    if last is not None:  # SQLite orders text after every number: another program's attempt is the last
+        checks.whole(last, f"a fleet task of {workload} block {block + 1}", "attempt")
     key = conn.execute(
         insert(t.fleet_task).values(
             experiment_id=exp.id, workload_id=workload_id, block=block, attempt=(last or 0) + 1, worker=worker,
@@ -116,8 +118,8 @@ def register_key(conn: Connection, check: str) -> None:
 
 def key_known(conn: Connection, check: str) -> bool | None:
     """Whether a driver signed with this key (None: no driver has published to this database)."""
-    checks = set(conn.execute(select(t.fleet_key.c.check)).scalars())
-    return check in checks if checks else None
+    known = set(conn.execute(select(t.fleet_key.c.check)).scalars())
+    return check in known if known else None
 
 
 def last_attempt(conn: Connection, exp: ExperimentRecord) -> int:
