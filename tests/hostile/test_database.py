@@ -118,19 +118,23 @@ def test_a_spec_benchlab_never_wrote_is_refused_by_every_command_that_reads_it(
     refused(*args, code=4, mentions="experiment 1 has spec of a shape benchlab never writes (spec: variants: ", cwd=tmp_path)
 
 
-def test_a_resume_refuses_a_run_of_no_variant_of_its_experiment(good: Path, tmp_path: Path) -> None:
-    """What a resume skips is read before anything runs (it was a KeyError)."""
-    db = damaged(good, "UPDATE run SET variant_id = 99 WHERE id = 2")
+@pytest.mark.parametrize(
+    ("sql", "mentions"),
+    [("UPDATE run SET variant_id = 99 WHERE id = 2", "run 2 has variant_id 99, which names no variant of its experiment"),
+     ("UPDATE run SET status = 'failed', started_at = X'00' WHERE id = 2", "run 2 has started_at b'\\x00', which benchlab never")],
+    ids=["dangling-variant", "failed-run-blob-time"],
+)  # fmt: skip
+def test_a_resume_checks_the_runs_it_skips_or_runs_again_before_anything_runs(
+    good: Path, tmp_path: Path, sql: str, mentions: str
+) -> None:
+    """What a resume skips, and the failed runs it runs again (read whole), were a KeyError and
+    a TypeError."""
+    db = damaged(good, sql)
     before = db.read_bytes()
     proc = cli(*RESUME[:-5], "-n", "2", "--name", "x", "--resume", cwd=tmp_path)  # its own length: the spec stays as stored
+    last = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 4 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert (
-        proc.stderr.strip()
-        .splitlines()[-1]
-        .startswith(
-            "benchlab: the results database is damaged: run 2 has variant_id 99, which names no variant of its experiment"
-        )
-    ), proc.stderr[-2000:]
+    assert last.startswith(f"benchlab: the results database is damaged: {mentions}"), proc.stderr[-2000:]
     assert db.read_bytes() == before
 
 

@@ -219,7 +219,11 @@ def stored_keys(
 ) -> set[tuple[str, str, int, bool]]:
     """(workload, variant, block, warm-up) of every run stored for a host (`ok_only`: of every run
     that ended well): what a resume skips; only of those workloads and blocks where given (a
-    fleet's task: one block, read through the `run_once` index instead of every run the host stored)."""
+    fleet's task: one block, read through the `run_once` index instead of every run the host stored).
+    A resume of the whole experiment first checks every column of its runs (a failed one it runs
+    again is read whole), as a report does; a fleet's task the references of the runs it reads."""
+    if workloads is None and blocks is None and (damage := checks.damaged_run(conn, exp.id)) is not None:
+        raise damage
     names_w = {v: k for k, v in exp.workload_ids.items()}
     names_v = {v: k for k, v in exp.variant_ids.items()}
     r = t.run.c
