@@ -72,7 +72,7 @@ def _landed_database(url: str) -> None:
             "INSERT INTO host VALUES (1, 'h', '{\"hostname\": \"old\"}', 0);"
             f"INSERT INTO experiment VALUES (1, 'old', '{spec}', 'x', 0);"
             "INSERT INTO workload VALUES (1, 1, 'w', 'command', 'command:true');"
-            "INSERT INTO variant VALUES (1, 1, 'a', 0, '{}', true);"
+            "INSERT INTO variant VALUES (1, 1, 'a', 0, '{\"name\": \"a\"}', true);"
             "INSERT INTO run VALUES (1, '00000000-0000-0000-0000-000000000001', 1, 1, 1, 1, 0, false, 0, 1, 'ok', 1, 2, 0,"
             " NULL, NULL, 'command:true'), (2, '00000000-0000-0000-0000-000000000002', 1, 1, 1, 1, 1, false, 1, 1, 'ok',"
             " 3, 4, 0, NULL, NULL, 'command:true');"
