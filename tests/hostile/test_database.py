@@ -138,6 +138,14 @@ def test_a_resume_checks_the_runs_it_skips_or_runs_again_before_anything_runs(
     assert db.read_bytes() == before
 
 
+def test_what_benchlab_writes_is_read_as_it_was_a_guests_fingerprint_included(good: Path, tmp_path: Path) -> None:
+    """The checks refuse only what benchlab never writes: a vm guest's fingerprint carries its
+    kernel's build switches as a group of facts."""
+    switches = """json('{"lru_gen": "y", "binder": null, "zram": "m"}')"""
+    damaged(good, f"UPDATE host SET fingerprint = json_set(fingerprint, '$.kernel_switches', {switches}, '$.accel', 'kvm')")
+    assert cli("report", "x", cwd=tmp_path, check=True).returncode == 0
+
+
 def test_a_stored_fingerprint_is_checked_when_a_new_host_is_matched_against_it(good: Path, tmp_path: Path) -> None:
     """Storing runs of a machine whose hash is not stored reads every stored fingerprint (a
     rebooted machine is matched by its facts): another program's is refused there too."""

@@ -14,13 +14,16 @@ from benchlab.spec.fields import Blob, Label, Line, Name
 VALUE_MAX = 1e30  # a metric value beyond this would overflow the statistics' sums of squares
 Value = Annotated[float, Field(ge=-VALUE_MAX, le=VALUE_MAX, allow_inf_nan=False)]
 Fact = Annotated[Line, Field(max_length=4096)] | Annotated[int, Field(ge=-(2**62), le=2**62)] | Value | bool | None
+# a group of facts under one name: a guest kernel's build switches (`kernel_switches`)
+Facts = Annotated[dict[Annotated[str, Field(max_length=64)], Fact], Field(max_length=64)]
 
 
 class HostFacts(BaseModel):
-    """A host's fingerprint: the facts benchlab reads and shows typed, any others plain scalars."""
+    """A host's fingerprint: the facts benchlab reads and shows typed, any others plain scalars
+    or one group of them (a guest's `kernel_switches`)."""
 
     model_config = ConfigDict(extra="allow", frozen=True, strict=True)
-    __pydantic_extra__: dict[str, Fact]
+    __pydantic_extra__: dict[str, Fact | Facts]
 
     hostname: Line | None = None
     cpu_model: Line | None = None
@@ -30,6 +33,7 @@ class HostFacts(BaseModel):
     swap_kib: Annotated[int, Field(ge=0, le=1 << 50)] | None = None
     smt: bool | None = None
     remote: bool | None = None
+    guest_of: Line | None = None  # a guest's: the identity hash of the host row of the machine it ran on
     allocators: Annotated[list[Name], Field(max_length=16)] = []
 
     @model_validator(mode="after")
