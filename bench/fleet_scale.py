@@ -55,6 +55,7 @@ from benchlab.store import ExperimentRecord, Store
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]  # tests.servers, when run as a script
 from store_speed import DETAILS, METRICS  # noqa: E402 - what a command run stores, as bench/store_speed.py
 
+from tests.conftest import experiment_rows  # noqa: E402
 from tests.servers import Broker, Postgres, fresh_database, postgres_server, rabbitmq_server  # noqa: E402
 
 POOL = "scale"
@@ -334,9 +335,11 @@ class WriteStep:
 def write_step(lab: Lab, processes: int, seconds: float, *, counted: bool = False) -> WriteStep:
     name = f"writes-{processes}-{counted}"
     lab.store.create_experiment(
-        name=name, spec={"name": name}, workloads=[("w", "command", "command:true")],
-        variants=[("a", {}, True), ("b", {}, False)],
-    )  # fmt: skip
+        **experiment_rows(
+            {"name": name, "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}, {"name": "b"}]},
+            "command:true",
+        )
+    )
     ctx = multiprocessing.get_context("spawn")  # each writer its own connections, nothing inherited
     start, out = ctx.Barrier(processes + 1), ctx.Queue()
     procs = [ctx.Process(target=_writer, args=(lab.db, name, i, seconds, counted, start, out)) for i in range(processes)]
@@ -462,10 +465,12 @@ def big_experiment(lab: Lab, runs: int, variants: int) -> Reads:
     """An experiment of `runs` runs on one host, written by SQL in one statement (the read
     queries are what is measured, and the insert path would take minutes at this size)."""
     name = f"big-{runs}"
-    exp = lab.store.create_experiment(
-        name=name, spec={"name": name}, workloads=[("tick", "command", "command:true")],
-        variants=[(f"v{i}", {}, i == 0) for i in range(variants)],
-    )  # fmt: skip
+    spec = {
+        "name": name,
+        "workloads": [{"name": "tick", "command": ["true"]}],
+        "variants": [{"name": f"v{i}"} for i in range(variants)],
+    }
+    exp = lab.store.create_experiment(**experiment_rows(spec, "command:true"))
     host = lab.store.host_id({"hostname": "big"})
     ids = ",".join(str(exp.variant_ids[f"v{i}"]) for i in range(variants))
     with lab.store.transaction() as conn:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +25,9 @@ from benchlab.report import render
 from benchlab.stats.analysis import analyze
 from benchlab.store import Store
 from benchlab.store import schema as t
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1])]  # tests.conftest, when run as a script
+from tests.conftest import experiment_rows  # noqa: E402 - how a test makes an experiment's rows
 
 TARGET_S = 1.0
 DETAILS = json.dumps({"allocator": "glibc", "allocator_library": "/usr/lib/x86_64-linux-gnu/libc.so.6",
@@ -37,10 +41,7 @@ def build(store: Store, blocks: int) -> None:
     variants = ["base", "v1", "v2", "v3"]
     spec = {"name": "big", "workloads": [{"name": w, "command": ["true"]} for w in workloads],
             "variants": [{"name": v} for v in variants], "blocks": blocks}  # fmt: skip
-    exp = store.create_experiment(
-        name="big", spec=spec, workloads=[(w, "command", "command:x") for w in workloads],
-        variants=[(v, {}, v == "base") for v in variants],
-    )  # fmt: skip
+    exp = store.create_experiment(**experiment_rows(spec, "command:x"))
     host = store.host_id({"hostname": "synthetic"})
     with store.engine.begin() as conn:
         conn.execute(

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from benchlab.metrics import Metric
 from benchlab.store import Store
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1])]  # tests.conftest, when run as a script
+from tests.conftest import experiment_rows  # noqa: E402 - how a test makes an experiment's rows
 
 TARGET_MS = 0.3
 METRICS = [
@@ -36,9 +40,7 @@ def measure(store: Store, runs: int) -> tuple[list[float], list[float]]:
     metric names). CPU time is what other processes on a busy machine cannot inflate."""
     variants = ["a", "b"]
     spec = {"name": "speed", "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": v} for v in variants]}
-    exp = store.create_experiment(
-        name="speed", spec=spec, workloads=[("w", "command", "command:true")], variants=[(v, {}, v == "a") for v in variants]
-    )
+    exp = store.create_experiment(**experiment_rows(spec, "command:true"))
     host = store.host_id({"hostname": "synthetic"})
     times, cpu = [], []
     for i in range(runs):

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,22 @@ def cli(*args: str, check: bool = False, timeout: float = 300, cwd: Path | None 
     if check and proc.returncode != 0:
         raise AssertionError(f"benchlab {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
     return proc
+
+
+def experiment_rows(spec: dict[str, Any], version: str = "v1") -> dict[str, Any]:
+    """What `Store.create_experiment` takes, made from a spec as a user writes it the way the
+    runner makes it (a stored spec is read back against the spec model): the spec validated and
+    dumped, its workloads at `version`, its variants' configs and baseline."""
+    from benchlab.spec import spec_from_dict
+
+    model = spec_from_dict(spec)
+    stored = model.model_dump(mode="json")
+    return {
+        "name": model.name,
+        "spec": stored,
+        "workloads": [(w.name, w.kind, version) for w in model.workloads],
+        "variants": [(v["name"], v, v["name"] == model.baseline_name) for v in stored["variants"]],
+    }
 
 
 def need(tool: str) -> str:

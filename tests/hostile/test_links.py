@@ -214,3 +214,37 @@ def test_an_export_whose_folder_goes_during_the_run_is_exit_3_and_the_runs_are_s
     (line,) = [x for x in proc.stderr.splitlines() if "cannot write" in x]
     assert "the runs are stored as 'gone'" in line and "benchlab report gone --export-csv FILE" in line
     assert cli("report", "gone", "--format", "csv", check=True).stdout.count("\n") > 1
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"), [(("list",), "dangling"), (("compare", "--cmd", "true", "-V", "a", "-n", "2"), "file")]
+)
+def test_a_planted_link_at_the_database_is_refused(tmp_path: Path, sticky: Path, command: tuple[str, ...], kind: str) -> None:
+    """`--db /tmp/results.db` where another user planted `results.db -> /root/x`: SQLite would
+    open the target, or create a database where a link to nothing points."""
+    target = tmp_path / TARGETS[kind]
+    link = plant(sticky / "results.db", target)
+    refused(*command, "--db", str(link), mentions="symbolic link of another user")
+    untouched(tmp_path, link, target)
+    below = plant(sticky / "dir", tmp_path / "private")
+    refused("list", "--db", str(below / "results.db"), mentions="reached through")
+    assert list((tmp_path / "private").iterdir()) == []
+
+
+@pytest.mark.usefixtures("stored")
+def test_a_database_link_of_this_user_works_and_one_to_nothing_or_a_side_link_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One's own link to one's database is followed as before; a link to nothing is not made a
+    database, whoever made it; a link at SQLite's side file (-wal) is named (SQLite never follows it)."""
+    mine = tmp_path / "mine.db"
+    mine.symlink_to(os.environ["BENCHLAB_DB"])
+    assert "ex" in cli("list", "--db", str(mine), check=True).stdout
+    monkeypatch.setenv("BENCHLAB_DB", str(tmp_path / "nothing.db"))
+    (tmp_path / "nothing.db").symlink_to(tmp_path / "dangling-target")
+    refused("list", mentions="a symbolic link to nothing")
+    assert not (tmp_path / "dangling-target").exists()
+    wal = tmp_path / "results.db-wal"
+    wal.symlink_to(tmp_path / "dangling-target")
+    refused("report", "ex", "--db", str(tmp_path / "results.db"), mentions="results.db-wal is a symbolic link")
+    assert not (tmp_path / "dangling-target").exists()

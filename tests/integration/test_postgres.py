@@ -19,7 +19,7 @@ from benchlab.metrics import Metric
 from benchlab.store import BASELINE, HEAD, Store, hosts
 from benchlab.store.migrate import alembic_config
 from benchlab.store.schema import SCHEMA_VERSION, metadata
-from tests.conftest import cli
+from tests.conftest import cli, experiment_rows
 from tests.servers import fresh_database
 
 
@@ -72,7 +72,7 @@ def _landed_database(url: str) -> None:
             "INSERT INTO host VALUES (1, 'h', '{\"hostname\": \"old\"}', 0);"
             f"INSERT INTO experiment VALUES (1, 'old', '{spec}', 'x', 0);"
             "INSERT INTO workload VALUES (1, 1, 'w', 'command', 'command:true');"
-            "INSERT INTO variant VALUES (1, 1, 'a', 0, '{}', true);"
+            "INSERT INTO variant VALUES (1, 1, 'a', 0, '{\"name\": \"a\"}', true);"
             "INSERT INTO run VALUES (1, '00000000-0000-0000-0000-000000000001', 1, 1, 1, 1, 0, false, 0, 1, 'ok', 1, 2, 0,"
             " NULL, NULL, 'command:true'), (2, '00000000-0000-0000-0000-000000000002', 1, 1, 1, 1, 1, false, 1, 1, 'ok',"
             " 3, 4, 0, NULL, NULL, 'command:true');"
@@ -161,8 +161,11 @@ def test_two_processes_registering_a_workloads_metric_names_at_once_both_store_t
     is stored too, not taken for a run stored twice (which lost it and left its block incomplete)."""
     url = fresh_database(postgres_url, "names_race")
     first, second = Store(url, migrate=True), Store(url)
-    exp = first.create_experiment(name="race", spec={"name": "race"}, workloads=[("w", "command", "command:true")],
-                                  variants=[("a", {}, True)])  # fmt: skip
+    exp = first.create_experiment(
+        **experiment_rows(
+            {"name": "race", "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}]}, "command:true"
+        )
+    )
     host = first.host_id({"hostname": "lab"})
 
     def store_second() -> None:

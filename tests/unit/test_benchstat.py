@@ -15,6 +15,7 @@ from benchlab.report.benchstat import _number
 from benchlab.stats.analysis import analyze
 from benchlab.stats.report_model import Report
 from benchlab.store import Store
+from tests.conftest import experiment_rows
 
 
 def experiment(tmp_path: Path) -> Report:
@@ -24,10 +25,7 @@ def experiment(tmp_path: Path) -> Report:
         "name": "e", "blocks": 8, "workloads": [{"name": "a", "command": ["true"]}, {"name": "b", "command": ["true"]}],
         "variants": [{"name": "base"}, {"name": "slow"}],
     }  # fmt: skip
-    exp = store.create_experiment(
-        name="e", spec=spec, workloads=[("a", "command", "1"), ("b", "command", "1")],
-        variants=[("base", {"name": "base"}, True), ("slow", {"name": "slow"}, False)],
-    )  # fmt: skip
+    exp = store.create_experiment(**experiment_rows(spec, "1"))
     host = store.host_id({"hostname": "lab", "cpu_model": "cpu", "kernel": "6.1"})
     noise = np.exp(np.random.default_rng(1).normal(0, 0.01, 8))
     for block in range(8):

@@ -19,7 +19,7 @@ from benchlab.stats.report_model import Report, json_schema
 from benchlab.stats.sides import resolve
 from benchlab.stats.simulation import simulate_diff
 from benchlab.store import Store
-from tests.conftest import cli
+from tests.conftest import cli, experiment_rows
 
 DAY = 86400.0
 
@@ -42,10 +42,7 @@ def stored(
         "name": name, "blocks": blocks, "workloads": [{"name": "w", "command": ["true"]}],
         "variants": [{"name": v} for v in values],
     }  # fmt: skip
-    exp = store.create_experiment(
-        name=name, spec=spec, workloads=[("w", "command", version)],
-        variants=[(v, {"name": v}, i == 0) for i, v in enumerate(values)], created_at=at,
-    )  # fmt: skip
+    exp = store.create_experiment(**experiment_rows(spec, version), created_at=at)
     host_ids = [store.host_id({"hostname": h, "cpu_model": "cpu", "kernel": "6.1"}) for h in hosts or (host,)]
     for variant, walls in values.items():
         for block, wall in enumerate(walls):

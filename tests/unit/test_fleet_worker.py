@@ -179,7 +179,8 @@ def test_a_spec_changed_in_the_database_is_not_the_signed_one(stored: tuple[str,
     envelope = _envelope(db)
     store = Store(db)
     exp = store.require_experiment("fleet-exp")
-    store.update_spec(exp, {**exp.spec, "workloads": [{**exp.spec["workloads"][0], "command": ["/bin/rm", "-rf", "/x"]}]})
+    first, *others = exp.spec["workloads"]
+    store.update_spec(exp, {**exp.spec, "workloads": [{**first, "command": ["/bin/rm", "-rf", "/x"]}, *others]})
     with pytest.raises(Forged, match="not the one the task was signed for"):
         _worker(db).handle(envelope)
     assert _runs(db) == []

@@ -10,6 +10,7 @@ from benchlab.metrics import Metric
 from benchlab.stats.analysis import analyze
 from benchlab.stats.environments import machine_of
 from benchlab.store import Store, host_digest
+from tests.conftest import experiment_rows
 
 NATIVE = {"hostname": "lab", "machine_id": "m1", "kernel": "6.18"}
 SPEC = {"name": "vm", "blocks": 6, "workloads": [{"name": "w", "command": ["true"]}],
@@ -19,9 +20,7 @@ SPEC = {"name": "vm", "blocks": 6, "workloads": [{"name": "w", "command": ["true
 def judged(tmp_path: Path, guest: dict[str, object]) -> dict[str, dict[str, object]]:
     """Six blocks in which the guest is 1.5x the native time, with a drift the pairing cancels."""
     store = Store(str(tmp_path / "g.db"))
-    exp = store.create_experiment(
-        name="vm", spec=SPEC, workloads=[("w", "command", "v1")], variants=[("native", {}, True), ("guest", {}, False)]
-    )
+    exp = store.create_experiment(**experiment_rows(SPEC))
     hosts = {"native": store.host_id(NATIVE), "guest": store.host_id(guest)}
     drift = np.random.default_rng(1).uniform(1.0, 3.0, 6)
     for block in range(6):

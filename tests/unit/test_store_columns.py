@@ -17,6 +17,7 @@ from benchlab.metrics import Metric
 from benchlab.store import FAILED_BENCHMARKS, ExperimentRecord, Store
 from benchlab.store import schema as t
 from benchlab.store.columnar import by_driver, reader
+from tests.conftest import experiment_rows
 
 
 def two_experiments(path: Path) -> tuple[Store, ExperimentRecord, ExperimentRecord]:
@@ -25,10 +26,13 @@ def two_experiments(path: Path) -> tuple[Store, ExperimentRecord, ExperimentReco
     host = store.host_id({"hostname": "h"})
     made = [
         store.create_experiment(
-            name=name,
-            spec={"name": name},
-            workloads=[("cmd", "command", "v1"), ("bin", "gbench", "v1")],
-            variants=[("a", {}, True), ("b", {}, False)],
+            **experiment_rows(
+                {
+                    "name": name,
+                    "workloads": [{"name": "cmd", "command": ["true"]}, {"name": "bin", "gbench": "/bin/true"}],
+                    "variants": [{"name": "a"}, {"name": "b"}],
+                }
+            )
         )  # fmt: skip
         for name in ("one", "two")
     ]

@@ -12,6 +12,7 @@ import pytest
 from benchlab.errors import StoreError
 from benchlab.measure.host import fingerprint, machine_state
 from benchlab.store import Store
+from tests.conftest import experiment_rows
 
 HOST = {
     "hostname": "lab-1", "machine_id": "abc", "arch": "x86_64", "cpu_model": "EPYC", "cpus_online": 8,
@@ -80,11 +81,13 @@ def test_a_read_only_store_never_creates_a_database(tmp_path: Path) -> None:
 
 def test_a_dropped_experiment_frees_its_name(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "d.db"))
-    make = {"spec": {}, "workloads": [("w", "command", "command:1")], "variants": [("a", {}, True)]}
-    exp = store.create_experiment(name="gone", **make)  # type: ignore[arg-type]
+    make = experiment_rows(
+        {"name": "gone", "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}]}, "command:1"
+    )
+    exp = store.create_experiment(**make)
     store.drop_experiment(exp)
     assert store.find_experiment("gone") is None
-    assert store.create_experiment(name="gone", **make).name == "gone"  # type: ignore[arg-type]
+    assert store.create_experiment(**make).name == "gone"
 
 
 def test_memory_that_moved_a_few_pages_is_the_same_host_and_its_stored_row(tmp_path: Path) -> None:

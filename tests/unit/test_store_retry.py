@@ -12,12 +12,13 @@ from benchlab.errors import StoreError
 from benchlab.metrics import Metric
 from benchlab.store import Store
 from benchlab.store.runs import ATTEMPT_MESSAGE, ATTEMPTS_KEPT
+from tests.conftest import experiment_rows
 
 
 def test_retries_replace_failures_keep_the_last_of_them_and_never_touch_an_ok_run(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "r.db"))
     exp = store.create_experiment(
-        name="retry", spec={"name": "retry"}, workloads=[("w", "command", "v1")], variants=[("a", {}, True)]
+        **experiment_rows({"name": "retry", "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}]})
     )
     run: dict[str, Any] = {"host_id": store.host_id({"hostname": "h"}), "workload": "w", "variant": "a", "block": 0,
                            "warmup": False, "position": 0}  # fmt: skip

@@ -12,7 +12,7 @@ import pytest
 from benchlab.errors import StoreError
 from benchlab.metrics import Metric
 from benchlab.store import Store
-from tests.conftest import cli
+from tests.conftest import cli, experiment_rows
 
 RUN = """
 SELECT run.uuid, workload.name, variant.name, host.fingerprint, run.block, run.warmup, run.position, run.status,
@@ -46,7 +46,7 @@ def test_a_live_run_and_its_import_are_the_same_rows(tmp_path: Path) -> None:
 def test_a_run_is_stored_once_and_a_refused_one_stores_nothing(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "r.db"))
     exp = store.create_experiment(
-        name="once", spec={"name": "once"}, workloads=[("w", "command", "v1")], variants=[("a", {}, True)]
+        **experiment_rows({"name": "once", "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}]})
     )
     host = store.host_id({"hostname": "h"})
     run: dict[str, Any] = {"host_id": host, "workload": "w", "variant": "a", "block": 0, "warmup": False, "position": 0,
@@ -67,7 +67,9 @@ def test_experiments_whose_runs_interleave_each_load_only_their_own_values(tmp_p
     store = Store(str(tmp_path / "r.db"))
     host = store.host_id({"hostname": "h"})
     exps = [
-        store.create_experiment(name=name, spec={"name": name}, workloads=[("w", "command", "v1")], variants=[("a", {}, True)])
+        store.create_experiment(
+            **experiment_rows({"name": name, "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}]})
+        )
         for name in ("first", "second")
     ]
     for block in range(3):
@@ -91,7 +93,7 @@ def test_experiments_whose_runs_interleave_each_load_only_their_own_values(tmp_p
 def test_details_read_back_as_written_even_where_only_pythons_json_reads_them(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "r.db"))
     exp = store.create_experiment(
-        name="nan", spec={"name": "nan"}, workloads=[("w", "command", "v1")], variants=[("a", {}, True)]
+        **experiment_rows({"name": "nan", "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}]})
     )
     host = store.host_id({"hostname": "h"})
     written = [

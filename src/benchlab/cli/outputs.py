@@ -9,8 +9,8 @@ it was looked at is never entered, since nothing is looked at apart from what is
 temporary file is created with O_EXCL|O_NOFOLLOW under a fresh name, so it is always a new file
 of the mode a new file gets (the umask's, or the mode of the file it replaces), and renamed over
 the name, which a rename never follows. A link at the name, or on the way to its folder, is
-refused, unless it is one that root or this user made (`/dev/stdout`, a user's own link to their
-file), which is followed as before; what is not a regular file (a pipe, /dev/null) is written
+refused, unless it is one that root or this user made (`benchlab.links`: `/dev/stdout`, a user's
+own link to their file), which is followed as before; what is not a regular file (a pipe, /dev/null) is written
 into, never replaced, and only if it is root's or this user's. Python's standard library opens
 paths whole, so this walk is written here (as `openat2`'s RESOLVE_NO_SYMLINKS would do it, which
 Python does not expose and which would refuse a trusted link too).
@@ -27,13 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.errors import EnvironmentProblem, SpecError
+from benchlab.links import trusted
 
 _ATTEMPTS = 8  # fresh temporary names tried before giving up (each is 64 random bits)
-
-
-def _trusted(info: os.stat_result) -> bool:
-    """Made by root or by this user: no other user can have planted it."""
-    return info.st_uid in (0, os.geteuid())
 
 
 @dataclass
@@ -70,7 +66,7 @@ def _open_target(path: Path, where: str | None) -> tuple[_Target | None, Path]:
     os.close(folder)
     if stat.S_ISDIR(now.st_mode):
         raise _refused(path, "it is a folder (give a file name)", where)
-    if not _trusted(now):
+    if not trusted(now):
         kind = "a symbolic link" if stat.S_ISLNK(now.st_mode) else "no regular file"
         raise _refused(path, f"it is {kind} of another user (uid {now.st_uid}); remove it or name another file", where)
     if stat.S_ISLNK(now.st_mode):
@@ -123,7 +119,7 @@ def _trusted_link(folder: int, name: str, shown: Path, path: Path, where: str | 
         info = os.stat(name, dir_fd=folder, follow_symlinks=False)
         if not stat.S_ISLNK(info.st_mode):
             raise _refused(path, f"{shown} is no folder this user can write in", where)
-        if not _trusted(info):
+        if not trusted(info):
             raise _refused(path, f"its folder is reached through {shown}, a symbolic link of another user", where)
         target = os.readlink(name, dir_fd=folder)
         again = os.stat(name, dir_fd=folder, follow_symlinks=False)

@@ -30,6 +30,7 @@ from benchlab.spec.fields import UNIT_MAX, Blob, Label, Line, Name
 from benchlab.spec.load import read_capped, spec_error
 from benchlab.spec.models import Direction, ExperimentSpec, VariantSpec
 from benchlab.store import schema as t
+from benchlab.store.documents import HostFacts, RunDetails, Value
 from benchlab.store.experiments import experiment_in, insert_experiment
 from benchlab.store.hosts import host_row
 from benchlab.store.records import ExperimentRecord, NewRun
@@ -40,12 +41,10 @@ BUNDLE_MAX = 1 << 30  # bytes: refused before reading, a bigger file is not wort
 DETAILS_MAX = 64 * 1024  # a run's details as JSON text
 TIME_MAX = 1e11  # seconds since 1970 (the year 5138): a larger timestamp is not a time
 CLOCK_SKEW_S = 86400.0  # a run that ended later than a day from now on this machine's clock never ran
-VALUE_MAX = 1e30  # a metric value beyond this would overflow the statistics' sums of squares
 # units whose values are times, sizes, counts or rates: a negative one was never measured
 NOT_NEGATIVE = frozenset({"s", "ms", "us", "ns", "KiB", "B/s", "1/s", "count"})
 
 Timestamp = Annotated[float, Field(ge=0, le=TIME_MAX, allow_inf_nan=False)]
-Value = Annotated[float, Field(ge=-VALUE_MAX, le=VALUE_MAX, allow_inf_nan=False)]
 # lower case only, as export writes it: the database's UNIQUE(uuid) compares text, so an upper-cased
 # copy of a stored run would be a second run
 RunUuid = Annotated[str, Field(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
@@ -53,40 +52,12 @@ BundleId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,35}$")]  # 
 MetricName = Label  # the schema's column sizes
 Unit = Annotated[Line, Field(max_length=UNIT_MAX)]
 Version = Annotated[Blob, Field(min_length=1)]  # a Google Benchmark workload's holds its arguments
-Fact = Annotated[Line, Field(max_length=4096)] | Annotated[int, Field(ge=-(2**62), le=2**62)] | Value | bool | None
 
 
 class Strict(BaseModel):
     """Exact JSON types (no "3" for 3, no true for 1) and no unknown keys."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class HostFacts(BaseModel):
-    """A host's fingerprint: the facts benchlab reads and shows typed, any others plain scalars."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
-    __pydantic_extra__: dict[str, Fact]
-
-    hostname: Line | None = None
-    cpu_model: Line | None = None
-    cpus_online: Annotated[int, Field(ge=1, le=1 << 20)] | None = None
-    kernel: Line | None = None
-    memory_kib: Annotated[int, Field(ge=0, le=1 << 50)] | None = None
-    swap_kib: Annotated[int, Field(ge=0, le=1 << 50)] | None = None
-    smt: bool | None = None
-    remote: bool | None = None
-    allocators: Annotated[list[Name], Field(max_length=16)] = []
-
-    @model_validator(mode="after")
-    def _few_named_facts(self) -> HostFacts:
-        extra = self.__pydantic_extra__ or {}
-        if len(extra) > 64:
-            raise ValueError(f"{len(extra)} unknown facts; a fingerprint has a few dozen")
-        bad = next((key for key in extra if not (0 < len(key) <= 64 and key.isidentifier())), None)
-        if bad is not None:
-            raise ValueError(f"{bad[:40]!r} is not a fact's name")
-        return self
 
 
 class BundleMetric(Strict):
@@ -100,20 +71,6 @@ class BundleMetric(Strict):
         if self.value < 0 and self.unit in NOT_NEGATIVE:
             raise ValueError(f"a value in {self.unit} is never negative ({self.value})")
         return self
-
-
-class RunDetails(BaseModel):
-    """What a run ran under (see `Runner._run_one`): the fields reports read are typed; others,
-    from newer versions, are kept as plain JSON."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
-    __pydantic_extra__: dict[Annotated[str, Field(max_length=100)], JsonValue]
-
-    options: dict[Annotated[str, Field(max_length=100)], JsonValue] | None = None
-    allocator: Line | None = None
-    allocator_library: Line | None = None
-    failed_benchmarks: Annotated[dict[Label, Blob], Field(max_length=100_000)] | None = None
-    machine: dict[Annotated[str, Field(max_length=64)], Fact] | None = None
 
 
 class BundleRun(Strict):

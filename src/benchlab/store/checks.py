@@ -14,16 +14,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
-from sqlalchemy import Connection, and_, false, func, not_, or_, select
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import Connection, and_, false, func, not_, or_, select, type_coerce
+from sqlalchemy.types import NullType
 
 from benchlab.errors import StoreError
+from benchlab.spec.load import spec_error
 from benchlab.store import schema as t
 
 LARGEST = 1.7976931348623157e308  # beyond it, only the infinities (and NaN fails every comparison)
 STATUSES = ("ok", "failed", "timeout")
+M = TypeVar("M", bound=BaseModel)
 
 
 def damaged(row: str, what: str) -> StoreError:
@@ -51,6 +55,18 @@ def json_object(text: Any, row: str, column: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise damaged(row, f"has {column} {shown(parsed)}, not a JSON object")
     return parsed
+
+
+def document(text: Any, model: type[M], row: str, column: str) -> tuple[dict[str, Any], M]:
+    """A JSON object of the shape benchlab writes (a spec, a variant's config, a fingerprint, a
+    run's details: `model`), as parsed and as validated: the code that reads it indexes into it
+    as into what it wrote, so a field missing or of another type is refused here, not met as a
+    KeyError later."""
+    parsed = json_object(text, row, column)
+    try:
+        return parsed, model.model_validate(parsed)
+    except ValidationError as exc:
+        raise damaged(row, f"has {column} of a shape benchlab never writes ({spec_error(exc, column)})") from None
 
 
 def number(value: Any, row: str, column: str, *, optional: bool = False) -> Any:
@@ -117,5 +133,21 @@ def damaged_run(conn: Connection, experiment_id: int) -> StoreError | None:
     if column in ("workload_id", "variant_id", "host_id"):
         table = column.removesuffix("_id")
         return damaged(f"run {found['id']}", f"has {column} {found[column]}, which names no {table} of its experiment")
-    held = conn.execute(select(t.run.c[column]).where(r.id == found["id"])).scalar()
+    held = conn.execute(select(type_coerce(t.run.c[column], NullType())).where(r.id == found["id"])).scalar()  # as stored
     return damaged(f"run {found['id']}", f"has {column} {shown(held)}, which benchlab never writes")
+
+
+def damaged_metric(conn: Connection, first_run: int, last_run: int) -> StoreError | None:
+    """The first metric row of the runs first_run..last_run whose value or name is not a number
+    (SQLite keeps text in any column; PostgreSQL's hold only their type), described, or None:
+    asked only once reading the values as numbers failed, to name the row."""
+    if conn.dialect.name != "sqlite":
+        return None
+    m = t.metric.c
+    numeric = (func.typeof(m.value).in_(("real", "integer")), func.typeof(m.name_id) == "integer")
+    query = select(m.id, m.run_id, m.name_id, m.value).where(m.run_id.between(first_run, last_run), not_(and_(*numeric)))
+    found = conn.execute(query.order_by(m.id).limit(1)).first()
+    if found is None:
+        return None
+    column = "name_id" if type(found.name_id) is not int else "value"
+    return damaged(f"metric {found.id}", f"of run {found.run_id} has {column} {shown(getattr(found, column))}, not a number")

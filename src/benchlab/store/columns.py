@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sqlalchemy import Connection, select
 
+from benchlab.errors import StoreError
+from benchlab.store import checks
 from benchlab.store import schema as t
 from benchlab.store.columnar import ReadColumns
 from benchlab.store.records import MetricColumns
@@ -14,9 +16,9 @@ def metric_columns(conn: Connection, read: ReadColumns, experiment_id: int, run_
     """Metric values as columns, for numpy, of the experiment's runs (`run_ids`, ascending).
 
     The rows are those of the runs' id range, read along the index on run ids (a subquery of
-    the experiment's runs costs a lookup per run), and of the experiment's metric names' id
-    range; runs and names of other experiments stored meanwhile can fall inside both ranges,
-    and are left out here.
+    the experiment's runs costs a lookup per run); runs of other experiments stored meanwhile
+    can fall inside it, and are left out here. A value of one of its runs whose name is not one
+    of its metric names (a row another program wrote) is refused, not left out unseen.
     """
     m, names_c = t.metric.c, t.metric_name.c
     names = {
@@ -28,19 +30,31 @@ def metric_columns(conn: Connection, read: ReadColumns, experiment_id: int, run_
         )
     }
     codes = {name: code for code, name in enumerate(dict.fromkeys(names.values()))}  # one per name, across workloads
-    if not names or not len(run_ids):
+    if not len(run_ids):
         return MetricColumns(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0), [])
     name_ids = np.array(sorted(names), dtype=np.int64)
     code_of = np.array([codes[names[int(i)]] for i in name_ids], dtype=np.int32)
     lo, hi = int(run_ids[0]), int(run_ids[-1])
-    query = select(m.run_id, m.name_id, m.value).where(
-        m.run_id.between(lo, hi), m.name_id.between(int(name_ids[0]), int(name_ids[-1]))
-    )
-    c = read(query, {"run_id": np.int64, "name_id": np.int64, "value": np.float64})
+    query = select(m.run_id, m.name_id, m.value).where(m.run_id.between(lo, hi))
+    try:
+        c = read(query, {"run_id": np.int64, "name_id": np.int64, "value": np.float64})
+    except (StoreError, ValueError, TypeError):  # text where numbers belong (the native reader, numpy): which row
+        damage = checks.damaged_metric(conn, lo, hi)
+        if damage is not None:
+            raise damage from None
+        raise
     runs, name_places, values = c["run_id"], np.searchsorted(name_ids, c["name_id"]), c["value"]
     ours = np.zeros(hi - lo + 1, dtype=bool)
     ours[run_ids - lo] = True
-    keep = ours[runs - lo] & (name_ids[np.minimum(name_places, len(name_ids) - 1)] == c["name_id"])
+    of_ours = ours[runs - lo]
+    named = name_ids[np.minimum(name_places, len(name_ids) - 1)] == c["name_id"] if names else np.zeros(len(runs), bool)
+    if not named[of_ours].all():
+        at = int(np.flatnonzero(of_ours & ~named)[0])
+        run_id, name_id = int(runs[at]), int(c["name_id"][at])
+        row = conn.execute(select(m.id).where(m.run_id == run_id, m.name_id == name_id).order_by(m.id).limit(1)).scalar()
+        names_none = "which names no metric name of its experiment"
+        raise checks.damaged(f"metric {row}", f"of run {run_id} has name_id {name_id}, {names_none}")
+    keep = of_ours & named
     if not keep.all():
         runs, name_places, values = runs[keep], name_places[keep], values[keep]
     return MetricColumns(run_ids=runs, name_codes=code_of[name_places], values=values, names=list(codes))

@@ -8,8 +8,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, Integer, delete, insert, select, type_coerce
 
+from benchlab.spec.models import ExperimentSpec, VariantSpec
 from benchlab.store import checks
 from benchlab.store import schema as t
 from benchlab.store.records import ExperimentRecord
@@ -56,24 +57,46 @@ def experiment_in(conn: Connection, name: str) -> ExperimentRecord | None:
         return None
     w, v = t.workload.c, t.variant.c
     workloads = conn.execute(select(w.name, w.id, w.version, w.kind).where(w.experiment_id == row["id"])).all()
-    variants = conn.execute(select(v.name, v.id, v.config).where(v.experiment_id == row["id"]).order_by(v.position)).all()
+    flag = type_coerce(v.is_baseline, Integer).label("is_baseline")  # as stored, not as a bool of it
+    query = select(v.name, v.id, v.config, flag).where(v.experiment_id == row["id"]).order_by(v.position)
+    variants = conn.execute(query).all()
     where = f"experiment {row['id']}"
     for workload in workloads:
         for column in ("name", "version", "kind"):
             checks.text(getattr(workload, column), f"workload {workload.id}", column)
-    for variant in variants:
-        checks.text(variant.name, f"variant {variant.id}", "name")
-        checks.json_object(variant.config, f"variant {variant.id}", "config")
+    stored, spec = checks.document(row["spec"], ExperimentSpec, where, "spec")
+    _agrees(where, row["name"], spec, workloads, variants)
     return ExperimentRecord(
         id=row["id"],
         name=row["name"],
-        spec=checks.json_object(row["spec"], where, "spec"),
+        spec=stored,
         spec_hash=checks.text(row["spec_hash"], where, "spec_hash"),
         created_at=checks.number(row["created_at"], where, "created_at"),
         workload_ids={w.name: w.id for w in workloads},
         workload_versions={w.name: w.version for w in workloads},
         variant_ids={v.name: v.id for v in variants},
     )
+
+
+def _agrees(where: str, name: Any, spec: ExperimentSpec, workloads: Sequence[Any], variants: Sequence[Any]) -> None:
+    """The experiment's rows are what its spec says, as benchlab writes them: its name, its
+    workloads (name and kind), its variants in order with their configs and the baseline. What
+    reads them takes one for the other (a report finds a workload's metrics in the spec, its
+    baseline by name among the variants), so a row another program changed alone is refused."""
+    if spec.name != name:
+        raise checks.damaged(where, f"has a spec of experiment {checks.shown(spec.name)}, not of {checks.shown(name)}")
+    kinds = {w.name: w.kind for w in spec.workloads}
+    if {w.name: w.kind for w in workloads} != kinds or len(workloads) != len(kinds):
+        raise checks.damaged(where, f"has workload rows that are not its spec's {checks.shown(sorted(kinds.items()))}")
+    if [v.name for v in variants] != [v.name for v in spec.variants]:
+        raise checks.damaged(where, f"has variant rows that are not its spec's {checks.shown([v.name for v in spec.variants])}")
+    for variant, specified in zip(variants, spec.variants, strict=True):
+        at = f"variant {variant.id}"
+        if checks.document(variant.config, VariantSpec, at, "config")[1] != specified:
+            raise checks.damaged(at, "has a config that is not its experiment's spec's")
+        flag = variant.is_baseline
+        if type(flag) not in (int, bool) or flag not in (0, 1) or bool(flag) != (variant.name == spec.baseline_name):
+            raise checks.damaged(at, f"has is_baseline {checks.shown(flag)}, which benchlab never writes")
 
 
 def delete_experiment(conn: Connection, exp: ExperimentRecord) -> None:

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, select, text, update
 
+from benchlab.store import checks
 from benchlab.store import schema as t
+from benchlab.store.documents import HostFacts
 from benchlab.store.records import ExperimentRecord
 
 RUNNING, DONE, SKIPPED, REFUSED, FAILED = "running", "done", "skipped", "refused", "failed"
+STATES = (RUNNING, DONE, SKIPPED, REFUSED, FAILED)
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,11 @@ def _machines(conn: Connection, host_ids: set[int]) -> dict[int, str]:
         return {}
     h = t.host.c
     rows = conn.execute(select(h.id, h.hash, h.fingerprint).where(h.id.in_(sorted(host_ids))))
-    return {row.id: json.loads(row.fingerprint).get("guest_of") or row.hash for row in rows}
+    machines = {}
+    for row in rows:
+        facts = checks.document(row.fingerprint, HostFacts, f"host {row.id}", "fingerprint")[0]
+        machines[row.id] = facts.get("guest_of") or row.hash
+    return machines
 
 
 def begin_attempt(conn: Connection, exp: ExperimentRecord, workload: str, block: int, *, worker: str, host_id: int) -> int:
@@ -98,6 +105,8 @@ def begin_attempt(conn: Connection, exp: ExperimentRecord, workload: str, block:
     last = conn.execute(
         select(func.max(f.attempt)).where(f.experiment_id == exp.id, f.workload_id == workload_id, f.block == block)
     ).scalar()
+    if last is not None:  # SQLite orders text after every number: another program's attempt is the last
+        checks.whole(last, f"a fleet task of {workload} block {block + 1}", "attempt")
     key = conn.execute(
         insert(t.fleet_task).values(
             experiment_id=exp.id, workload_id=workload_id, block=block, attempt=(last or 0) + 1, worker=worker,
@@ -114,8 +123,8 @@ def register_key(conn: Connection, check: str) -> None:
 
 def key_known(conn: Connection, check: str) -> bool | None:
     """Whether a driver signed with this key (None: no driver has published to this database)."""
-    checks = set(conn.execute(select(t.fleet_key.c.check)).scalars())
-    return check in checks if checks else None
+    known = set(conn.execute(select(t.fleet_key.c.check)).scalars())
+    return check in known if known else None
 
 
 def last_attempt(conn: Connection, exp: ExperimentRecord) -> int:
@@ -145,6 +154,7 @@ def progress(conn: Connection, exp: ExperimentRecord) -> FleetProgress:
     columns = (f.id, f.worker, f.workload_id, f.block, f.state, f.runs, f.message)
     query = select(*columns).where(f.experiment_id == exp.id).order_by(f.id)
     for row in conn.execute(query):
+        _attempt_row(row, names)
         per_worker[row.worker] += row.runs
         if row.state == RUNNING:
             running[row.worker] = f"{names[row.workload_id]} block {row.block + 1}"
@@ -155,6 +165,19 @@ def progress(conn: Connection, exp: ExperimentRecord) -> FleetProgress:
         if row.state in (REFUSED, FAILED):
             refusals.append(Refusal(names[row.workload_id], row.block, row.worker, row.message or "", row.id, row.state))
     return FleetProgress(int(runs), complete_blocks(conn, exp), dict(per_worker), running, tuple(refusals), answered)
+
+
+def _attempt_row(row: Any, workloads: dict[int, str]) -> None:
+    """A fleet_task row as benchlab writes it (the driver's progress reads every one)."""
+    where = f"fleet task {row.id}"
+    if row.workload_id not in workloads:
+        raise checks.damaged(where, f"has workload_id {checks.shown(row.workload_id)}, which names no workload of its experiment")
+    checks.text(row.worker, where, "worker")
+    checks.text(row.state, where, "state", allowed=STATES)
+    if row.message is not None:
+        checks.text(row.message, where, "message")
+    if checks.whole(row.block, where, "block") < 0 or checks.whole(row.runs, where, "runs") < 0:
+        raise checks.damaged(where, f"has block {row.block} and runs {row.runs}, which benchlab never writes")
 
 
 @contextlib.contextmanager

@@ -10,7 +10,9 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from benchlab.store import checks
 from benchlab.store import schema as t
+from benchlab.store.documents import HostFacts
 
 # What identifies a host: facts that stay put while it is up. Machine state a variant or its setup
 # may change (swap, the governor, boost, SMT, transparent huge pages) and what is merely installed
@@ -48,6 +50,11 @@ def same_machine(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return low == high or (low > 0 and high - low <= high * MEMORY_JITTER)
 
 
+def _facts(row: Any) -> dict[str, Any]:
+    """A stored fingerprint, checked: another program's is refused naming its row."""
+    return checks.document(row.fingerprint, HostFacts, f"host {row.id}", "fingerprint")[0]
+
+
 def host_row(conn: Connection, fingerprint: Mapping[str, Any]) -> tuple[int, str]:
     """The host row of a fingerprint, made where there is none, in the caller's transaction: its
     id and its identity hash (the one a guest's `guest_of` names). Rows written when the identity
@@ -59,8 +66,8 @@ def host_row(conn: Connection, fingerprint: Mapping[str, Any]) -> tuple[int, str
     found = conn.execute(select(t.host.c.id).where(t.host.c.hash == digest)).scalar()
     if found is not None:
         return int(found), digest
-    stored = [(int(row.id), row.hash, json.loads(row.fingerprint)) for row in conn.execute(
-        select(t.host.c.id, t.host.c.hash, t.host.c.fingerprint).order_by(t.host.c.id))]  # fmt: skip
+    rows = conn.execute(select(t.host.c.id, t.host.c.hash, t.host.c.fingerprint).order_by(t.host.c.id))
+    stored = [(int(row.id), row.hash, _facts(row)) for row in rows]
     for row_id, _, facts in stored:
         if host_digest(facts) == digest:
             conn.execute(t.host.update().where(t.host.c.id == row_id).values(hash=digest))

@@ -13,6 +13,7 @@ from benchlab.metrics import Direction
 from benchlab.store import checks, columnar, driver
 from benchlab.store import schema as t
 from benchlab.store.columns import metric_columns
+from benchlab.store.documents import HostFacts, RunDetails
 from benchlab.store.records import (
     BENCHMARK_BINARY,
     FAILED_BENCHMARKS,
@@ -50,7 +51,7 @@ def load(conn: Connection, exp: ExperimentRecord, *, every_record: bool = False)
     }
     host_ids = set(np.unique(runs.host_id).tolist())
     hosts = {
-        row.id: checks.json_object(row.fingerprint, f"host {row.id}", "fingerprint")
+        row.id: checks.document(row.fingerprint, HostFacts, f"host {row.id}", "fingerprint")[0]
         for row in conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(host_ids)))
     }
     return ExperimentData(exp, runs, records, metrics, info, hosts, calibrations(conn, host_ids), every_record)
@@ -143,7 +144,7 @@ def run_records(conn: Connection, exp: ExperimentRecord, *, last: int, every: bo
                 row[started],
                 row[ended],
                 bool(row[current]),
-                checks.json_object(row[detail], f"run {row[id_]}", "details") if row[detail] is not None else None,
+                checks.document(row[detail], RunDetails, f"run {row[id_]}", "details")[0] if row[detail] is not None else None,
             )
             for row in driver.rows(conn, query)
         ]
@@ -218,18 +219,28 @@ def stored_keys(
 ) -> set[tuple[str, str, int, bool]]:
     """(workload, variant, block, warm-up) of every run stored for a host (`ok_only`: of every run
     that ended well): what a resume skips; only of those workloads and blocks where given (a
-    fleet's task: one block, read through the `run_once` index instead of every run the host stored)."""
+    fleet's task: one block, read through the `run_once` index instead of every run the host stored).
+    A resume of the whole experiment first checks every column of its runs (a failed one it runs
+    again is read whole), as a report does; a fleet's task the references of the runs it reads."""
+    if workloads is None and blocks is None and (damage := checks.damaged_run(conn, exp.id)) is not None:
+        raise damage
     names_w = {v: k for k, v in exp.workload_ids.items()}
     names_v = {v: k for k, v in exp.variant_ids.items()}
     r = t.run.c
-    query = select(r.workload_id, r.variant_id, r.block, r.warmup).where(r.experiment_id == exp.id, r.host_id == host_id)
+    query = select(r.id, r.workload_id, r.variant_id, r.block, r.warmup).where(r.experiment_id == exp.id, r.host_id == host_id)
     if ok_only:
         query = query.where(r.status == "ok")
     if workloads is not None:
         query = query.where(r.workload_id.in_([exp.workload_ids[w] for w in workloads]))
     if blocks is not None:
         query = query.where(r.block.in_(sorted(blocks)))
-    return {(names_w[row.workload_id], names_v[row.variant_id], row.block, bool(row.warmup)) for row in conn.execute(query)}
+    keys = set()
+    for row in conn.execute(query):
+        if row.workload_id not in names_w or row.variant_id not in names_v:  # the full check says which, and why
+            elsewhere = "names no workload or variant of its experiment"
+            raise checks.damaged_run(conn, exp.id) or checks.damaged(f"run {row.id}", elsewhere)
+        keys.add((names_w[row.workload_id], names_v[row.variant_id], row.block, bool(row.warmup)))
+    return keys
 
 
 def run_identities(conn: Connection, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from benchlab.errors import SpecError, StoreError
+from benchlab.links import trusted, untrusted_link_above
 from benchlab.store import schema as t
 
 
@@ -43,6 +45,7 @@ def engine_url(target: str, *, create: bool = True) -> URL:
             return make_url(f"postgresql+psycopg://{rest}")
         raise StoreError(f"{scheme}:// is no results database benchlab can use (a SQLite path or a postgresql:// URL)")
     path = Path(target).expanduser().absolute()
+    _refuse_planted_link(path)
     if not create and not path.is_file():
         raise StoreError(f"no results database at {path}")
     _refuse_foreign_sqlite(path, create=create)
@@ -80,6 +83,34 @@ def memory_copy(url: URL) -> Engine:
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read results database {path}: {exc}") from None
     return create_engine("sqlite://", creator=lambda: copy, poolclass=StaticPool)
+
+
+def _refuse_planted_link(path: Path) -> None:
+    """SQLite opens a database through a link at its name, and creates one where a link to
+    nothing points: another user's link there (or on the way to its folder), planted in /tmp
+    for root's `--db /tmp/results.db`, is refused as an output's is (`benchlab.links`), and so
+    is a link to nothing, whoever made it. A user's own link to their database is followed.
+    SQLite opens its side files (-wal, -shm, -journal) with O_NOFOLLOW: a link there is named."""
+    planted = untrusted_link_above(path)
+    if planted is not None:
+        why = f"its folder is reached through {planted}, a symbolic link of another user"
+        raise SpecError(f"cannot open results database {path}: {why}")
+    side = next((Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal") if os.path.islink(f"{path}{suffix}")), None)
+    if side is not None:  # SQLite would fail on it with "unable to open database file", naming nothing
+        raise SpecError(f"cannot open results database {path}: {side} is a symbolic link, which SQLite never follows; remove it")
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return  # none there yet, or a name the connection refuses in its own words
+    if not stat.S_ISLNK(info.st_mode):
+        return
+    if not trusted(info):
+        raise SpecError(
+            f"cannot open results database {path}: it is a symbolic link of another user (uid {info.st_uid}); "
+            "remove it or name another file"
+        )
+    if not path.exists():
+        raise SpecError(f"cannot open results database {path}: it is a symbolic link to nothing ({os.readlink(path)})")
 
 
 def _refuse_foreign_sqlite(path: Path, *, create: bool) -> None:
