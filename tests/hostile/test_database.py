@@ -36,6 +36,11 @@ DAMAGE = {
     "text-in-warmup": ("UPDATE run SET warmup = 'x' WHERE id = 4", "run 4 has warmup 'x'"),  # as stored, not as a bool
     "direction": ("UPDATE metric_name SET direction = 'up' WHERE id = 1", "metric name 1 has direction 'up'"),
     "dropped-column": ("ALTER TABLE run DROP COLUMN message", "cannot be upgraded"),
+    # no migration removes a column another tool added: said as such, never "run `db upgrade`"
+    "added-column": (
+        "ALTER TABLE run ADD COLUMN note TEXT",
+        "it has column run.note, which this benchlab does not know (another",
+    ),
     # JSON of the right kind whose fields are not what benchlab writes, and rows that disagree with the spec
     "spec-missing-field": ("UPDATE experiment SET spec = json_remove(spec, '$.workloads')", "experiment 1 has spec of a shape"),
     "spec-wrong-type": ("UPDATE experiment SET spec = json_set(spec, '$.blocks', 'ten')", "(spec: blocks: "),

@@ -281,9 +281,9 @@ def test_a_database_stamped_at_head_without_a_table_is_migrated_not_trusted(tmp_
     with sqlite3.connect(db) as conn:
         conn.execute("DROP TABLE calibration")
     assert cli("report", "fixture-tiny", "--db", str(db), check=True).returncode == 0
-    assert f"{HEAD} without table calibration" in " ".join(cli("db", "current", "--db", str(db), check=True).stdout.split())
+    assert f"{HEAD} with no table calibration" in " ".join(cli("db", "current", "--db", str(db), check=True).stdout.split())
     said = " ".join(cli("db", "upgrade", "--db", str(db), check=True).stdout.split())
-    assert f"from schema {HEAD} (without table calibration) to {HEAD}" in said
+    assert f"from schema {HEAD} (with no table calibration) to {HEAD}" in said
     assert scalar(db, "SELECT count(*) FROM calibration") == 0
 
 

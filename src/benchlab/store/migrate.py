@@ -85,7 +85,8 @@ def bring_to_head(engine: Engine, shown: str, *, migrate: bool, create: bool = T
             raise StoreError(f"{shown} cannot be upgraded to schema {HEAD}: {reason(exc)}; nothing was changed") from None
         still = gap(conn)
         if still is not None:
-            raise StoreError(f"{shown} cannot be upgraded to schema {HEAD}: it has no {still}; nothing was changed")
+            foreign = "" if still.startswith("no ") else " (another tool added it: remove it, or give another database)"
+            raise StoreError(f"{shown} cannot be upgraded to schema {HEAD}: it has {still}{foreign}; nothing was changed")
         if engine.dialect.name == "sqlite":
             broken = conn.execute(text("PRAGMA foreign_key_check")).first()
             if broken is not None:
@@ -102,7 +103,7 @@ def _migrate(conn: Connection) -> None:
 
 def _named(revision: str, lacking: str | None) -> str:
     """A revision as messages name it: with what the database lacks where it names HEAD."""
-    return revision if lacking is None or revision != HEAD else f"{revision} (without {lacking})"
+    return revision if lacking is None or revision != HEAD else f"{revision} (with {lacking})"
 
 
 @contextlib.contextmanager

@@ -294,7 +294,7 @@ def revision_of(target: str | None = None) -> str | None:
         with engine.connect() as conn:
             revision = stored_revision(conn)
             lacking = gap(conn) if revision == HEAD else None
-            return revision if lacking is None else f"{revision} without {lacking}"
+            return revision if lacking is None else f"{revision} with {lacking}"
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open results database {url.shown(target)}: {reason(exc)}") from None
     finally:

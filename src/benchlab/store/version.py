@@ -54,8 +54,10 @@ def stamped(conn: Connection) -> bool:
 
 
 def gap(conn: Connection) -> str | None:
-    """The first table or column the database lacks, or holds beyond, this benchlab's schema;
-    None when it holds exactly its tables and columns. One query: every command asks it, so that a
+    """How the database differs from this benchlab's schema, first difference only, as messages
+    say it ("no table calibration", "no column run.message", or "column run.x, which this
+    benchlab does not know": an older schema's column, which a migration removes, or another
+    tool's); None when it holds exactly its tables and columns. One query: every command asks it, so that a
     database stamped at HEAD by a benchlab that trusted an old version number (no `calibration`), or
     one another tool altered (a dropped column), is found at open rather than as a failing query."""
     if conn.dialect.name == "sqlite":
@@ -68,10 +70,10 @@ def gap(conn: Connection) -> str | None:
     for table in t.metadata.sorted_tables:
         columns = held.get(table.name)
         if columns is None:
-            return f"table {table.name}"
+            return f"no table {table.name}"
         wanted = {column.name for column in table.columns}
         if wanted - columns:
-            return f"column {table.name}.{min(wanted - columns)}"
+            return f"no column {table.name}.{min(wanted - columns)}"
         if columns - wanted:
             return f"column {table.name}.{min(columns - wanted)}, which this benchlab does not know"
     return None
