@@ -313,3 +313,21 @@ def test_a_database_that_cannot_be_upgraded_is_one_line_and_changes_nothing(tmp_
         if command[0] == "report":  # only reads: not a byte written
             assert db.read_bytes() == landed
     assert rows_of(db) == held  # the migration rolled back (sqlite_master included)
+
+
+def test_an_older_file_too_large_to_copy_into_memory_is_refused_naming_db_upgrade(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each read-only command would copy it whole into memory: above the limit, one line saying
+    which command migrates it once; the file untouched, and readable once upgraded."""
+    from benchlab.store import url
+
+    db = tmp_path / "old.db"
+    shutil.copy(LANDED / f"{RELEASES[0]}.db", db)
+    landed = db.read_bytes()
+    monkeypatch.setattr(url, "MEMORY_COPY_MAX", len(landed) - 1)
+    with pytest.raises(StoreError, match=rf"older than this benchlab's: .* run `benchlab db upgrade --db {db}` once"):
+        Store(str(db), create=False)
+    assert db.read_bytes() == landed
+    monkeypatch.setattr(url, "MEMORY_COPY_MAX", len(landed))
+    Store(str(db), create=False).engine.dispose()  # at the limit: copied and read

@@ -68,7 +68,7 @@ class Store:
 
         if reading and sqlite and revision is not None and migrations.known(revision):
             self.engine.dispose()
-            self.engine = url.memory_copy(self.engine.url)
+            self.engine = url.memory_copy(self.engine.url, revision)
             migrations.bring_to_head(self.engine, self.shown, migrate=True, create=False)
             log.info("%s is at schema %s: read through a copy migrated in memory (`benchlab db upgrade` migrates the file)",
                      self.shown, revision)  # fmt: skip

@@ -71,11 +71,22 @@ def open_engine(url: URL) -> Engine:
     return engine
 
 
-def memory_copy(url: URL) -> Engine:
+MEMORY_COPY_MAX = 256 << 20  # bytes: a larger file is migrated in place by `db upgrade`, once
+
+
+def memory_copy(url: URL, revision: str) -> Engine:
     """A SQLite file copied into memory (SQLite's backup), the file opened read-only: what a command
-    that only reads migrates when the file is older than this benchlab, changing nothing on disk."""
+    that only reads migrates when the file is older than this benchlab (at `revision`), changing
+    nothing on disk. Every such command copies it again, so a file over MEMORY_COPY_MAX is refused
+    instead, naming the one command that makes the copies unnecessary."""
     path = url.database
     assert path is not None
+    size = os.path.getsize(path)
+    if size > MEMORY_COPY_MAX:
+        raise StoreError(
+            f"{path} is at schema {revision}, older than this benchlab's: reading it would copy its "
+            f"{size >> 20} MiB into memory for every command; run `benchlab db upgrade --db {path}` once"
+        )
     copy = sqlite3.connect(":memory:", check_same_thread=False)
     try:
         with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)) as source:
