@@ -19,7 +19,7 @@ from benchlab.runner import Prepared, Runner
 from benchlab.spec import spec_from_dict
 from benchlab.stats.analysis import analyze
 from benchlab.stats.fit import ADDITIVE, LACK_OF_FIT_ALPHA, LINE, LOG, PIECEWISE, LineFit, fit_models
-from benchlab.stats.sweep import _agrees
+from benchlab.stats.sweep import _agrees, lack_of_fit_warning
 from benchlab.store import Store
 from tests.unit.test_report_model import validate
 from tests.unit.test_runner import HOST, FakeJournal, usage
@@ -289,6 +289,8 @@ def test_a_line_that_fits_but_disagrees_with_the_point_measured_at_0_gives_way_t
     line = fit_models(*simulated(np.random.default_rng(1), lambda n: 0.05 + 0.4 / n, [1, 2, 10, 100], 8, 0.005))
     assert line is not None and _agrees(line.line, off) is False
     assert _agrees(line.line, off.model_copy(update={"change_ci95": (None, None)})) is None
+    unknown = lack_of_fit_warning(fit.model_copy(update={"measured_agrees": None}), "env.N")
+    assert unknown is not None and "cannot be compared with" in unknown and "(off: " in unknown
     assert any(
         w.startswith("t wall: the line's change at 0 (+") and "disagrees with the one measured there (off: " in w
         for w in report.warnings

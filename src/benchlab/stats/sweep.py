@@ -173,7 +173,7 @@ def fit_warnings(fits: list[SweepFit], field: str) -> list[str]:
         by_workload.setdefault(f.workload, []).append(f)
     return [
         f"{workload}: the line in {'1/' if found[0].x == 'reciprocal' else ''}{field} does not describe the points, or "
-        f"its change at 0 disagrees with the one measured there, for "
+        f"its change at 0 disagrees with (or cannot be compared with) the one measured there, for "
         + ", ".join(f"{f.metric} ({_why(f)})" for f in found)
         + ": their change at 0 is read elsewhere (the fit table's 'read at 0', in --view sweep)"
         for workload, found in by_workload.items()
@@ -189,13 +189,15 @@ def _why(f: SweepFit) -> str:
 def lack_of_fit_warning(fit: SweepFit, field: str) -> str | None:
     """One line where the line does not describe the points (its test, the model read instead,
     and the change at 0 to read: the measured one, where a variant was measured there), or where
-    its change at 0 disagrees with the one measured there."""
+    its change at 0 disagrees with the one measured there, or cannot be compared with it (so that
+    a reader of the measured change beside a fitting line knows why it was read)."""
     if fit.line_fits:
         point = fit.measured_at_0
-        if fit.measured_agrees is not False or point is None:
+        if fit.measured_agrees is True or point is None:
             return None
+        how = "disagrees with" if fit.measured_agrees is False else "cannot be compared with (no interval, or a shift)"
         return (
-            f"{fit.workload} {fit.metric}: the line's change at 0 ({_percent(fit.intercept)}) disagrees with the one "
+            f"{fit.workload} {fit.metric}: the line's change at 0 ({_percent(fit.intercept)}) {how} the one "
             f"measured there ({point.variant}: {_percent(point.change)}), which is read instead"
         )
     text = (
