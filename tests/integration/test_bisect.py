@@ -69,8 +69,10 @@ def test_bad_input_is_refused_before_the_database_is_opened_and_an_undecided_bis
         assert bad.returncode == 2 and said in bad.stderr, bad.stderr
     assert not (tmp_path / "results.db").exists()  # the private database of this test (tests/conftest.py)
 
-    flat = spec(tmp_path / "repo", "flat", [0, 1, 2])  # all fast: no change between the ends
-    proc = cli("bisect", str(flat), "--max-blocks", "3", timeout=120)
+    # all fast: no change between the ends. At alpha 0.05 / 3 an A/A pair is decided once in ~60 (the
+    # paired t of 3 blocks); at 0.0001 / 3 its t must pass 173, which no two runs of one program reach
+    flat = spec(tmp_path / "repo", "flat", [0, 1, 2])
+    proc = cli("bisect", str(flat), "--max-blocks", "3", "--alpha", "0.0001", timeout=120)
     assert proc.returncode == 6, proc.stderr
     assert "nothing bisected: v2 against v0 stayed unclear after 3 blocks" in proc.stdout
     assert proc.stderr.splitlines()[-1].startswith("benchlab: no confirmed answer (ends unclear)")
