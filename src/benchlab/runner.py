@@ -23,8 +23,9 @@ from benchlab.measure.guest import GuestExecutor
 from benchlab.measure.host import fingerprint, machine_state
 from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished
 from benchlab.measure.remote import RemoteExecutor
-from benchlab.measure.rusage import RESERVED, usage_metrics
+from benchlab.measure.rusage import usage_metrics
 from benchlab.measure.served import ServedExecutor
+from benchlab.metrics import RESERVED
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
 from benchlab.store import ExperimentRecord, Store, spec_digest

@@ -11,13 +11,13 @@ import jsonschema
 import numpy as np
 import pytest
 
+from benchlab.analysis.diff import diff
+from benchlab.analysis.sides import resolve
+from benchlab.analysis.simulation import simulate_diff
 from benchlab.errors import SpecError
 from benchlab.metrics import Metric
 from benchlab.report import render
-from benchlab.stats.diff import diff
-from benchlab.stats.report_model import Report, json_schema
-from benchlab.stats.sides import resolve
-from benchlab.stats.simulation import simulate_diff
+from benchlab.report_model import Report, json_schema
 from benchlab.store import Store
 from tests.conftest import cli, experiment_rows
 

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from benchlab import results
+from benchlab.analysis.analyze import analyze
 from benchlab.errors import SpecError, StoreError
 from benchlab.measure.process import Finished, Launch
 from benchlab.report import check_format, needs_runs, render
-from benchlab.stats.analysis import analyze
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 from benchlab.store import Store
 from tests.unit.test_runner import FakeExecutor, runner, spec, usage
 

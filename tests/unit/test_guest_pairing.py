@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchlab.analysis.analyze import analyze
+from benchlab.analysis.environments import machine_of
 from benchlab.metrics import Metric
-from benchlab.stats.analysis import analyze
-from benchlab.stats.environments import machine_of
 from benchlab.store import Store, host_digest
 from tests.conftest import experiment_rows
 

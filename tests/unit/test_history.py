@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchlab.analysis.changepoints import Settings
+from benchlab.analysis.history import Selection, history
 from benchlab.metrics import Metric
 from benchlab.report.history_grid import MARK, spark
-from benchlab.stats.changepoints import Settings
-from benchlab.stats.history import Selection, history
 from benchlab.store import Store
 from tests.conftest import cli, experiment_rows
 
@@ -194,7 +194,7 @@ def test_otava_loads_only_when_a_history_is_asked_for(tmp_path: Path) -> None:
     """Otava costs about a second to import: the command line, and a report, must not pay for it."""
     nightly(tmp_path / "h.db", [1.0] * 3)
     code = (
-        "import sys; from benchlab.cli import app; from benchlab.stats.analysis import analyze; "
+        "import sys; from benchlab.cli import app; from benchlab.analysis.analyze import analyze; "
         "from benchlab.store import Store; s = Store(sys.argv[1]); analyze(s.load(s.require_experiment('nightly-00'))); "
         "print('otava' in sys.modules)"
     )

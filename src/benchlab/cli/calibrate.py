@@ -38,10 +38,10 @@ def calibrate(
     """Run A/A experiments (two identical variants) of the given workloads on this machine and store,
     per workload, its run-to-run spread and how many experiments gave a false verdict; reports of
     that workload on this host show both beside its verdicts."""
+    from benchlab.analysis.analyze import analyze
+    from benchlab.analysis.calibration import calibration_key, outcomes, summarise
     from benchlab.cli.results import open_store
     from benchlab.runner import Prepared, Runner
-    from benchlab.stats.analysis import analyze
-    from benchlab.stats.calibration import calibration_key, outcomes, summarise
     from benchlab.store import Calibration
 
     if not 1 <= experiments <= MAX_EXPERIMENTS:

@@ -29,8 +29,8 @@ def diff(
 ) -> None:
     """Compare two experiments, variants or bundles measured separately: unpaired (Mann-Whitney U,
     two-sample Hodges-Lehmann) under the verdict rules of an experiment; see docs/commands/diff.md."""
-    from benchlab.stats.diff import diff as compare  # scipy loads only for commands that judge
-    from benchlab.stats.sides import resolve
+    from benchlab.analysis.diff import diff as compare  # scipy loads only for commands that judge
+    from benchlab.analysis.sides import resolve
 
     checked = check_format(fmt)
     if fmt not in DRAWN:

@@ -25,7 +25,7 @@ from benchlab.spec.quick import quick_spec
 from benchlab.suite.cpu import expand_spec
 
 if TYPE_CHECKING:
-    from benchlab.stats.analysis import Analysis
+    from benchlab.analysis.analyze import Analysis
     from benchlab.store import ExperimentRecord
 
 AllowFailures = Annotated[
@@ -140,9 +140,9 @@ def execute(
     if keep_failed and not resume:
         raise SpecError("--keep-failed applies with --resume (a new experiment has no failed runs)", where="--keep-failed")
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
+    from benchlab.analysis.analyze import analyze
     from benchlab.cli.results import check_exports, load_for_report, open_store, print_report, write_exports
     from benchlab.runner import Prepared, Runner
-    from benchlab.stats.analysis import analyze
     from benchlab.stats.verdict import plan_warning
 
     check_format(fmt)

@@ -7,11 +7,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from benchlab.analysis.changepoints import Settings  # no Otava in it: that loads only when points are looked for
 from benchlab.cli.console import out
 from benchlab.cli.options import Db, count_option
 from benchlab.cli.results import open_store
 from benchlab.errors import SpecError
-from benchlab.stats.changepoints import Settings  # no Otava in it: that loads only when points are looked for
 
 FORMATS = ("table", "json")
 WIDTH = 100  # a table written to a file or pipe is drawn this wide (a terminal's own width otherwise)
@@ -39,9 +39,9 @@ def history(
     """Each workload, metric and variant over the matched experiments (oldest first), one point per
     experiment (its median), with the change points Apache Otava finds, their size and the
     experiments either side."""
+    from benchlab.analysis.history import Selection, check_settings
+    from benchlab.analysis.history import history as build
     from benchlab.report import history_grid, table
-    from benchlab.stats.history import Selection, check_settings
-    from benchlab.stats.history import history as build
 
     if fmt not in FORMATS:
         raise SpecError(f"unknown history format '{fmt}' (choose {', '.join(FORMATS)})", where="--format")

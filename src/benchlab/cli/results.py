@@ -21,7 +21,7 @@ from benchlab.report import table as table_report
 from benchlab.report.samples import WHOLE
 
 if TYPE_CHECKING:
-    from benchlab.stats.report_model import Report
+    from benchlab.report_model import Report
     from benchlab.store import ExperimentData, ExperimentRecord, Store
 
 
@@ -149,7 +149,7 @@ def report(
 ) -> None:
     """Print an experiment's verdict table (table, md, json, csv, hyperfine, gbench, or an HTML page
     with plots); runs from several hosts (merged with `benchlab import`) get a column per variant and host."""
-    from benchlab.stats.analysis import analyze  # scipy loads only for commands that judge
+    from benchlab.analysis.analyze import analyze  # scipy loads only for commands that judge
 
     if times and view not in ("auto", "times"):
         raise SpecError(f"--times is --view times, not --view {view}: give one of them", where="--times")

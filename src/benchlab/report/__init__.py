@@ -1,4 +1,4 @@
-"""Reports: each format renders the report model (`stats.report_model.Report`) in a view
+"""Reports: each format renders the report model (`report_model.Report`) in a view
 (`views`), and nothing else."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from benchlab.errors import SpecError
 from benchlab.report import benchstat, csv_format, gbench_format, html, hyperfine_json, json_format, markdown, table
 from benchlab.report.samples import WHOLE, check_whole
 from benchlab.report.views import VIEWS, View, check_view
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 
 FORMATS: dict[str, Callable[[Report, View], str]] = {
     "table": table.render,

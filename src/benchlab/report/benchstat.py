@@ -21,7 +21,7 @@ from collections import defaultdict
 from benchlab.errors import SpecError
 from benchlab.report import cells, safe
 from benchlab.report.views import View
-from benchlab.stats.report_model import MetricRow, Report, side_lines
+from benchlab.report_model import MetricRow, Report, side_lines
 
 SI = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p")]
 BINARY = [(2.0**40, "Ti"), (2.0**30, "Gi"), (2.0**20, "Mi"), (2.0**10, "Ki"), (1.0, "")]

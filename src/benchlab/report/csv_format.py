@@ -11,7 +11,7 @@ from typing import Any
 
 from benchlab.report import safe, times_grid
 from benchlab.report.views import View, resolved
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 
 JUDGEMENT = [
     "change",

@@ -23,7 +23,7 @@ from typing import Any
 
 from benchlab.report.samples import Sample, samples
 from benchlab.report.views import View
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 
 KIB = 1024
 

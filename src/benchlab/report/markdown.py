@@ -5,7 +5,7 @@ from __future__ import annotations
 from benchlab.report import cells, safe
 from benchlab.report.grid import Grid
 from benchlab.report.views import View, report_grids
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 
 
 def _line(text: str) -> str:

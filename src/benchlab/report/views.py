@@ -13,7 +13,7 @@ from typing import Literal, get_args
 from benchlab.errors import SpecError
 from benchlab.report import app_cycle_grid, cells, metric_grid, score_grid, sweep_grid, times_grid
 from benchlab.report.grid import Grid
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 
 View = Literal["auto", "metrics", "scores", "app-cycle", "sweep", "times"]
 VIEWS: tuple[str, ...] = get_args(View)
