@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from benchlab.stats.analysis import analyze
 from benchlab.store import Store
 

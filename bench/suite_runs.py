@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from benchlab.stats.analysis import build_series
 from benchlab.store import Store
 from benchlab.workloads.probe import catalogue

@@ -15,7 +15,7 @@ from benchlab.fleet.driver import missing_blocks
 from benchlab.fleet.envelope import BlockTask, Forged, open_envelope, read_key, seal, signature
 from benchlab.fleet.worker import BlockWorker, Later, Unfit, WorkerSettings
 from benchlab.runner import Prepared, Runner, identity_digest
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from benchlab.store import Store, host_digest
 from tests.unit.test_runner import FakeExecutor
 

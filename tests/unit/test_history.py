@@ -194,7 +194,7 @@ def test_otava_loads_only_when_a_history_is_asked_for(tmp_path: Path) -> None:
     """Otava costs about a second to import: the command line, and a report, must not pay for it."""
     nightly(tmp_path / "h.db", [1.0] * 3)
     code = (
-        "import sys; from benchlab.cli import app; from benchlab.stats.analysis import analyze; "
+        "import sys; from benchlab.cli import parser; parser(); from benchlab.stats.analysis import analyze; "
         "from benchlab.store import Store; s = Store(sys.argv[1]); analyze(s.load(s.require_experiment('nightly-00'))); "
         "print('otava' in sys.modules)"
     )

@@ -22,7 +22,8 @@ from benchlab.errors import SpecError
 from benchlab.measure.process import Finished, Launch, Usage
 from benchlab.report import render
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import ExperimentSpec, spec_from_dict
+from benchlab.spec.models import ExperimentSpec
+from benchlab.spec.validate import spec_from_dict
 from benchlab.stats.analysis import analyze
 from benchlab.stats.report_model import Report
 from benchlab.store import Store

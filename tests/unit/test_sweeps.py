@@ -16,7 +16,7 @@ from benchlab.errors import SpecError
 from benchlab.measure.process import Finished, Launch
 from benchlab.report import render
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from benchlab.stats.analysis import analyze
 from benchlab.stats.fit import ADDITIVE, LACK_OF_FIT_ALPHA, LINE, LOG, PIECEWISE, LineFit, fit_models
 from benchlab.stats.sweep import _agrees, lack_of_fit_warning

@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchlab.measure.rusage import RESERVED
+from benchlab.report.choices import View
 from benchlab.report.samples import Sample, samples
-from benchlab.report.views import View
 from benchlab.stats.report_model import Report
 
 TIMES = ("real_time", "cpu_time")

@@ -17,8 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from benchlab.errors import SpecError, StoreError
 from benchlab.measure.host import noise_warnings
-from benchlab.spec import ExperimentSpec
-from benchlab.spec.models import MetricSettings
+from benchlab.spec.models import ExperimentSpec, MetricSettings
 from benchlab.stats import report_model as model
 from benchlab.stats.calibration import calibration_report
 from benchlab.stats.environments import on_machines, split_by_host, used_hosts

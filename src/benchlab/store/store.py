@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
+from benchlab import notes
 from benchlab.errors import AlreadyStored, DatabaseUnavailable, SpecError, StoreError
 from benchlab.metrics import Metric
 from benchlab.store import experiments, fleet, hosts, reading, url
@@ -23,7 +23,7 @@ from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord
 from benchlab.store.runs import RunWriter, take_failed
 from benchlab.store.version import HEAD, Migration, gap, stamped, stored_revision
 
-log = logging.getLogger(__name__)
+log = notes.logger(__name__)
 
 
 class Store:
