@@ -17,7 +17,7 @@ from benchlab.metrics import Metric
 from benchlab.report.history_grid import MARK, spark
 from benchlab.stats.changepoints import Settings
 from benchlab.stats.history import Selection, history
-from benchlab.store import Store
+from benchlab.store import NewRun, Store
 from tests.conftest import cli, experiment_rows
 
 DAY = 86_400.0
@@ -48,11 +48,7 @@ def nightly(
         for block in range(runs):
             for position, variant in enumerate(variants):
                 wall = level * (1 + 0.1 * position) * (1 + rng.normal(0, 0.01))
-                store.record_run(
-                    exp, host_id=host, workload="w", variant=variant, block=block, warmup=False,
-                    position=block * len(variants) + position, status="ok", started_at=1.0, ended_at=2.0,
-                    metrics=[Metric("wall", wall, "s", "lower"), Metric("sys", 0.01 * (1 + rng.normal(0, 0.01)), "s", "lower")],
-                )  # fmt: skip
+                store.record_run(exp, NewRun(host_id=host, workload="w", variant=variant, block=block, warmup=False, position=block * len(variants) + position, status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", wall, "s", "lower"), Metric("sys", 0.01 * (1 + rng.normal(0, 0.01)), "s", "lower")]))  # fmt: skip
     return store
 
 
