@@ -75,3 +75,11 @@ def test_the_history_help_says_the_detectors_own_defaults() -> None:
     assert f"default {default.max_pvalue:g}" in (said["max_pvalue"] or "")
     assert f"default {default.min_change:g}" in (said["min_change"] or "")
     assert f"default {default.window}" in (said["window"] or "")
+
+
+def test_the_formats_a_command_accepts_are_the_ones_rendered() -> None:
+    """`report.choices` names them for a refusal without loading a renderer; `renderers` holds them."""
+    from benchlab.report.choices import FORMATS
+    from benchlab.report.renderers import RENDERERS
+
+    assert tuple(RENDERERS) == FORMATS

@@ -15,8 +15,6 @@ TYPE_CHECKING = False  # typing's flag without importing typing (3 ms of every s
 if TYPE_CHECKING:
     from pathlib import Path
 
-    pass
-
 
 def broker_options(parser: Container) -> None:
     """The broker and the fleet's key, which drivers and workers both need."""
