@@ -23,8 +23,7 @@ from benchlab.analysis.scores import SCORES, score_report, suite_series
 from benchlab.analysis.sweep import sweep_report
 from benchlab.errors import SpecError, StoreError
 from benchlab.measure.host import noise_warnings
-from benchlab.spec import ExperimentSpec
-from benchlab.spec.models import MetricSettings
+from benchlab.spec.models import ExperimentSpec, MetricSettings
 from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.judge import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge, undecided
 from benchlab.store import FAILED_BENCHMARKS, ExperimentData, RunRecord

@@ -24,9 +24,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchlab.metrics import RESERVED
+from benchlab.measure.rusage import RESERVED
+from benchlab.report.choices import View
 from benchlab.report.samples import Sample, samples
-from benchlab.report.views import View
 from benchlab.report_model import Report
 
 TIMES = ("real_time", "cpu_time")

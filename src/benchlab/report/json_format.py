@@ -3,7 +3,7 @@ included. It holds every view's numbers, so a view other than `auto` is refused 
 
 from __future__ import annotations
 
-from benchlab.report.views import View
+from benchlab.report.choices import View
 from benchlab.report_model import Report
 
 

@@ -15,18 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from benchlab.errors import SpecError
-from benchlab.report.views import View
 from benchlab.report_model import Report, Run
-
-# Formats that hold every run and every view at once: the data is loaded with every run for them
-# (`benchlab report` and `run` otherwise skip reading each run whole), and only view `auto` is theirs.
-WHOLE = frozenset({"json", "hyperfine", "gbench"})
-
-
-def check_whole(fmt: str, view: View) -> None:
-    if view != "auto":
-        raise SpecError(f"the {fmt} report has no '{view}' view: it holds every view's numbers (leave the view out)")
 
 
 @dataclass(frozen=True)

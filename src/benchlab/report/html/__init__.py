@@ -5,7 +5,7 @@ registering the format costs the command line nothing."""
 
 from __future__ import annotations
 
-from benchlab.report.views import View
+from benchlab.report.choices import View
 from benchlab.report_model import Report
 
 

@@ -15,9 +15,10 @@ import datetime
 import html
 
 from benchlab.report import app_cycle_grid, cells, safe
+from benchlab.report.choices import View
 from benchlab.report.html import data, figures, plots, tables
 from benchlab.report.html.tables import esc
-from benchlab.report.views import View, report_grids, resolved
+from benchlab.report.views import report_grids, resolved
 from benchlab.report_model import Report
 
 CSS = """
