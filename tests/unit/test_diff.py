@@ -11,13 +11,13 @@ import jsonschema
 import numpy as np
 import pytest
 
+from benchlab.analysis.diff import diff
+from benchlab.analysis.sides import resolve
+from benchlab.analysis.simulation import simulate_diff
 from benchlab.errors import SpecError
 from benchlab.metrics import Metric
 from benchlab.report import render
-from benchlab.analysis.diff import diff
 from benchlab.report_model import Report, json_schema
-from benchlab.analysis.sides import resolve
-from benchlab.analysis.simulation import simulate_diff
 from benchlab.store import NewRun, Store
 from tests.conftest import cli, experiment_rows
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchlab.metrics import Metric
 from benchlab.analysis.analyze import analyze
 from benchlab.analysis.environments import machine_of
+from benchlab.metrics import Metric
 from benchlab.store import NewRun, Store, host_digest
 from tests.conftest import experiment_rows
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.analysis.analyze import analyze
 from benchlab.errors import Interrupted, SpecError, StoreError, WorkloadFailed
 from benchlab.measure.process import Finished, Launch, Usage
 from benchlab.runner import Prepared, Runner
 from benchlab.spec.validate import spec_from_dict
-from benchlab.analysis.analyze import analyze
 from benchlab.store import Store
 from benchlab.variants.knobs import Restoration
 

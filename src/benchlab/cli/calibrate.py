@@ -37,12 +37,12 @@ def calibrate(
             where="--workload",
             hint="calibrate other workloads; run `benchlab score` twice for a score A/A",
         )
+    from benchlab.analysis.analyze import analyze
+    from benchlab.analysis.calibration import calibration_key, outcomes, summarise
     from benchlab.cli.progress import BarProgress
     from benchlab.cli.results import open_store
     from benchlab.runner import Prepared, Runner
     from benchlab.spec.quick import quick_spec
-    from benchlab.analysis.analyze import analyze
-    from benchlab.analysis.calibration import calibration_key, outcomes, summarise
     from benchlab.store import Calibration
 
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -17,9 +17,9 @@ TYPE_CHECKING = False  # typing's flag without importing typing (3 ms of every s
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from benchlab.analysis.analyze import Analysis
     from benchlab.cli.fleet_target import FleetTarget
     from benchlab.spec.models import ExperimentSpec, WorkloadSpec
-    from benchlab.analysis.analyze import Analysis
     from benchlab.store import ExperimentRecord
 
 STATUS_WORDS = {"failed": "failed", "timeout": "timed out"}
@@ -130,10 +130,10 @@ def execute(
     if keep_failed and not resume:
         raise SpecError("--keep-failed applies with --resume (a new experiment has no failed runs)", where="--keep-failed")
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
+    from benchlab.analysis.analyze import analyze
     from benchlab.cli.progress import BarProgress
     from benchlab.cli.results import check_exports, load_for_report, open_store, print_report, write_exports
     from benchlab.runner import Prepared, Runner
-    from benchlab.analysis.analyze import analyze
     from benchlab.stats.verdict import plan_warning
 
     check_format(fmt)
