@@ -16,6 +16,7 @@ with a warning, and every other byte of the page still exactly.
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import re
 import time
@@ -30,8 +31,11 @@ from rich.console import Console
 
 from benchlab.errors import SpecError
 from benchlab.report import FORMATS, check_format, history_grid, layout, render, table
+from benchlab.report.bisect_lines import answer, header, step_line
+from benchlab.stats.bisection import bisect
 from benchlab.stats.history import History
 from benchlab.stats.report_model import Report
+from tests.unit.test_bisect import ALPHA, Fake, names
 
 pytestmark = pytest.mark.filterwarnings("ignore:Glyph .* missing from font")  # the wide names' glyphs, in plots
 
@@ -181,11 +185,32 @@ def test_history_is_its_golden_file(points: bool, check: Check) -> None:
     check(GOLDEN / "history" / "json.json", history.to_json())
 
 
+BISECTIONS = [
+    ([0, 0, 0, 0, 0, 1, 1, 1, 1], frozenset()),
+    ([0, 0, 0, 0, 0, 0, 1, 1, 1], frozenset({"6"})),
+    ([0, 0, 0], frozenset()),
+]
+
+
+def test_bisection_lines_are_their_golden_file(check: Check) -> None:
+    """`benchlab bisect`'s lines (header, a line per decision, the answer) for a bisection that finds
+    the first bad variant, one stopped by an unclear step and one with nothing to bisect, each
+    decided by the unit tests' judge that answers from the truth."""
+    lines = []
+    for levels, unclear in BISECTIONS:
+        variants = names(len(levels))
+        outcome = bisect(variants, Fake([float(x) for x in levels], unclear=unclear), alpha=ALPHA)
+        lines += [header(variants, "app", "wall", ALPHA, outcome.decisions), *map(step_line, outcome.steps, itertools.count())]
+        lines += [*answer(outcome, "wall"), ""]
+    check(GOLDEN / "bisect" / "lines.txt", "\n".join(lines))
+
+
 def test_every_golden_file_is_one_a_test_writes(request: pytest.FixtureRequest) -> None:
     """No golden file is left over from a case or format that is gone (--update-golden removes it)."""
     written = {golden(case, fmt) for case, fmt in RENDERED}
     written |= {GOLDEN / "metrics" / f"table-{NARROW}.txt", GOLDEN / "metrics" / "table-raw-intervals.txt"}
     written |= {GOLDEN / "history" / name for name in ("table.txt", "table-points.txt", "json.json")}
+    written.add(GOLDEN / "bisect" / "lines.txt")
     found = {p for p in GOLDEN.glob("*/*") if p.parent != REPORTS and p.parent.name != "__pycache__"}
     if request.config.getoption("--update-golden"):
         for path in found - written:
