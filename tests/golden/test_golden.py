@@ -29,12 +29,11 @@ import matplotlib
 import pytest
 from rich.console import Console
 
-from benchlab.analysis.history import History
 from benchlab.cli.history import WIDTH
 from benchlab.errors import SpecError
 from benchlab.report import FORMATS, check_format, history_grid, render, table
 from benchlab.report.bisect_lines import answer, header, step_line
-from benchlab.report_model import Report
+from benchlab.report_model import History, Report
 from benchlab.stats.bisection import bisect
 from tests.unit.test_bisect import ALPHA, Fake, names
 

@@ -8,8 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
 from benchlab.report_model import GeomeanRow, Judgement, MetricRow, Report, ScoreRow
-from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
-from benchlab.suite.baseline import SECTION_TITLES
+from benchlab.terms import FIRST_LOOK, PARAMETRIC, SECTION_TITLES, SMALL_N
 
 SHIFT = "shift"  # marks a change that is a raw shift, not a ratio (see shift_note)
 AGAINST_MEDIANS = "\u2020"  # a dagger: marks a change that points against the medians (see change_notes)

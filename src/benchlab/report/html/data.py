@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
+from benchlab.histogram import HISTOGRAM_BUCKETS, HISTOGRAM_PER_OCTAVE, HistogramsOf
 from benchlab.report_model import Report, Run
-from benchlab.workloads.probe import HISTOGRAM_BUCKETS, HISTOGRAM_PER_OCTAVE, HistogramsOf
 
 SCHEMA = "benchlab.html/1"
 RUNS_BYTES_MAX = 2_000_000  # the embedded runs' JSON: above it, every k-th block is kept (whole)

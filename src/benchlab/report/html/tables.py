@@ -10,10 +10,10 @@ from collections.abc import Callable
 from benchlab.report import cells, layout, safe
 from benchlab.report.grid import Grid
 from benchlab.report_model import GeomeanRow, MetricRow, Report, ScoreRow
-from benchlab.stats.families import PRIMARY
+from benchlab.terms import BETTER, NOT_JUDGED, PRIMARY, SAME, UNCLEAR, WORSE
 
-DECIDED = ("better", "worse")
-VERDICTS = ("better", "worse", "same", "unclear", "-")
+DECIDED = (BETTER, WORSE)
+VERDICTS = (BETTER, WORSE, SAME, UNCLEAR, NOT_JUDGED)
 # Characters of a table's text that a laptop's width holds (1,190 px of page at the tables' 12.5 px
 # font, with their padding): a wider grid is split into blocks as a terminal's is (report/layout.py),
 # so no table needs a scroll bar to be read.
