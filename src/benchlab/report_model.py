@@ -386,7 +386,7 @@ class Report(Model):
 
 
 # `benchlab history`: experiments re-run over time as series (analysis/history.py fills it,
-# report/history_grid.py draws it)
+# report/views/history_grid.py draws it)
 HISTORY_SCHEMA: Final = "benchlab.history/1"
 
 

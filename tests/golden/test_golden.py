@@ -31,8 +31,10 @@ from rich.console import Console
 
 from benchlab.cli.history import WIDTH
 from benchlab.errors import SpecError
-from benchlab.report import FORMATS, check_format, history_grid, render, table
+from benchlab.report import FORMATS, check_format, render
 from benchlab.report.bisect_lines import answer, header, step_line
+from benchlab.report.formats import table
+from benchlab.report.views import history_grid
 from benchlab.report_model import History, Report
 from benchlab.stats.bisection import bisect
 from tests.unit.test_bisect import ALPHA, Fake, names

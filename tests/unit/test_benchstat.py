@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchlab.analysis.analyze import analyze
 from benchlab.errors import SpecError
 from benchlab.metrics import Metric
 from benchlab.report import render
-from benchlab.report.benchstat import _number
-from benchlab.analysis.analyze import analyze
+from benchlab.report.formats.benchstat import _number
 from benchlab.report_model import Report
 from benchlab.store import NewRun, Store
 from tests.conftest import experiment_rows

@@ -34,7 +34,7 @@ def broken_copy(tmp_path: Path, module: str, line: str, contract: str) -> subpro
     return lint(contract, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
 
 
-@pytest.mark.parametrize("contract", ["layers", "acyclic", "pure-stats", "report-reads-the-model"])
+@pytest.mark.parametrize("contract", ["layers", "acyclic", "pure-stats", "report-reads-the-model", "views-apart-from-formats"])
 def test_the_import_contract_is_kept(contract: str) -> None:
     proc = lint(contract)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -129,19 +129,19 @@ def test_the_report_contract_forbids_everything_but_the_model_and_the_bottom_lay
     [
         # a renderer reaching into the workloads for a constant, from inside a function
         (
-            "report/html/figures.py",
+            "report/formats/html/figures.py",
             "def _grid() -> None:\n    import benchlab.workloads.probe  # noqa\n",
             "benchlab.report is not allowed to import benchlab.workloads",
         ),
         # a view reading the statistics core rather than the model's field
         (
-            "report/cells.py",
+            "report/views/cells.py",
             "import benchlab.stats.families  # noqa\n",
             "benchlab.report is not allowed to import benchlab.stats",
         ),
         # a format reading the store, through the analysis
         (
-            "report/markdown.py",
+            "report/formats/markdown.py",
             "import benchlab.analysis.history  # noqa\n",
             "benchlab.report is not allowed to import benchlab.analysis",
         ),
@@ -151,6 +151,15 @@ def test_a_renderer_reading_past_the_report_model_is_caught(tmp_path: Path, modu
     proc = broken_copy(tmp_path, module, line, "report-reads-the-model")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert broken in proc.stdout
+
+
+def test_a_view_drawing_itself_in_a_format_is_caught(tmp_path: Path) -> None:
+    """A view that reached for a format (here the terminal table's layout) would make its grid
+    depend on one medium: the contract between the report's formats and views says no."""
+    line = "def _fit() -> None:\n    import benchlab.report.formats.layout  # noqa\n"
+    proc = broken_copy(tmp_path, "report/views/metric_grid.py", line, "views-apart-from-formats")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "benchlab.report.views.metric_grid -> benchlab.report.formats.layout" in proc.stdout
 
 
 def test_a_module_outside_every_layer_is_caught(tmp_path: Path) -> None:

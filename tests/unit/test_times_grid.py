@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchlab.report import render
-from benchlab.report.times_grid import grid, ratio
+from benchlab.report.views.times_grid import grid, ratio
 from benchlab.report_model import Experiment, MetricRow, Report
 from benchlab.terms import PARAMETRIC
 

@@ -32,10 +32,11 @@ def history(
         raise SpecError(f"unknown history format '{fmt}' (choose {', '.join(FORMATS)})", where="--format")
     from rich.console import Console
 
-    from benchlab.report import history_grid, table
     from benchlab.analysis.changepoints import Settings  # no Otava in it: that loads only when points are looked for
     from benchlab.analysis.history import Selection, check_settings
     from benchlab.analysis.history import history as build
+    from benchlab.report.formats import table
+    from benchlab.report.views import history_grid
 
     default = Settings()
     settings = Settings(

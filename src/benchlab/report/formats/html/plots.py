@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
 from benchlab.report import safe
-from benchlab.report.html.tables import esc
+from benchlab.report.formats.html.tables import esc
 
 STRIP_MAX = 300  # runs of one variant drawn as points in a strip plot; above, a violin
 ORDER_MAX = 400  # runs of one variant drawn as points in the run-order plot; above, binned

@@ -13,10 +13,12 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from benchlab.report import cells, layout, safe
+from benchlab.report import safe
 from benchlab.report.choices import View
-from benchlab.report.grid import Grid
-from benchlab.report.views import report_grids
+from benchlab.report.formats import layout
+from benchlab.report.views import cells
+from benchlab.report.views.grid import Grid
+from benchlab.report.views.grids import report_grids
 from benchlab.report_model import Report
 
 STYLE = {"better": "bold green", "worse": "bold red", "same": "dim", "unclear": "yellow", "-": "dim"}

@@ -22,7 +22,7 @@ import statistics
 from typing import Any
 
 from benchlab.report.choices import View
-from benchlab.report.samples import Sample, samples
+from benchlab.report.formats.samples import Sample, samples
 from benchlab.report_model import Report
 
 KIB = 1024

@@ -14,11 +14,12 @@ from __future__ import annotations
 import datetime
 import html
 
-from benchlab.report import app_cycle_grid, cells, safe
+from benchlab.report import safe
 from benchlab.report.choices import View
-from benchlab.report.html import data, figures, plots, tables
-from benchlab.report.html.tables import esc
-from benchlab.report.views import report_grids, resolved
+from benchlab.report.formats.html import data, figures, plots, tables
+from benchlab.report.formats.html.tables import esc
+from benchlab.report.views import app_cycle_grid, cells
+from benchlab.report.views.grids import report_grids, resolved
 from benchlab.report_model import Report
 
 CSS = """

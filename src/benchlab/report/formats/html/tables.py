@@ -1,4 +1,4 @@
-"""HTML tables: the report's grids (`views.report_grids`, the same cells as the terminal and
+"""HTML tables: the report's grids (`views.grids.report_grids`, the same cells as the terminal and
 Markdown tables) and the verdict summary at the top of the page. Every cell passes through `esc`."""
 
 from __future__ import annotations
@@ -7,15 +7,17 @@ import html
 from collections import Counter
 from collections.abc import Callable
 
-from benchlab.report import cells, layout, safe
-from benchlab.report.grid import Grid
+from benchlab.report import safe
+from benchlab.report.formats import layout
+from benchlab.report.views import cells
+from benchlab.report.views.grid import Grid
 from benchlab.report_model import GeomeanRow, MetricRow, Report, ScoreRow
 from benchlab.terms import BETTER, NOT_JUDGED, PRIMARY, SAME, UNCLEAR, WORSE
 
 DECIDED = (BETTER, WORSE)
 VERDICTS = (BETTER, WORSE, SAME, UNCLEAR, NOT_JUDGED)
 # Characters of a table's text that a laptop's width holds (1,190 px of page at the tables' 12.5 px
-# font, with their padding): a wider grid is split into blocks as a terminal's is (report/layout.py),
+# font, with their padding): a wider grid is split into blocks as a terminal's is (report/formats/layout.py),
 # so no table needs a scroll bar to be read.
 PAGE_COLUMNS = 160
 

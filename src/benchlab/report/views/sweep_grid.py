@@ -3,8 +3,8 @@ against the reference with its interval, verdict), then the line fitted through 
 
 from __future__ import annotations
 
-from benchlab.report import cells
-from benchlab.report.grid import Grid
+from benchlab.report.views import cells
+from benchlab.report.views.grid import Grid
 from benchlab.report_model import Report, Sweep, SweepFit
 
 X_TITLES = {"value": "per unit of the value", "reciprocal": "per unit of 1/value (rate)"}

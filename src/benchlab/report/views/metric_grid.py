@@ -5,8 +5,8 @@ the geometric-mean rows."""
 
 from __future__ import annotations
 
-from benchlab.report import cells
-from benchlab.report.grid import Grid
+from benchlab.report.views import cells
+from benchlab.report.views.grid import Grid
 from benchlab.report_model import Report
 
 

@@ -9,9 +9,10 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
-from benchlab.report import safe, times_grid
+from benchlab.report import safe
 from benchlab.report.choices import View
-from benchlab.report.views import resolved
+from benchlab.report.views import times_grid
+from benchlab.report.views.grids import resolved
 from benchlab.report_model import Report
 
 JUDGEMENT = [

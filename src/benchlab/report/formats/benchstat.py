@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from benchlab.report import cells, safe
+from benchlab.report import safe
 from benchlab.report.choices import View
+from benchlab.report.views import cells
 from benchlab.report_model import MetricRow, Report, side_lines
 
 SI = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p")]

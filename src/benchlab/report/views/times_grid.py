@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from benchlab.report import cells
-from benchlab.report.grid import Grid
+from benchlab.report.views import cells
+from benchlab.report.views.grid import Grid
 from benchlab.report_model import MetricRow, Report
 
 TIMES = ("wall", "user", "sys", "real_time")

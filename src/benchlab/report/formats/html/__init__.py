@@ -10,6 +10,6 @@ from benchlab.report_model import Report
 
 
 def render(report: Report, view: View = "auto") -> str:
-    from benchlab.report.html.page import render as page
+    from benchlab.report.formats.html.page import render as page
 
     return page(report, view)

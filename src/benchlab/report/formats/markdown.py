@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from benchlab.report import cells, safe
+from benchlab.report import safe
 from benchlab.report.choices import View
-from benchlab.report.grid import Grid
-from benchlab.report.views import report_grids
+from benchlab.report.views import cells
+from benchlab.report.views.grid import Grid
+from benchlab.report.views.grids import report_grids
 from benchlab.report_model import Report
 
 

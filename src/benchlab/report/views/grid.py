@@ -16,7 +16,7 @@ class Grid:
     verdict_columns: list[int] = field(default_factory=list)
     names: int = 2  # leading columns that name a row (workload, metric): in a narrow terminal they fold, numbers never
     notes: list[str] = field(default_factory=list)
-    # How a terminal too narrow for the whole grid splits it (report/layout.py): the `shared`
+    # How a terminal too narrow for the whole grid splits it (report/formats/layout.py): the `shared`
     # leading columns (0: the name columns) come in every block, and after them each `group`
     # columns (a variant's median, change and verdict) stay together; 0: the rest never splits.
     shared: int = 0

@@ -26,7 +26,7 @@ from typing import Any
 
 from benchlab.metrics import RESERVED
 from benchlab.report.choices import View
-from benchlab.report.samples import Sample, samples
+from benchlab.report.formats.samples import Sample, samples
 from benchlab.report_model import Report
 
 TIMES = ("real_time", "cpu_time")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from benchlab.report import cells
-from benchlab.report.grid import Grid
+from benchlab.report.views import cells
+from benchlab.report.views.grid import Grid
 from benchlab.report_model import Report, ScoreRow, Scores, Sweep
 
 MODE_TITLES = {"single-core": "single-core", "multi-core": "multi-core", "shared": "shared task"}

@@ -17,10 +17,10 @@ import numpy as np
 
 from benchlab.histogram import HISTOGRAM_BUCKETS
 from benchlab.histogram import HISTOGRAM_PER_OCTAVE as PER_OCTAVE
-from benchlab.report import cells
-from benchlab.report.html import plots
-from benchlab.report.html.data import WorkloadRuns
-from benchlab.report.html.tables import esc
+from benchlab.report.formats.html import plots
+from benchlab.report.formats.html.data import WorkloadRuns
+from benchlab.report.formats.html.tables import esc
+from benchlab.report.views import cells
 from benchlab.report_model import MetricRow, Report
 from benchlab.terms import PRIMARY, SCORED
 

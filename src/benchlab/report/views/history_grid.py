@@ -8,8 +8,8 @@ import datetime
 
 import numpy as np
 
-from benchlab.report import cells
-from benchlab.report.grid import Grid
+from benchlab.report.views import cells
+from benchlab.report.views.grid import Grid
 from benchlab.report_model import ChangePoint, History, Point, Series
 
 BARS = "▁▂▃▄▅▆▇█"

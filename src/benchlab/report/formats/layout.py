@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from rich.cells import cell_len
 
-from benchlab.report.grid import Grid
+from benchlab.report.views.grid import Grid
 
 WIDTH = 100  # what a pipe or a file gets: a layout that reads the same wherever it is shown
 SEPARATOR = 3  # " │ " between two columns; the tables have no outer edge

@@ -1,4 +1,5 @@
-"""Views: which tables a report is drawn as, chosen when rendering, never stored in the report.
+"""Views: which tables a report is drawn as, chosen when rendering, never stored in the report;
+the grids each view gives are the same for every format that draws them.
 
 `auto` draws what the experiment is: its CPU scores where it ran suite workloads, the
 page-reclaim study's tables where it ran the app cycle (`memory.app_cycle`), each with its other
@@ -9,9 +10,9 @@ data for is refused), `times` the whole-command times as people quote them (`tim
 from __future__ import annotations
 
 from benchlab.errors import SpecError
-from benchlab.report import app_cycle_grid, cells, metric_grid, score_grid, sweep_grid, times_grid
 from benchlab.report.choices import View
-from benchlab.report.grid import Grid
+from benchlab.report.views import app_cycle_grid, cells, metric_grid, score_grid, sweep_grid, times_grid
+from benchlab.report.views.grid import Grid
 from benchlab.report_model import Report
 
 
