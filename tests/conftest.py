@@ -17,6 +17,14 @@ BENCHLAB = str(Path(sys.executable).parent / "benchlab")
 pytest_plugins = ["tests.servers"]  # the PostgreSQL and RabbitMQ servers, one of each per session
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/golden's files from the renderers as they are (./dev golden; read the diff before committing)",
+    )
+
+
 @pytest.fixture(autouse=True)
 def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No test touches the user's database or journal."""

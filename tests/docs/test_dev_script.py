@@ -1,6 +1,6 @@
 """`./dev demo` installs what benchlab's features need, `./dev test` everything the tests use as
-well, both only with a Rust new enough for the probe; run with stand-ins for apt-get, uv, cargo and
-rustc that only write down how they were called."""
+well, both only with a Rust new enough for the probe, and `./dev golden` only rewrites the golden
+files; run with stand-ins for apt-get, uv, cargo and rustc that only write down how they were called."""
 
 from __future__ import annotations
 
@@ -90,3 +90,10 @@ def test_a_rust_too_old_for_the_probe_stops_before_anything_is_installed(
 def test_a_newer_rust_is_enough(stubs: tuple[dict[str, str], Path]) -> None:
     env, _ = stubs
     assert _dev(["demo"], {**env, "RUSTC_STUB_VERSION": "1.100.0"}).returncode == 0  # compared as versions, not text
+
+
+def test_golden_rewrites_the_golden_files_and_installs_nothing(stubs: tuple[dict[str, str], Path]) -> None:
+    env, log = stubs
+    proc = _dev(["golden"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_text().splitlines() == ["uv run --frozen pytest -q tests/golden --update-golden"]

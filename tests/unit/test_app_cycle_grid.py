@@ -14,9 +14,11 @@ from rich.console import Console
 
 from benchlab.errors import SpecError
 from benchlab.locate import probe_path
-from benchlab.report import app_cycle_grid, render, table
-from benchlab.report.app_cycle_grid import MISSING, grid
-from benchlab.report.views import report_grids, resolved
+from benchlab.report import render
+from benchlab.report.formats import table
+from benchlab.report.views import app_cycle_grid
+from benchlab.report.views.app_cycle_grid import MISSING, grid
+from benchlab.report.views.grids import report_grids, resolved
 from benchlab.report_model import Experiment, MetricRow, Report
 from benchlab.workloads.probe import catalogue
 from tests.conftest import cli

@@ -12,7 +12,7 @@ from benchlab.analysis.analyze import analyze
 from benchlab.errors import SpecError
 from benchlab.metrics import Metric
 from benchlab.report import render
-from benchlab.report.benchstat import _number
+from benchlab.report.formats.benchstat import _number
 from benchlab.report_model import Report
 from benchlab.store import NewRun, Store
 from tests.conftest import experiment_rows

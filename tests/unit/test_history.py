@@ -16,7 +16,7 @@ import pytest
 from benchlab.analysis.changepoints import Settings
 from benchlab.analysis.history import Selection, history
 from benchlab.metrics import Metric
-from benchlab.report.history_grid import MARK, spark
+from benchlab.report.views.history_grid import MARK, spark
 from benchlab.store import NewRun, Store
 from tests.conftest import cli, experiment_rows
 

@@ -17,7 +17,7 @@ import pytest
 
 from benchlab.analysis.analyze import analyze
 from benchlab.report import needs_runs, render
-from benchlab.report.html import data, plots
+from benchlab.report.formats.html import data, plots
 from benchlab.report_model import Report
 from benchlab.store import Store
 from tests.conftest import cli

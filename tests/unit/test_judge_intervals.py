@@ -176,7 +176,7 @@ def test_a_change_against_the_medians_is_marked_and_says_why() -> None:
     """The futex case: throughput (higher is better) over 4 blocks, one baseline run disturbed
     (5 M in a block where the variant ran 24 M). The medians fall (24.35 M to 23.2 M) while the
     mean per-block log ratio, pulled by that block, rises by about 40%."""
-    from benchlab.report import cells
+    from benchlab.report.views import cells
 
     keys = pair_key(1, 0) + np.arange(4, dtype=np.int64)
     base, variant = np.array([24.0, 25.0, 24.7, 5.0]) * 1e6, np.array([23.0, 23.3, 23.1, 24.0]) * 1e6

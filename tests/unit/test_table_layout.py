@@ -11,9 +11,10 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from benchlab.report import layout, safe, table
-from benchlab.report.grid import Grid
-from benchlab.report.views import report_grids
+from benchlab.report import safe
+from benchlab.report.formats import layout, table
+from benchlab.report.views.grid import Grid
+from benchlab.report.views.grids import report_grids
 from benchlab.report_model import (
     Experiment,
     GeomeanRow,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from benchlab.report import render
-from benchlab.report.times_grid import grid, ratio
+from benchlab.report.views.times_grid import grid, ratio
 from benchlab.report_model import Experiment, MetricRow, Report
-from benchlab.stats.test_choice import PARAMETRIC
+from benchlab.terms import PARAMETRIC
 
 
 def row(variant: str, metric: str, median: float, best: float, change: float | None, ci: list[float | None], *,

@@ -10,8 +10,8 @@ from benchlab.analysis.simulation import run_until_decided, simulate
 from benchlab.stats.families import CHARACTERISTIC, GEOMEAN, PRIMARY, SECONDARY, classify, shares
 from benchlab.stats.judge import Sequential, Series, Settings, judge, pair_key
 from benchlab.stats.sequential import paired_p, sequential_p
-from benchlab.stats.test_choice import PARAMETRIC
 from benchlab.stats.verdict import blocks_needed, verdict
+from benchlab.terms import PARAMETRIC
 
 SETTINGS = Settings(baseline="A", alpha=0.05, correction="bh", margin=0.01)
 

@@ -21,80 +21,21 @@ the experiment-to-experiment spread (the detector's p speaks for that).
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
 
 import numpy as np
-from pydantic import Field
 
 from benchlab.analysis import changepoints
 from benchlab.analysis.analyze import build_series
 from benchlab.errors import SpecError
-from benchlab.report_model import Model, Number, Pair, number, pair
+from benchlab.report_model import ChangePoint, History, Point, Series, number, pair
 from benchlab.stats.estimators import hodges_lehmann_two_sample, median_ci
 from benchlab.stats.judge import as_fraction
 from benchlab.store import ExperimentData, Store
 
-SCHEMA: Final = "benchlab.history/1"
 NAMES_SHOWN = 10  # stored names listed in a refusal
-
-
-class Point(Model):
-    """One experiment's median of the series' runs."""
-
-    experiment: str
-    created_at: float
-    runs: int
-    median: float
-    median_ci: Pair = Field(description="95% order-statistic interval; null where too few runs reach the level")
-
-
-class ChangePoint(Model):
-    """Where the series changed: between `before` (the last experiment before) and `after` (the first after)."""
-
-    index: int = Field(description="place of `after` in the series' points")
-    before: str
-    after: str
-    before_median: float = Field(description="median of every run of the segment before")
-    after_median: float = Field(description="median of every run of the segment after")
-    change: Number = Field(description="after over before, a fraction: exp(two-sample Hodges-Lehmann shift of logs) - 1")
-    change_ci: Pair = Field(description="95% interval of the change, from the runs of both segments")
-    log_scale: bool = Field(description="false: zero or negative values, so the change is the raw shift over before_median")
-    pvalue: float = Field(description="Otava's t-test between the experiment medians of the two segments")
-    points_before: int
-    points_after: int
-    runs_before: int
-    runs_after: int
-
-
-class Series(Model):
-    workload: str
-    version: str = Field(description="the workload's version: another version is another series")
-    metric: str
-    unit: str
-    direction: str = Field(description="lower, higher or none: which way is better")
-    variant: str
-    points: list[Point]
-    change_points: list[ChangePoint]
-
-
-class History(Model):
-    """What `benchlab history` prints, and its JSON (schema `benchlab.history/1`)."""
-
-    history_schema: Literal["benchlab.history/1"] = Field(default=SCHEMA, alias="schema")
-    experiments: list[str] = Field(description="the experiments matched, oldest first")
-    max_pvalue: float
-    min_change: float
-    window: int
-    series: list[Series]
-    warnings: list[str]
-
-    def to_json(self) -> str:
-        """json.dumps, as the report's JSON: every control and non-ASCII character in a stored name escaped."""
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2) + "\n"
 
 
 @dataclass(frozen=True)

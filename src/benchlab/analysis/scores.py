@@ -28,10 +28,11 @@ from scipy.stats import median_abs_deviation
 
 from benchlab.report_model import Level, ScoreRow, Scores, number, pair
 from benchlab.stats.estimators import median_ci
-from benchlab.stats.families import CHARACTERISTIC, JUDGED, PRIMARY, SCORED, SECONDARY
+from benchlab.stats.families import JUDGED
 from benchlab.stats.judge import Row, Series, Settings
-from benchlab.suite.baseline import SECTION_TITLES, SECTIONS, Baseline
+from benchlab.suite.baseline import SECTIONS, Baseline
 from benchlab.suite.cpu import MODES, MULTI, SINGLE, SuiteWorkload, classify
+from benchlab.terms import CHARACTERISTIC, PRIMARY, SCORED, SECONDARY, SECTION_TITLES
 from benchlab.workloads.probe import probe_version
 
 SUITE_TIME, SUITE_MEMORY = "suite wall time", "suite peak memory"

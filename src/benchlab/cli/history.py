@@ -35,7 +35,8 @@ def history(
     from benchlab.analysis.changepoints import Settings  # no Otava in it: that loads only when points are looked for
     from benchlab.analysis.history import Selection, check_settings
     from benchlab.analysis.history import history as build
-    from benchlab.report import history_grid, table
+    from benchlab.report.formats import table
+    from benchlab.report.views import history_grid
 
     default = Settings()
     settings = Settings(

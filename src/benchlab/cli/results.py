@@ -28,7 +28,7 @@ def print_report(report: Report, fmt: str, view: View = "auto", output: Path | N
         write_whole(output, render(report, fmt, view).encode(), where="--output")
         err().print(safe.text(f"wrote the {fmt} report to {output}", limit=safe.LINE_MAX), highlight=False)
     elif fmt == "table" and out().is_terminal:
-        from benchlab.report import table
+        from benchlab.report.formats import table
 
         out().print(table.renderable(report, view, width=out().width))
     else:

@@ -1,6 +1,7 @@
-"""Reports: each format renders the report model (`report_model.Report`) in a view
-(`views`), and nothing else. This module only names them (`choices`): a renderer loads when a
-report is drawn, so a refused `--format` costs no import of numpy or matplotlib."""
+"""Reports: each format (`formats/`) renders the report model (`report_model.Report`) in a view
+(`views/`: the rows and columns, alike in every format), and nothing else. This module only
+names them (`choices`): a renderer loads when a report is drawn, so a refused `--format` costs
+no import of numpy or matplotlib."""
 
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from benchlab.report import safe
-from benchlab.report.cells import change
+from benchlab.report.views.cells import change
 from benchlab.stats.bisection import Outcome, Step
-from benchlab.stats.verdict import SAME
+from benchlab.terms import SAME
 
 ROLE_WIDTH = 8
 

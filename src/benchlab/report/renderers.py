@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchlab.report import benchstat, csv_format, gbench_format, html, hyperfine_json, json_format, markdown, table
 from benchlab.report.choices import View
+from benchlab.report.formats import benchstat, csv_format, gbench_format, html, hyperfine_json, json_format, markdown, table
 from benchlab.report_model import Report
 
 RENDERERS: dict[str, Callable[[Report, View], str]] = {

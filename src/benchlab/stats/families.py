@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab.metrics import CHARACTERISTICS, PROCESS_TIMES
+from benchlab.terms import CHARACTERISTIC, GEOMEAN, PRIMARY, SECONDARY  # the families' names, as reports write them
 
-PRIMARY, SECONDARY, CHARACTERISTIC, SCORED, GEOMEAN = "primary", "secondary", "characteristic", "scored", "geomean"
 JUDGED = (PRIMARY, SECONDARY, GEOMEAN)
 # alpha is shared among the families that can decide anything, in proportion to these
 # weights: a workload's own outcome gets most of it

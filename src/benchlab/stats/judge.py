@@ -35,10 +35,10 @@ from benchlab.stats.estimators import (
     signed_rank_interval,
     signed_rank_test,
 )
-from benchlab.stats.families import GEOMEAN, JUDGED, PRIMARY, shares
+from benchlab.stats.families import JUDGED, shares
 from benchlab.stats.sequential import nominal_level, nominal_threshold, sequential_p
-from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
-from benchlab.stats.verdict import DECIDED, NOT_JUDGED, UNCLEAR, blocks_needed, verdict
+from benchlab.stats.verdict import DECIDED, blocks_needed, verdict
+from benchlab.terms import FIRST_LOOK, GEOMEAN, NOT_JUDGED, PARAMETRIC, PRIMARY, SMALL_N, UNCLEAR
 
 LEVELS = (0.95, 0.90)  # the change's unadjusted interval, and the one TOST compares with the margin
 RAW_LEVEL = LEVELS[0]

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import stats
 
 from benchlab.stats.estimators import signed_rank_p_exact
-from benchlab.stats.test_choice import SMALL_N
+from benchlab.terms import SMALL_N
 
 PATHS = 100_000
 SEED = 20261124

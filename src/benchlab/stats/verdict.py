@@ -6,10 +6,9 @@ import math
 
 from scipy import stats
 
-from benchlab.stats.families import PRIMARY, SECONDARY, shares
-from benchlab.stats.test_choice import FIRST_LOOK, SMALL_N
+from benchlab.stats.families import shares
+from benchlab.terms import BETTER, FIRST_LOOK, NOT_JUDGED, PRIMARY, SAME, SECONDARY, SMALL_N, UNCLEAR, WORSE
 
-BETTER, WORSE, SAME, UNCLEAR, NOT_JUDGED = "better", "worse", "same", "unclear", "-"
 DECIDED = (BETTER, WORSE, SAME)
 MAX_RUNS_NEEDED = 100_000
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import EnvironmentProblem
+from benchlab.terms import SECTION_TITLES
 
 BASELINE_FILE = "cpu-baseline.json"
-SECTIONS = ("crypto", "integer", "floating_point")
-SECTION_TITLES = {"crypto": "Crypto", "integer": "Integer", "floating_point": "Floating Point"}
+SECTIONS = tuple(SECTION_TITLES)  # crypto, integer, floating_point: what a task's section may be
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
+from benchlab.histogram import HistogramsOf
 from benchlab.locate import probe_path
 from benchlab.measure.process import Finished
 from benchlab.metrics import Metric
@@ -99,26 +100,6 @@ class Reclaim(BaseModel):
     swappiness: Count | None
     swap_kib: Count | None
     zram: list[ZramSwap]
-
-
-HISTOGRAM_PER_OCTAVE = 8  # the probe's `histogram::PER_OCTAVE`: bucket k is [2^(k/8), 2^((k+1)/8)) ns
-HISTOGRAM_BUCKETS = 64 * HISTOGRAM_PER_OCTAVE  # the probe's `histogram::BUCKETS`: every u64 in one
-
-
-class Histogram(BaseModel):
-    """One benchmark entry's samples counted per bucket: `counts[i]` is bucket `first + i`."""
-
-    first: Annotated[int, Field(ge=0, lt=HISTOGRAM_BUCKETS)]
-    counts: Annotated[list[Annotated[int, Field(ge=0, lt=2**63)]], Field(min_length=1)]  # the probe's u64, as numpy adds them
-
-    @model_validator(mode="after")
-    def _on_the_grid(self) -> Histogram:
-        if self.first + len(self.counts) > HISTOGRAM_BUCKETS:
-            raise ValueError(f"a histogram reaches past bucket {HISTOGRAM_BUCKETS - 1}")
-        return self
-
-
-HistogramsOf = dict[Annotated[str, Field(max_length=200)], Histogram]  # a run's histograms per benchmark entry
 
 
 class Histograms(BaseModel):
