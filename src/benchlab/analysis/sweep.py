@@ -34,7 +34,7 @@ def sweep_report(
 ) -> tuple[Sweep | None, list[str]]:
     """The sweep of a stored spec, if its variants are sweep points; `fit` is the spec's fit setting;
     `judged` finds the judged row of a variant measured at 0 (what the fit's intercept is set beside)."""
-    points: dict[str, dict[str, Any]] = {v.name: dict(v.sweep) for v in spec.variants}
+    points = {v.name: dict(v.sweep) for v in spec.variants}
     swept = {name: p for name, p in points.items() if p}
     if not swept:
         return None, []
