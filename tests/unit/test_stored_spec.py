@@ -19,8 +19,9 @@ from benchlab.analysis.analyze import analyze
 from benchlab.errors import StoreError
 from benchlab.spec import stored
 from benchlab.spec.models import ExperimentSpec
-from benchlab.spec.stored import STORED_SPEC_VERSION, StoredVersionError, read_stored_spec
+from benchlab.spec.stored import STORED_SPEC_VERSION, StoredVersionError, read_stored_spec, stored_version
 from benchlab.store import Store
+from tests.conftest import experiment_rows
 
 LANDED = Path(__file__).parents[1] / "fixtures" / "landed"
 RELEASES = sorted(p.stem for p in LANDED.glob("results-*.db"))
@@ -58,6 +59,18 @@ def test_a_stored_spec_reads_the_same_with_and_without_its_version(release: str,
         again = Store(str(db)).require_experiment(name)
         assert again.spec == spec.spec and again.spec_document == {**document, "version": 1}
         assert _report(db, name) == before
+
+
+def test_what_this_benchlab_writes_is_the_current_version_and_reads_back_as_written(tmp_path: Path) -> None:
+    rows = experiment_rows(
+        {"name": "x", "workloads": [{"name": "w", "command": "sleep 0"}], "variants": [{"name": "a"}, {"name": "b"}]}
+    )
+    written = Store(str(tmp_path / "results.db")).create_experiment(**rows)
+    read = Store(str(tmp_path / "results.db")).require_experiment("x")
+    assert stored_version(read.spec_document) == STORED_SPEC_VERSION
+    assert read.spec_document == written.spec_document == rows["spec"]
+    assert read.spec == written.spec == ExperimentSpec.model_validate(rows["spec"])
+    assert read.spec.workloads[0].command == ["sleep", "0"] and read.spec.baseline_name == "a"
 
 
 def test_a_newer_version_is_refused_and_never_guessed_at(tmp_path: Path) -> None:
