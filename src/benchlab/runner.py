@@ -103,21 +103,20 @@ Decided = Callable[[ExperimentRecord], bool]
 Selected = Callable[[PlannedRun], bool]  # which planned runs this invocation may run (a fleet's task: one block)
 
 
-def _keep_sequential(stored: dict[str, int] | None, spec: dict[str, object]) -> dict[str, object]:
+def _keep_sequential(stored: UntilDecided | None, spec: ExperimentSpec) -> ExperimentSpec:
     """A sequential experiment's looks were calibrated for its budget: resumed without
     --until-decided it stays sequential; its budget may grow (more looks only make the
     thresholds stricter) but neither shrink nor move its first look, which would judge runs
     chosen by optional stopping as a fixed design."""
-    if not stored:
+    if stored is None:
         return spec
-    given = spec.get("until_decided")
+    given = spec.until_decided
     if given is None:
-        return {**spec, "until_decided": stored}
-    assert isinstance(given, dict)
-    if given["min_blocks"] != stored["min_blocks"] or given["max_blocks"] < stored["max_blocks"]:
+        return spec.model_copy(update={"until_decided": stored})
+    if given.min_blocks != stored.min_blocks or given.max_blocks < stored.max_blocks:
         raise SpecError(
-            f"this experiment runs until decided with looks from block {stored['min_blocks']} to "
-            f"{stored['max_blocks']}; a resume may raise --max-blocks but not lower it or move --min-blocks",
+            f"this experiment runs until decided with looks from block {stored.min_blocks} to "
+            f"{stored.max_blocks}; a resume may raise --max-blocks but not lower it or move --min-blocks",
             where="--until-decided",
         )
     return spec
@@ -200,7 +199,7 @@ class Runner:
                 f"an experiment named '{spec.name}' already exists in {self.store.target}",
                 hint="continue it with --resume, or choose another name",
             )
-        if identity_digest(existing.spec) != identity_digest(spec_json):
+        if identity_digest(existing.spec_document) != identity_digest(spec_json):
             raise SpecError(
                 f"the spec of '{spec.name}' changed since it started; resuming would mix two experiments",
                 hint="restore the spec or start a new experiment under another name",
@@ -211,7 +210,7 @@ class Runner:
                 f"workload {', '.join(changed)} changed version since the experiment started (rebuilt binary?)",
                 hint="start a new experiment: results of different versions are never compared",
             )
-        spec_json = _keep_sequential(existing.spec.get("until_decided"), spec_json)
+        spec_json = _keep_sequential(existing.spec.until_decided, spec).model_dump(mode="json")
         if existing.spec_hash != spec_digest(spec_json):  # more blocks, or now until decided: runs are reused
             existing = self.store.update_spec(existing, spec_json)
         return existing
@@ -299,8 +298,7 @@ class Runner:
         spec = prepared.spec
         self.executors = {name: executor for name, (executor, _) in places.items()}
         self.host_ids = {name: self.store.host_id(fp) for name, (_, fp) in places.items()}
-        stored_until = exp.spec.get("until_decided")  # a resumed sequential experiment stays sequential
-        until = UntilDecided.model_validate(stored_until) if stored_until else None
+        until = exp.spec.until_decided  # a resumed sequential experiment stays sequential
         plan = make_plan(
             [w.name for w in spec.workloads],
             [v.name for v in spec.variants],

@@ -246,6 +246,8 @@ CASES: list[tuple[str, Callable[[Bundle], None], str]] = [
     ("spec-unknown-key", setting(spec, "evil", True), "experiment.spec.evil"),
     ("spec-no-workloads", dropping(spec, "workloads"), "experiment.spec.workloads"),
     ("spec-null", setting(experiment, "spec", None), "experiment.spec"),
+    ("spec-version-newer", setting(spec, "version", 2), "experiment.spec.version: version 2 was written by a newer benchlab"),
+    ("spec-version-text", setting(spec, "version", "1"), "experiment.spec.version: version '1' is not a spec version"),
     # the second batch: what reports read is typed, and a run must belong to the spec it came with
     (
         "details-failed-benchmarks-a-list",

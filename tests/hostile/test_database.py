@@ -124,6 +124,21 @@ def test_a_spec_benchlab_never_wrote_is_refused_by_every_command_that_reads_it(
 
 
 @pytest.mark.parametrize(
+    ("version", "mentions"),
+    [("2", "experiment 1 has a spec this benchlab cannot read: version 2 was written by a newer benchlab"),
+     ('"1"', "experiment 1 has a spec this benchlab cannot read: version '1' is not a spec version"),
+     ("0", "version 0 is not a spec version")],
+    ids=["newer", "text", "zero"],
+)  # fmt: skip
+def test_a_stored_spec_of_a_version_this_benchlab_cannot_read_is_refused(
+    good: Path, version: str, mentions: str, tmp_path: Path
+) -> None:
+    """Versioned stored specs (docs/storage.md): a newer benchlab's is refused in one line, never guessed at."""
+    damaged(good, f"UPDATE experiment SET spec = json_set(spec, '$.version', json('{version}'))")
+    refused("report", "x", code=4, mentions=mentions, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
     ("sql", "mentions"),
     [("UPDATE run SET variant_id = 99 WHERE id = 2", "run 2 has variant_id 99, which names no variant of its experiment"),
      ("UPDATE run SET status = 'failed', started_at = X'00' WHERE id = 2", "run 2 has started_at b'\\x00', which benchlab never")],

@@ -51,7 +51,7 @@ def stored(tmp_path: Path) -> tuple[str, Prepared]:
 
 def _envelope(db: str, workload: str = "t", block: int = 0, pool: str = "lab", key: bytes = KEY) -> dict[str, object]:
     exp = Store(db).require_experiment("fleet-exp")
-    return seal(BlockTask(pool, exp.name, identity_digest(exp.spec), workload, block), key)
+    return seal(BlockTask(pool, exp.name, identity_digest(exp.spec_document), workload, block), key)
 
 
 def _runs(db: str) -> list[tuple[str, str, int, bool, int]]:
@@ -177,8 +177,8 @@ def test_a_spec_changed_in_the_database_is_not_the_signed_one(stored: tuple[str,
     envelope = _envelope(db)
     store = Store(db)
     exp = store.require_experiment("fleet-exp")
-    first, *others = exp.spec["workloads"]
-    store.update_spec(exp, {**exp.spec, "workloads": [{**first, "command": ["/bin/rm", "-rf", "/x"]}, *others]})
+    first, *others = exp.spec_document["workloads"]
+    store.update_spec(exp, {**exp.spec_document, "workloads": [{**first, "command": ["/bin/rm", "-rf", "/x"]}, *others]})
     with pytest.raises(Forged, match="not the one the task was signed for"):
         _worker(db).handle(envelope)
     assert _runs(db) == []

@@ -216,7 +216,7 @@ def test_resume_reuses_stored_blocks_and_may_turn_sequential(tmp_path: Path) -> 
     runner(store, JitteryExecutor()).run(spec(variants=doubled, blocks=3))
     _, executor = sequential_run(store, spec(variants=doubled, until_decided=True), resume=True)
     assert executor.launches == []  # the three stored blocks already decide it
-    assert store.require_experiment("fake").spec["until_decided"] == {"min_blocks": 3, "max_blocks": 40}
+    assert store.require_experiment("fake").spec_document["until_decided"] == {"min_blocks": 3, "max_blocks": 40}
     with pytest.raises(SpecError, match="changed"):
         sequential_run(store, spec(variants=doubled[:1] + [{"name": "b"}], until_decided=True), resume=True)
 
@@ -233,7 +233,7 @@ def test_a_sequential_experiment_stays_sequential_on_resume_and_its_budget_canno
             decided=lambda exp: not analyze(store.load(exp)).undecided(),
         )
     notes, executor = sequential_run(store, spec(variants=noisy), resume=True)  # no --until-decided this time
-    assert store.require_experiment("fake").spec["until_decided"] == {"min_blocks": 3, "max_blocks": 5}
+    assert store.require_experiment("fake").spec_document["until_decided"] == {"min_blocks": 3, "max_blocks": 5}
     assert len(executor.launches) == 10 - 7 and "budget of 5 blocks" in notes[-1]
     with pytest.raises(SpecError, match="not lower it"):
         sequential_run(store, spec(variants=noisy, until_decided={"min_blocks": 3, "max_blocks": 4}), resume=True)

@@ -8,12 +8,10 @@ a person reads is one a machine can read too.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
-from pydantic import TypeAdapter, ValidationError
 
 from benchlab import report_model as model
 from benchlab.analysis.calibration import calibration_report
@@ -21,9 +19,9 @@ from benchlab.analysis.environments import on_machines, split_by_host, used_host
 from benchlab.analysis.rows import geomean_row, metric_row
 from benchlab.analysis.scores import SCORES, score_report, suite_series
 from benchlab.analysis.sweep import sweep_report
-from benchlab.errors import SpecError, StoreError
+from benchlab.errors import SpecError
 from benchlab.measure.host import noise_warnings
-from benchlab.spec.models import ExperimentSpec, MetricSettings
+from benchlab.spec.models import ExperimentSpec
 from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.judge import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge, undecided
 from benchlab.store import FAILED_BENCHMARKS, ExperimentData, RunRecord
@@ -123,40 +121,17 @@ def _benchmark_warning(entry: model.FailedBenchmark) -> str:
     )
 
 
-@functools.cache
-def _spec_field(name: str) -> TypeAdapter[Any]:
-    return TypeAdapter(ExperimentSpec.model_fields[name].rebuild_annotation())
-
-
-def stored_setting(spec: dict[str, Any], name: str) -> Any:
-    """One setting of a stored spec, validated and defaulted by the spec model's own field, so that
-    its default can never drift from what the spec means. The stored spec as a whole is not
-    validated again: its names may come from a bundle written elsewhere, and are shown as stored."""
-    if spec.get(name) is None:
-        return ExperimentSpec.model_fields[name].get_default(call_default_factory=True)
-    try:
-        return _spec_field(name).validate_python(spec[name])
-    except ValidationError as exc:
-        raise StoreError(f"the stored spec's {name} is not valid: {exc.errors()[0]['msg']}") from None
-
-
-def settings_from_spec(spec: dict[str, Any]) -> Settings:
-    """The judging settings of a stored spec (see `stored_setting`)."""
-    margins = {}
-    for w in spec["workloads"]:
-        for metric, given in (w.get("metrics") or {}).items():
-            try:
-                margin = MetricSettings.model_validate(given).margin
-            except ValidationError as exc:
-                raise StoreError(f"the stored settings of metric {metric!r}: {exc.errors()[0]['msg']}") from None
-            if margin is not None:
-                margins[(w["name"], metric)] = margin
-    until = stored_setting(spec, "until_decided")
+def settings_from_spec(spec: ExperimentSpec) -> Settings:
+    """The judging settings of a stored spec (read once, where the store read it: `spec.stored`)."""
+    margins = {
+        (w.name, metric): given.margin for w in spec.workloads for metric, given in w.metrics.items() if given.margin is not None
+    }
+    until = spec.until_decided
     return Settings(
-        baseline=spec.get("baseline") or spec["variants"][0]["name"],
-        alpha=stored_setting(spec, "alpha"),
-        correction=stored_setting(spec, "correction"),
-        margin=stored_setting(spec, "margin"),
+        baseline=spec.baseline_name,
+        alpha=spec.alpha,
+        correction=spec.correction,
+        margin=spec.margin,
         margins=margins,
         sequential=Sequential(until.min_blocks, until.max_blocks) if until else None,
     )
@@ -173,7 +148,8 @@ def build_series(data: ExperimentData) -> tuple[list[Series], list[str]]:
     if not len(runs) or not names:
         return [], []
     w_index = {w: i for i, w in enumerate(workloads)}
-    specs = {w["name"]: w for w in data.experiment.spec.get("workloads", [])}
+    # the pure core classifies plain JSON, as a spec stores a workload
+    specs = {w.name: w.model_dump(mode="json", include={"metrics", "command"}) for w in data.experiment.spec.workloads}
     run_key = (runs.host_id << KEY_SHIFT) | runs.block
     ok = runs.ok & ~runs.warmup
     usable = ok & runs.current
@@ -261,7 +237,7 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None, baseline
         found = by_key.get((workload, metric, variant))
         return metric_row(found) if found else None
 
-    sweep, sweep_warnings = sweep_report(spec, stored_setting(spec, "fit"), [*suite.overall, *series], settings, judged)
+    sweep, sweep_warnings = sweep_report(spec, spec.fit, [*suite.overall, *series], settings, judged)
     warnings += sweep_warnings
     failed = int((~data.runs.ok).sum())
     if failed:
@@ -280,7 +256,7 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None, baseline
         id=data.experiment.id,
         name=data.experiment.name,
         created_at=data.experiment.created_at,
-        spec=spec,
+        spec=data.experiment.spec_document,  # as stored: its names as written, wherever that was
         host=data.hosts[main_host] if main_host is not None else None,
         hosts={str(k): v for k, v in data.hosts.items()},
         workload_versions=data.experiment.workload_versions,

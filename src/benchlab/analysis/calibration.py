@@ -13,11 +13,11 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from benchlab.report_model import CalibrationNote, number
+from benchlab.spec.models import ExperimentSpec, WorkloadSpec
 from benchlab.stats.families import PRIMARY
 from benchlab.stats.judge import Row
 from benchlab.store import Calibration
@@ -64,23 +64,23 @@ def summarise(per_experiment: list[list[Outcome]]) -> dict[str, tuple[str, float
     return out
 
 
-def calibration_key(workload: dict[str, Any], version: str) -> str:
+def calibration_key(workload: WorkloadSpec, version: str) -> str:
     """What a calibration is stored under: the workload's version and, where the version does
     not already cover them, its options and arguments (a built-in's version is its code's, so
     `alloc.churn threads=2` and `threads=16` must not share one)."""
-    extra = {k: workload.get(k) for k in ("options", "args") if workload.get(k)}
+    extra = {k: v for k, v in (("options", workload.options), ("args", workload.args)) if v}
     if not extra:
         return version
     return f"{version}#{hashlib.sha256(json.dumps(extra, sort_keys=True).encode()).hexdigest()[:12]}"
 
 
-def calibration_report(calibrations: list[Calibration], spec: dict[str, Any], versions: dict[str, str],
+def calibration_report(calibrations: list[Calibration], spec: ExperimentSpec, versions: dict[str, str],
                        host_id: int | None) -> dict[str, CalibrationNote]:  # fmt: skip
     """For the report: workload -> the latest calibration of it on the experiment's main host."""
     by_key = {c.workload_key: c for c in calibrations if c.host_id == host_id}
     out = {}
-    for w in spec.get("workloads", []):
-        found = by_key.get(calibration_key(w, versions.get(w["name"], "")))
+    for w in spec.workloads:
+        found = by_key.get(calibration_key(w, versions.get(w.name, "")))
         if found is not None:
-            out[w["name"]] = CalibrationNote(**{**found.as_dict(), "spread": number(found.spread)})
+            out[w.name] = CalibrationNote(**{**found.as_dict(), "spread": number(found.spread)})
     return out

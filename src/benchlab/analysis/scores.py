@@ -21,12 +21,12 @@ import functools
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.stats import median_abs_deviation
 
 from benchlab.report_model import Level, ScoreRow, Scores, number, pair
+from benchlab.spec.models import ExperimentSpec
 from benchlab.stats.estimators import median_ci
 from benchlab.stats.families import JUDGED
 from benchlab.stats.judge import Row, Series, Settings
@@ -95,21 +95,21 @@ class Suite:
         return [s for s in self.series if self.levels[(s.workload, s.metric)].level == "overall"]
 
 
-def suite_series(spec: dict[str, Any], versions: dict[str, str], series: list[Series], variants: list[str],
+def suite_series(spec: ExperimentSpec, versions: dict[str, str], series: list[Series], variants: list[str],
                  baseline: Baseline) -> Suite:  # fmt: skip
     """Score series of the suite workloads an experiment ran, with warnings about what could
     not be scored; the runs' own metrics of those workloads become SCORED (judged as scores)."""
     warnings: list[str] = []
     members = {}
-    for w in spec["workloads"]:
+    for w in spec.workloads:
         member = classify(w, baseline)
         if member is None:
             continue
         want = probe_version(member.task, baseline.tasks[member.task].version, baseline.suite_version)
-        if versions.get(w["name"]) != want:
-            warnings.append(f"{w['name']}: ran {versions.get(w['name'])}, the baseline is for {want}; not scored")
+        if versions.get(w.name) != want:
+            warnings.append(f"{w.name}: ran {versions.get(w.name)}, the baseline is for {want}; not scored")
             continue
-        members[w["name"]] = member
+        members[w.name] = member
     suite = Suite(members, {(s.workload, s.metric): s for s in series}, variants, [], {}, warnings)
     if not members:
         return suite

@@ -14,6 +14,7 @@ import numpy as np
 
 from benchlab.errors import SpecError
 from benchlab.report_model import MeasuredPoint, MetricRow, Sweep, SweepFit, SweepModel, number, pair
+from benchlab.spec.models import ExperimentSpec
 from benchlab.spec.variant_fields import set_field
 from benchlab.stats.fit import ADDITIVE, LINE, PIECEWISE, Fits, LineFit, as_fraction, fit_models
 from benchlab.stats.judge import Series, Settings
@@ -29,11 +30,11 @@ def _x(value: float, mode: str) -> float:
 
 
 def sweep_report(
-    spec: dict[str, Any], fit: str, series: list[Series], settings: Settings, judged: Judged | None = None
+    spec: ExperimentSpec, fit: str, series: list[Series], settings: Settings, judged: Judged | None = None
 ) -> tuple[Sweep | None, list[str]]:
     """The sweep of a stored spec, if its variants are sweep points; `fit` is the spec's fit setting;
     `judged` finds the judged row of a variant measured at 0 (what the fit's intercept is set beside)."""
-    points = {v["name"]: v.get("sweep") or {} for v in spec["variants"]}
+    points = {v.name: dict(v.sweep) for v in spec.variants}
     swept = {name: p for name, p in points.items() if p}
     if not swept:
         return None, []
@@ -65,14 +66,14 @@ def sweep_report(
     return Sweep(parameters=fields, fit=mode, reference=settings.baseline, points=swept, fits=fits), warnings
 
 
-def zero_variant(spec: dict[str, Any], field: str, numeric: dict[str, float], reference: str) -> str | None:
+def zero_variant(spec: ExperimentSpec, field: str, numeric: dict[str, float], reference: str) -> str | None:
     """The variant measured where the swept value is 0: a sweep point at 0, or a variant of the
     spec's own that is a swept variant with `field` set to 0 (the shim study's `noop`:
     `shim = { sampling = 0 }`, installed and never sampling)."""
     at_zero = [name for name, value in numeric.items() if value == 0]
     if at_zero:
         return at_zero[0]
-    variants = {v["name"]: v for v in spec["variants"]}
+    variants = {v.name: v.model_dump(mode="json") for v in spec.variants}  # as stored: a field is set as a spec writes it
 
     def bare(v: dict[str, Any]) -> dict[str, Any]:
         return {k: item for k, item in v.items() if k not in ("name", "sweep")}

@@ -76,7 +76,7 @@ def calibrate(
         any_false += any(o.false_verdict for o in batch) or any(g.verdict in ("better", "worse") for g in analysis.geomean)
         host_id = int(data.runs.host_id[0]) if len(data.runs) else host_id
     # every experiment of the batch ran the same workloads at the same versions: the last one names them
-    keys = {w["name"]: calibration_key(w, exp.workload_versions[w["name"]]) for w in exp.spec["workloads"]}
+    keys = {w.name: calibration_key(w, exp.workload_versions[w.name]) for w in exp.spec.workloads}
     summary = summarise(found)
     for name, (metric, spread, runs, false) in summary.items():
         if host_id is not None:

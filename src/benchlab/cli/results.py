@@ -177,7 +177,7 @@ def show(name: str, *, db: str | None) -> None:
 
     store = open_store(db, create=False)
     data = store.load(store.require_experiment(name), every_record=True)
-    out().print_json(json.dumps(data.experiment.spec), ensure_ascii=True)  # JSON escapes: no control character survives
+    out().print_json(json.dumps(data.experiment.spec_document), ensure_ascii=True)  # JSON escapes: no control character survives
     for host_id, fp in data.hosts.items():
         line = (
             f"host {host_id}: {fp.get('hostname')} {fp.get('cpu_model')}, {fp.get('cpus_online')} CPUs, kernel {fp.get('kernel')}"

@@ -169,7 +169,7 @@ def run_on_fleet(
     check_fleet_spec(prepared)
     created = store.find_experiment(prepared.spec.name) is None
     exp = Runner(store).open_experiment(prepared, resume=resume)
-    digest = identity_digest(exp.spec)
+    digest = identity_digest(exp.spec_document)
     missing = missing_blocks(store, exp, prepared, retry_failed=retry_failed)
     tasks = [BlockTask(pool, exp.name, digest, workload, block, retry_failed) for workload, block in missing]
     retried = frozenset(missing) & store.complete_blocks(exp)

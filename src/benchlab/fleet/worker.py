@@ -42,7 +42,6 @@ from benchlab.fleet.allowlist import AllowList, Refused
 from benchlab.fleet.app import TASK, make_app, queue_name
 from benchlab.fleet.envelope import BlockTask, Forged, open_envelope
 from benchlab.runner import Prepared, Runner, identity_digest
-from benchlab.spec.models import ExperimentSpec
 from benchlab.store import ExperimentRecord, Store
 from benchlab.store.fleet import DONE, FAILED, REFUSED, SKIPPED
 
@@ -160,9 +159,9 @@ class BlockWorker:
         return state
 
     def _run(self, task: BlockTask, exp: ExperimentRecord, attempt: int, where: str) -> str:
-        if identity_digest(exp.spec) != task.spec_hash:
+        if identity_digest(exp.spec_document) != task.spec_hash:
             raise Forged(f"the stored spec of {exp.name!r} is not the one the task was signed for")
-        spec = ExperimentSpec.model_validate(exp.spec)
+        spec = exp.spec
         if not 0 <= task.block < spec.blocks:
             raise Forged(f"signed, but {exp.name!r} has blocks 1 to {spec.blocks}, not {task.block + 1}")
         self.settings.allow.check(spec)

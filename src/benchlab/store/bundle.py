@@ -30,6 +30,7 @@ from benchlab.spec.fields import UNIT_MAX, Blob, Label, Line, Name
 from benchlab.spec.files import read_capped
 from benchlab.spec.load import spec_error
 from benchlab.spec.models import Direction, ExperimentSpec, VariantSpec
+from benchlab.spec.stored import VERSION_KEY, StoredVersionError, read_stored_spec
 from benchlab.store import schema as t
 from benchlab.store.documents import HostFacts, RunDetails, Value
 from benchlab.store.experiments import experiment_in, insert_experiment
@@ -123,7 +124,7 @@ class BundleVariant(Strict):
 
 class BundleExperiment(Strict):
     name: Name
-    spec: dict[str, JsonValue]  # checked as an ExperimentSpec, with the spec's own rules
+    spec: dict[str, JsonValue]  # a stored spec of its version, read as an ExperimentSpec (spec.stored)
     created_at: Timestamp
     workloads: Annotated[list[BundleWorkload], Field(min_length=1)]
     variants: Annotated[list[BundleVariant], Field(min_length=1)]
@@ -176,7 +177,7 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
         "created_at": time.time(),
         "experiment": {
             "name": exp.name,
-            "spec": exp.spec,
+            "spec": exp.spec_document,
             "created_at": exp.created_at,
             "workloads": [{"name": w, "kind": kinds[w], "version": v} for w, v in exp.workload_versions.items()],
             "variants": [{"name": v.name, "config": json.loads(v.config), "is_baseline": bool(v.is_baseline)} for v in variants],
@@ -264,7 +265,9 @@ def _check_references(bundle: Bundle, source: str) -> ExperimentSpec:
     """What the models cannot see alone: the embedded spec, and everything that must agree with it."""
     info = bundle.experiment
     try:
-        spec = ExperimentSpec.model_validate(info.spec)
+        spec = read_stored_spec(info.spec)
+    except StoredVersionError as exc:
+        raise SpecError(str(exc), where=f"{source}: experiment.spec.{VERSION_KEY}") from None
     except ValidationError as exc:
         raise spec_error(exc, source, prefix="experiment.spec.") from None
     if spec.name != info.name:
@@ -335,7 +338,7 @@ def _target_experiment(conn: Connection, checked: CheckedBundle) -> ExperimentRe
             variants=[(v.name, v.model_dump(mode="json"), v.name == checked.spec.baseline_name) for v in checked.spec.variants],
             created_at=info.created_at,
         )
-    if existing.spec != spec:
+    if existing.spec_document != spec:
         raise StoreError(f"experiment '{info.name}' here has a different spec than the bundle's; refusing to mix them")
     mismatched = [w.name for w in info.workloads if existing.workload_versions.get(w.name) != w.version]
     if mismatched:

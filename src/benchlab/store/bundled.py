@@ -22,7 +22,7 @@ def bundle_data(checked: CheckedBundle) -> ExperimentData:
     variants = {v.name: i for i, v in enumerate(info.variants)}
     hosts = {key: i for i, key in enumerate(bundle.hosts, start=1)}
     experiment = ExperimentRecord(
-        id=0, name=info.name, spec=spec, spec_hash=spec_digest(spec), created_at=info.created_at,
+        id=0, name=info.name, spec=checked.spec, spec_document=spec, spec_hash=spec_digest(spec), created_at=info.created_at,
         workload_ids=workloads, workload_versions={w.name: w.version for w in info.workloads}, variant_ids=variants,
     )  # fmt: skip
     runs = bundle.runs

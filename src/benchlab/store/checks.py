@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import orjson
@@ -28,6 +28,7 @@ from benchlab.store import schema as t
 LARGEST = 1.7976931348623157e308  # beyond it, only the infinities (and NaN fails every comparison)
 STATUSES = ("ok", "failed", "timeout")
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 def damaged(row: str, what: str) -> StoreError:
@@ -63,8 +64,13 @@ def document(text: Any, model: type[M], row: str, column: str) -> tuple[dict[str
     as into what it wrote, so a field missing or of another type is refused here, not met as a
     KeyError later."""
     parsed = json_object(text, row, column)
+    return parsed, shaped(parsed, model.model_validate, row, column)
+
+
+def shaped(parsed: dict[str, Any], read: Callable[[dict[str, Any]], T], row: str, column: str) -> T:
+    """A parsed JSON object read by `read` (a model's validation), a shape it refuses refused as damage."""
     try:
-        return parsed, model.model_validate(parsed)
+        return read(parsed)
     except ValidationError as exc:
         raise damaged(row, f"has {column} of a shape benchlab never writes ({spec_error(exc, column)})") from None
 

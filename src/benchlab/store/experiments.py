@@ -10,7 +10,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Integer, delete, insert, select, type_coerce
 
+from benchlab.errors import StoreError
 from benchlab.spec.models import ExperimentSpec, VariantSpec
+from benchlab.spec.stored import StoredVersionError, read_stored_spec
 from benchlab.store import checks
 from benchlab.store import schema as t
 from benchlab.store.records import ExperimentRecord
@@ -64,18 +66,28 @@ def experiment_in(conn: Connection, name: str) -> ExperimentRecord | None:
     for workload in workloads:
         for column in ("name", "version", "kind"):
             checks.text(getattr(workload, column), f"workload {workload.id}", column)
-    stored, spec = checks.document(row["spec"], ExperimentSpec, where, "spec")
+    stored = checks.json_object(row["spec"], where, "spec")
+    spec = _stored_spec(stored, where)
     _agrees(where, row["name"], spec, workloads, variants)
     return ExperimentRecord(
         id=row["id"],
         name=row["name"],
-        spec=stored,
+        spec=spec,
+        spec_document=stored,
         spec_hash=checks.text(row["spec_hash"], where, "spec_hash"),
         created_at=checks.number(row["created_at"], where, "created_at"),
         workload_ids={w.name: w.id for w in workloads},
         workload_versions={w.name: w.version for w in workloads},
         variant_ids={v.name: v.id for v in variants},
     )
+
+
+def _stored_spec(stored: dict[str, Any], where: str) -> ExperimentSpec:
+    """The row's spec read once, of any version this release reads (`spec.stored`)."""
+    try:
+        return checks.shaped(stored, read_stored_spec, where, "spec")
+    except StoredVersionError as exc:
+        raise StoreError(f"{where} has a spec this benchlab cannot read: {exc}") from None
 
 
 def _agrees(where: str, name: Any, spec: ExperimentSpec, workloads: Sequence[Any], variants: Sequence[Any]) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from benchlab.metrics import Metric
+
+if TYPE_CHECKING:
+    from benchlab.spec.models import ExperimentSpec
 
 # A Google Benchmark binary (workload kind "gbench") can lose a benchmark inside a run that
 # succeeds (SkipWithError): the run's details name those under this key, written with
@@ -20,9 +23,14 @@ BENCHMARK_BINARY = "gbench"
 
 @dataclass(frozen=True)
 class ExperimentRecord:
+    """An experiment as stored. `spec` is its stored spec read once (`spec.stored.read_stored_spec`:
+    of any version, migrated to the current shape, validated); `spec_document` is that spec's JSON
+    object exactly as stored, what `spec_hash` is the digest of, a bundle carries and `show` prints."""
+
     id: int
     name: str
-    spec: dict[str, Any]
+    spec: ExperimentSpec
+    spec_document: dict[str, Any]
     spec_hash: str
     created_at: float
     workload_ids: dict[str, int]

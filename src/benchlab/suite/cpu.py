@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import SpecError
 from benchlab.spec.load import take_section
 from benchlab.spec.suite import SuiteSpec
 from benchlab.suite.baseline import Baseline, load_baseline
+
+if TYPE_CHECKING:
+    from benchlab.spec.models import WorkloadSpec
 
 SINGLE, MULTI, SHARED = "single-core", "multi-core", "shared"
 MODES = (SINGLE, MULTI, SHARED)
@@ -73,12 +76,12 @@ def expand_spec(data: Mapping[str, Any], source: str) -> dict[str, Any]:
     return out
 
 
-def classify(workload: Mapping[str, Any], baseline: Baseline) -> SuiteWorkload | None:
+def classify(workload: WorkloadSpec, baseline: Baseline) -> SuiteWorkload | None:
     """Whether a stored spec workload is a suite task, and in which mode it ran."""
-    task = workload.get("builtin")
-    if task not in baseline.tasks:
+    task = workload.builtin
+    if task is None or task not in baseline.tasks:
         return None
-    options = workload.get("options") or {}
+    options = workload.options
     if str(options.get("mode", "copies")) == "shared":
         return SuiteWorkload(task, SHARED)
     return SuiteWorkload(task, SINGLE if str(options.get("threads", 1)) == "1" else MULTI)
