@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.spec.fields import _one_line
 from tests.conftest import cli
 
 GOOD = """
@@ -113,3 +114,16 @@ def test_environments_from_their_short_forms() -> None:
     assert (remote.kind, remote.host, remote.port, remote.label) == ("ssh", "root@10.0.0.2", 2222, "ssh://root@10.0.0.2")
     assert EnvironmentSpec.model_validate({"kind": "container", "memory": "1.5G"}).memory == 3 << 29
     assert EnvironmentSpec.model_validate({"kind": "container", "memory": "64MiB"}).memory == 64 << 20
+
+
+@pytest.mark.parametrize("char", ["\x1b", "\n", "\x7f", "\x85", "\x9f"])
+def test_a_line_with_any_control_character_is_refused(char: str) -> None:
+    with pytest.raises(ValueError, match="control character"):
+        _one_line(f"a{char}b")
+
+
+@pytest.mark.parametrize("text", ["plain", "a\u00a0b", "right\u202eleft", "tab-free \u2028 separator", ""])
+def test_a_line_that_is_not_printable_but_holds_no_control_is_kept(text: str) -> None:
+    """str.isprintable is only the quick way through: text it calls unprintable is still looked at
+    character by character, and kept when no character is a control."""
+    assert _one_line(text) == text

@@ -70,6 +70,18 @@ def test_the_local_fingerprint_holds_the_machine_state() -> None:
     assert set(state) <= set(fingerprint())
 
 
+def test_the_machine_state_reads_the_kernels_figures_as_written() -> None:
+    """Read with bare system calls and /proc/meminfo once for its two figures: the same values a
+    plain read of each file gives (a file that is not there reads as None)."""
+    state = machine_state()
+    memory = {line.split(":")[0]: int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()}
+    assert (state["swap_kib"], state["hugetlb_pages"]) == (memory["SwapTotal"], memory.get("HugePages_Total"))
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    assert state["thp"] == (thp.read_text().split("[")[1].split("]")[0] if thp.exists() else None)
+    lru = Path("/sys/kernel/mm/lru_gen/enabled")
+    assert state["lru_gen"] == (lru.read_text().strip() if lru.exists() else None)
+
+
 def test_a_read_only_store_never_creates_a_database(tmp_path: Path) -> None:
     missing = tmp_path / "sub" / "none.db"
     with pytest.raises(StoreError, match="no results database at"):

@@ -101,7 +101,8 @@ class PreparedVariant:
         details.update(allocator=allocator, allocator_library=library)
         # on another host the same libraries lie elsewhere (benchlab's copies): match by file name there
         key = os.path.basename if self.spec.environment.kind == "ssh" else (lambda p: p)
-        real = {key(os.path.realpath(p)) for p in mapped}
+        # resolved only where there is a preload to look for: a path resolved is system calls, on every run
+        real = {key(os.path.realpath(p)) for p in mapped} if self.preload else set()
         missing = [p for p in self.preload if key(os.path.realpath(p)) not in real]
         if missing:
             return details, f"the process never mapped {', '.join(missing)} (it ran {allocator}'s malloc)"
