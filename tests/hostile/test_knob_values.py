@@ -148,6 +148,8 @@ from benchlab.store import Store
 from tests.unit.test_fleet_worker import KEY, TRUE, _envelope
 from tests.unit.test_runner import FakeExecutor
 
+pytestmark = pytest.mark.serial  # writes this machine's knobs
+
 db, knob, started = sys.argv[1:]
 raw = {"name": "fleet-exp", "blocks": 2, "warmup": 0, "workloads": [{"name": "t", "command": [TRUE]}],
        "variants": [{"name": "a", "knobs": {knob: "0"}}]}
