@@ -24,7 +24,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchlab.measure.rusage import RESERVED
+from benchlab.metrics import RESERVED
 from benchlab.report.choices import View
 from benchlab.report.samples import Sample, samples
 from benchlab.report_model import Report
