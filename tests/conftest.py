@@ -1,4 +1,6 @@
-"""Shared fixtures: a private results database and knob journal per test, and the real CLI."""
+"""Shared fixtures: a private results database and knob journal per test, and the real CLI; and the
+suite's two phases (docs/design.md, "Tests"): `--phase=parallel` selects the tests that may run beside
+each other under pytest-xdist, `--phase=serial` those marked `serial`, which run alone after them."""
 
 from __future__ import annotations
 
@@ -15,6 +17,34 @@ import pytest
 BENCHLAB = str(Path(sys.executable).parent / "benchlab")
 
 pytest_plugins = ["tests.servers"]  # the PostgreSQL and RabbitMQ servers, one of each per session
+
+# Session fixtures that start something costly and shared (a server, a guest's kernel, a root filesystem):
+# a test using one is `serial` without saying so, so that one process starts it once for every such test
+# rather than each parallel worker starting its own.
+SHARED = frozenset({"postgres_url", "rabbitmq", "guest_kernel", "rootfs"})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--phase", choices=["parallel", "serial"], default=None,
+                     help="only the tests that may run beside others (parallel), or only those marked serial "
+                          "(which change machine-wide state, use a shared server or guest, or measure speed); "
+                          "both when not given")  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SHARED & set(getattr(item, "fixturenames", ())):
+            item.add_marker("serial")
+    phase = config.getoption("--phase")
+    if phase is None:
+        return
+    keep: list[pytest.Item] = []
+    other: list[pytest.Item] = []
+    for item in items:
+        (keep if (item.get_closest_marker("serial") is not None) == (phase == "serial") else other).append(item)
+    if other:
+        config.hook.pytest_deselected(items=other)
+    items[:] = keep
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -30,10 +30,39 @@ RABBITMQCTL = RABBITMQ_SERVER.with_name("rabbitmqctl")
 CONSUMER_TIMEOUT_MS = 3_600_000  # the fleet relies on it being above the longest task (a block)
 
 
+PORTS_FROM, PORTS_PER_PROCESS = 20_000, 500  # below Linux's ephemeral range (32768 and up by default)
+
+
+def port_slice(worker: str | None = None) -> range:
+    """The loopback ports this process's servers take theirs from: pytest-xdist's worker `gwN` (named in
+    PYTEST_XDIST_WORKER) the N+1th slice, any other process the first. Below the kernel's ephemeral range,
+    so that neither another worker nor an outgoing connection is handed a port between its choice and
+    its server's bind, as a port of bind(0), free again once the socket that found it is closed, could be."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "") if worker is None else worker
+    index = int(worker[2:]) + 1 if worker.startswith("gw") else 0
+    start = PORTS_FROM + index * PORTS_PER_PROCESS
+    return range(start, start + PORTS_PER_PROCESS)
+
+
+_taken: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port of this process's slice nobody listens on and this process has not handed out
+    before (a server starting elsewhere, another run's, is seen by the bind that checks it)."""
+    ports = port_slice()
+    first = secrets.randbelow(len(ports))  # two runs at once (two checkouts) rarely start on the same port
+    for port in (ports[(first + i) % len(ports)] for i in range(len(ports))):
+        if port in _taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _taken.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port in {ports.start}-{ports.stop - 1}")
 
 
 class Missing(RuntimeError):

@@ -70,7 +70,24 @@ def test_test_installs_what_the_tests_use(stubs: tuple[dict[str, str], Path]) ->
     installed = [package for call in _installs(log) for package in call]
     for package in (*RUN_PACKAGES, *TEST_ONLY):
         assert package in installed
-    assert "uv run --frozen pytest -q" in log.read_text()
+    calls = log.read_text().splitlines()
+    parallel = calls.index("uv run --frozen pytest --phase=parallel -n auto -q")  # a worker per CPU
+    assert calls.index("uv run --frozen pytest --phase=serial -q") > parallel  # then the serial tests, alone
+
+
+@pytest.mark.parametrize(
+    ("parallel", "serial", "status"),
+    [(1, 0, 1), (0, 3, 3), (5, 0, 0), (0, 5, 0), (5, 5, 5)],
+)
+def test_test_exits_with_the_first_failing_phase_and_5_only_where_no_phase_selected_a_test(
+    stubs: tuple[dict[str, str], Path], parallel: int, serial: int, status: int
+) -> None:
+    env, log = stubs
+    uv = Path(env["PATH"].split(os.pathsep)[0]) / "uv"
+    uv.write_text(STUB.format(log=log, body=f'case "$*" in *parallel*) exit {parallel};; *serial*) exit {serial};; esac'))
+    proc = _dev(["test", "tests/unit"], env)
+    assert proc.returncode == status, proc.stderr
+    assert "uv run --frozen pytest --phase=serial tests/unit" in log.read_text()  # run even after a failing first phase
 
 
 @pytest.mark.parametrize("command", ["demo", "test"])

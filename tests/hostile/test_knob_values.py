@@ -33,6 +33,8 @@ from tests.hostile.conftest import refused
 from tests.unit.test_fleet_worker import KEY, TRUE, _envelope
 from tests.unit.test_runner import FakeExecutor
 
+pytestmark = pytest.mark.serial  # writes this machine's knobs
+
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="knobs and cgroups need root")
 
 

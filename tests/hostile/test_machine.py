@@ -20,6 +20,8 @@ from benchlab.measure.cgroup import run_cgroup_parent
 from tests.conftest import BENCHLAB, cli, signals_as_at_a_terminal
 from tests.hostile.conftest import refused
 
+pytestmark = pytest.mark.serial  # knobs, cgroups and huge pages of this machine
+
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="knobs, cgroups and mounts need root")
 KNOB = "/proc/sys/vm/dirty_expire_centisecs"  # harmless: how old dirty data gets before writeback (another test's knob than test_experiments')
 

@@ -22,6 +22,8 @@ from benchlab.locate import probe_path
 from benchlab.measure.cgroup import run_cgroup_parent
 from tests.conftest import BENCHLAB, cli
 
+pytestmark = pytest.mark.serial  # cgroups and swap, and times what it kills
+
 TINY = {"apps": 4, "anon": "4m", "code": "256k", "framework": "1m", "dwell": 10}
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import BENCHLAB, cli
 
+pytestmark = pytest.mark.serial  # measures a load's effect on wall time
+
 SPEC = """
 name = "{name}"
 blocks = {blocks}

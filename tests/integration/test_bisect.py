@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import cli
+
+pytestmark = pytest.mark.serial  # measures which version is slower
 
 BUILD = (
     '[ -z "$BROKEN" ] || { echo "no compiler" >&2; exit 1; }; mkdir -p "build/$COMMIT" && if [ "$COMMIT" -ge 3 ]; then d=0.04; else d=0.01; fi && '

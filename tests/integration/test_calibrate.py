@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import cli
+
+pytestmark = pytest.mark.serial  # measures an A/A spread
 
 
 def test_calibrate_stores_spread_and_false_verdicts_and_reports_show_them(tmp_path: Path) -> None:

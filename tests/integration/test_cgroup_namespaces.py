@@ -18,7 +18,10 @@ import pytest
 from benchlab.measure.cgroup import INITIAL_PID_NAMESPACE, clear_stale_runs, run_cgroup_parent
 from tests.conftest import need
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="cgroups and PID namespaces need root")
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.skipif(os.geteuid() != 0, reason="cgroups and PID namespaces need root"),
+]  # serial: this machine's cgroups
 
 # in the new namespace: a launcher as benchlab starts one (`start_launcher`), running a sleep in its run cgroup
 CONTAINED = """

@@ -15,6 +15,8 @@ import pytest
 
 from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 
+pytestmark = pytest.mark.serial  # writes this machine's knobs
+
 
 def report(name: str, fmt: str = "json") -> dict:
     return json.loads(cli("report", name, "--format", fmt, check=True).stdout)

@@ -23,6 +23,8 @@ from benchlab.variants import kernels
 from tests.conftest import BENCHLAB
 from tests.servers import Broker, fresh_database
 
+pytestmark = pytest.mark.serial  # the shared broker and database, knobs, guests, timed verdicts
+
 POOL = "lab"
 
 

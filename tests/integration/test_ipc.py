@@ -16,6 +16,8 @@ from benchlab.locate import probe_path
 from benchlab.workloads.probe import PROBE_PROTOCOL
 from tests.conftest import cli
 
+pytestmark = pytest.mark.serial  # real-time priority, tracefs and timed latencies
+
 MECHANISMS = ("pipe", "unix", "seqpacket", "eventfd", "futex")
 TIMES = {"avg", "wst", "bst", "miss", "meetR", "p50", "p90", "p99", "p99.9"}
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs SCHED_FIFO (root)")

@@ -23,7 +23,10 @@ from benchlab.variants.knobs import KnobJournal
 from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 from tests.hostile.conftest import refused
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="swap and huge pages are root's to change")
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.skipif(os.geteuid() != 0, reason="swap and huge pages are root's to change"),
+]  # serial: swap, zram and huge pages
 SYS_BLOCK = Path("/sys/block")
 ZRAM_CONTROL = Path("/sys/class/zram-control")
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")

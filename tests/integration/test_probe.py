@@ -15,6 +15,8 @@ from benchlab.measure.libraries import find_library
 from benchlab.variants.allocator import mapped_allocator
 from tests.conftest import cli
 
+pytestmark = pytest.mark.serial  # cgroups and perf counters
+
 
 def probe(*args: str, env: dict[str, str] | None = None) -> dict:
     out = subprocess.run([probe_path(), *args, "--format", "json"], capture_output=True, text=True, check=True,

@@ -16,6 +16,8 @@ import pytest
 
 from tests.conftest import cli
 
+pytestmark = pytest.mark.serial  # network namespaces, a veth pair and an sshd
+
 SSHD = "/usr/sbin/sshd"
 
 

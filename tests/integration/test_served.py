@@ -17,6 +17,8 @@ from benchlab.measure.process import Executor, Launch, LocalExecutor
 from benchlab.measure.served import ServedExecutor
 from tests.hostile.test_machine import leftovers, settle
 
+pytestmark = pytest.mark.serial  # cgroups
+
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a run's cgroup needs root")
 
 

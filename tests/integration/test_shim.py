@@ -20,6 +20,8 @@ from benchlab.spec.models import ShimSpec
 from benchlab.variants.shim import shim_events, shim_report_environment
 from tests.conftest import cli, need
 
+pytestmark = pytest.mark.serial  # measures the shim's cost
+
 # Exercises every function the shim interposes, across threads and a fork, and checks
 # what each returns; with argument "uaf" it writes into a block after freeing it.
 PROGRAM = r"""

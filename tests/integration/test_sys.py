@@ -12,6 +12,8 @@ import pytest
 from benchlab.locate import probe_path
 from tests.conftest import cli
 
+pytestmark = pytest.mark.serial  # measures builds' speed
+
 
 def spawn(*args: str) -> dict[str, dict]:
     out = subprocess.run(

@@ -1,0 +1,58 @@
+"""The suite's two phases (docs/design.md, "Tests"): `--phase` splits the tests by the `serial`
+marker, which a test using a shared server or guest gets without saying so; and the servers' ports,
+which parallel workers choose from slices of their own."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import servers
+
+ROOT = Path(__file__).parents[2]
+
+
+def _collected(tmp_path: Path, *args: str) -> list[str]:
+    (tmp_path / "test_mixed.py").write_text(
+        "import pytest\n\n"
+        "def test_plain(): pass\n\n"
+        "def test_on_the_shared_database(postgres_url): pass\n\n"
+        "@pytest.mark.serial\ndef test_marked(): pass\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "--co", "-q", "-p", "no:cacheprovider",
+                           "--rootdir", str(tmp_path), *args, str(tmp_path)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert proc.returncode in (0, 5), proc.stdout + proc.stderr
+    return sorted(line.split("::")[1] for line in proc.stdout.splitlines() if "::" in line)
+
+
+def test_each_phase_selects_its_tests_and_a_shared_server_makes_a_test_serial(tmp_path: Path) -> None:
+    assert _collected(tmp_path, "--phase=parallel") == ["test_plain"]
+    assert _collected(tmp_path, "--phase=serial") == ["test_marked", "test_on_the_shared_database"]
+    assert _collected(tmp_path) == ["test_marked", "test_on_the_shared_database", "test_plain"]
+
+
+def test_workers_take_ports_from_slices_of_their_own_below_the_ephemeral_range() -> None:
+    slices = [servers.port_slice(worker) for worker in ("", "gw0", "gw1", "gw7")]
+    for one, other in zip(slices, slices[1:], strict=False):
+        assert one.stop <= other.start
+    ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    assert slices[-1].stop <= ephemeral
+    ports = [servers.free_port() for _ in range(20)]
+    assert len(set(ports)) == 20 and all(p in servers.port_slice() for p in ports)  # never handed out twice
+
+
+def test_a_port_someone_listens_on_is_never_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        monkeypatch.setattr(servers, "port_slice", lambda: range(port, port + 1))
+        with pytest.raises(RuntimeError, match="no free loopback port"):
+            servers.free_port()
