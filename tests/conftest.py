@@ -29,6 +29,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="only the tests that may run beside others (parallel), or only those marked serial "
                           "(which change machine-wide state, use a shared server or guest, or measure speed); "
                           "both when not given")  # fmt: skip
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/golden's files from the renderers as they are (./dev golden; read the diff before committing)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -45,14 +50,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if other:
         config.hook.pytest_deselected(items=other)
     items[:] = keep
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--update-golden",
-        action="store_true",
-        help="rewrite tests/golden's files from the renderers as they are (./dev golden; read the diff before committing)",
-    )
 
 
 @pytest.fixture(autouse=True)
