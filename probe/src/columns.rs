@@ -1,4 +1,4 @@
-//! benchlab-columns: query results of a benchlab SQLite file, as binary columns.
+//! The column reader behind `benchlab-columns`: query results of a benchlab SQLite file, as binary columns.
 //!
 //! Python's sqlite3 builds a tuple and a Python number for every value it returns: 0.4 s for
 //! the 800,000 metric values of a 100,000-run report, most of loading it. This reader steps
@@ -16,7 +16,7 @@
 //! another kind (text, NULL, a real where integers belong) is such an error, never converted.
 //! It ends at the end of its input.
 
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufRead, Write};
 use std::time::Duration;
 
 use rusqlite::types::ValueRef;
@@ -24,7 +24,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 
 /// Bumped whenever the request or the answer changes shape; benchlab refuses any other.
-const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 1;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Copy)]
@@ -107,12 +107,12 @@ fn query(conn: &Connection, sql: &str, kinds: &[Kind]) -> Result<(usize, Vec<Vec
     Ok((count, columns))
 }
 
-fn answer(out: &mut impl Write, header: Value) -> io::Result<()> {
+pub fn answer(out: &mut impl Write, header: Value) -> io::Result<()> {
     serde_json::to_writer(&mut *out, &header)?;
     out.write_all(b"\n")
 }
 
-fn serve(path: &str, out: &mut impl Write) -> Result<(), String> {
+pub fn serve(path: &str, out: &mut impl Write) -> Result<(), String> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX; // no CREATE: a missing file is an error
     let conn =
         Connection::open_with_flags(path, flags).map_err(|e| format!("cannot open {path}: {e}"))?;
@@ -139,22 +139,4 @@ fn serve(path: &str, out: &mut impl Write) -> Result<(), String> {
         sent.map_err(|e| format!("cannot answer: {e}"))?;
     }
     Ok(()) // dropping the connection ends the read transaction
-}
-
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() != 1 || args[0].starts_with('-') {
-        eprintln!("usage: benchlab-columns DATABASE  (requests on stdin, one JSON line each)");
-        std::process::exit(2)
-    }
-    let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
-    let code = match serve(&args[0], &mut out) {
-        Ok(()) => 0,
-        Err(why) => {
-            let _ = answer(&mut out, json!({"protocol": PROTOCOL, "error": why}));
-            1
-        }
-    };
-    let _ = out.flush();
-    std::process::exit(code)
 }

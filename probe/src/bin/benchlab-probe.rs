@@ -1,18 +1,12 @@
 //! benchlab-probe: benchlab's built-in workloads in one executable that
 //! speaks Google Benchmark's JSON (see the design notes, "Probe protocol").
 
-mod histogram;
-mod protocol;
-mod report;
-mod timing;
-mod workload;
-mod workloads;
-
+use benchlab_probe::protocol::{self, Said};
+use benchlab_probe::workload::{Options, Workload};
+use benchlab_probe::{report, workloads};
 use clap::{Arg, ArgAction, Command};
-use protocol::Said;
 use serde_json::json;
 use std::collections::BTreeMap;
-use workload::{Options, Workload};
 
 fn format_arg() -> Arg {
     Arg::new("format")

@@ -1,19 +1,10 @@
 //! benchlab-launch: starts one workload process and reports the kernel's account of it; with
 //! `--serve`, stays up and does so for every run benchlab sends it (see `serve`).
-//!
-//! A separate, small executable rather than a subcommand of the probe: the probe links the
-//! whole CPU suite, and loading that much code costs ~2 ms per exec, which every run would pay.
+//! A separate, small executable rather than a subcommand of the probe (see the library's notes).
 
-mod container;
-mod counters;
-mod launch;
-mod mapped;
-mod memory;
-mod serve;
-
-use container::Container;
-use launch::Settings;
-use serve::ServeSettings;
+use benchlab_probe::container::Container;
+use benchlab_probe::launch::{self, Settings};
+use benchlab_probe::serve::{self, ServeSettings};
 
 fn usage() -> ! {
     eprintln!(
