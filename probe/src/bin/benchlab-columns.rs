@@ -3,16 +3,18 @@
 use std::io::{self, BufWriter, Write};
 
 use benchlab_probe::columns::{answer, serve, PROTOCOL};
+use clap::{Arg, Command};
 use serde_json::json;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() != 1 || args[0].starts_with('-') {
-        eprintln!("usage: benchlab-columns DATABASE  (requests on stdin, one JSON line each)");
-        std::process::exit(2)
-    }
+    let matches = Command::new("benchlab-columns")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("reads a benchlab SQLite file's results as binary columns; requests on stdin, one JSON line each")
+        .arg(Arg::new("database").value_name("DATABASE").required(true).help("the SQLite file (never created)"))
+        .get_matches();
+    let database: &String = matches.get_one("database").expect("required");
     let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
-    let code = match serve(&args[0], &mut out) {
+    let code = match serve(database, &mut out) {
         Ok(()) => 0,
         Err(why) => {
             let _ = answer(&mut out, json!({"protocol": PROTOCOL, "error": why}));

@@ -1,101 +1,99 @@
 //! benchlab-launch: starts one workload process and reports the kernel's account of it; with
 //! `--serve`, stays up and does so for every run benchlab sends it (see `serve`).
+//!
 //! A separate, small executable rather than a subcommand of the probe (see the library's notes).
+//! Its command line is what `benchlab.measure.process` (one-shot runs), `measure.served` and
+//! `measure.guest` (`--serve`) and `measure.remote` write: flags first, then `-- COMMAND ARGS`.
 
 use benchlab_probe::container::Container;
 use benchlab_probe::launch::{self, Settings};
 use benchlab_probe::serve::{self, ServeSettings};
+use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: benchlab-launch [--result-fd N] [--perf-counters] [--mapped] [--cgroup PARENT] \
-         [--memory-interval-ms N] [--container ROOTFS [--bind PATH]...] [--memory-limit BYTES] \
-         [--cpu-limit CPUS [--cpu-cgroup PARENT]] [--die-with PID] -- COMMAND [ARGS...]\n       \
-         benchlab-launch --serve --stdout-fd N --stderr-fd N [--cgroup PARENT] [--die-with PID]"
-    );
-    std::process::exit(2)
+/// The options of a single launch, refused beside `--serve` (a served run brings its own).
+const LAUNCH_ONLY: [&str; 10] = [
+    "result-fd",
+    "perf-counters",
+    "mapped",
+    "memory-interval-ms",
+    "container",
+    "bind",
+    "memory-limit",
+    "cpu-limit",
+    "cpu-cgroup",
+    "command",
+];
+
+fn command() -> Command {
+    let value = |name: &'static str, placeholder: &'static str, help: &'static str| {
+        Arg::new(name).long(name).value_name(placeholder).help(help)
+    };
+    let flag = |name: &'static str, help: &'static str| {
+        Arg::new(name)
+            .long(name)
+            .action(ArgAction::SetTrue)
+            .help(help)
+    };
+    Command::new("benchlab-launch")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("starts one workload process and writes the kernel's account of it, a JSON line, on --result-fd")
+        .args_override_self(true) // a repeated option: the last one counts
+        .arg(value("result-fd", "N", "where the account goes").default_value("3").value_parser(value_parser!(i32)))
+        .arg(flag("perf-counters", "count perf events (cycles, instructions, ...) for the run"))
+        .arg(flag("mapped", "list the shared libraries the workload mapped"))
+        .arg(value("cgroup", "PARENT", "the cgroup under which each run gets its own"))
+        .arg(value("memory-interval-ms", "N", "sample the tree's RSS and PSS every N ms (0: never)").default_value("0").value_parser(value_parser!(u64)))
+        .arg(value("container", "ROOTFS", "run in new namespaces, chrooted into ROOTFS"))
+        .arg(value("bind", "PATH", "bind PATH into the container (repeatable)").action(ArgAction::Append).requires("container"))
+        .arg(value("memory-limit", "BYTES", "the run's cgroup memory limit").value_parser(value_parser!(u64)))
+        .arg(value("cpu-limit", "CPUS", "the run's cgroup CPU limit").value_parser(value_parser!(f64)))
+        .arg(value("cpu-cgroup", "PARENT", "cgroup v1's cpu hierarchy for --cpu-limit").requires("cpu-limit"))
+        .arg(value("die-with", "PID", "end everything started here when PID ends").value_parser(value_parser!(libc::pid_t)))
+        .arg(flag("serve", "stay up and launch every run read from stdin, answering on stdout").conflicts_with_all(LAUNCH_ONLY))
+        .arg(value("stdout-fd", "N", "--serve: the runs' stdout").value_parser(value_parser!(i32)).requires("serve"))
+        .arg(value("stderr-fd", "N", "--serve: the runs' stderr").value_parser(value_parser!(i32)).requires("serve"))
+        .arg(Arg::new("command").value_name("COMMAND").num_args(1..).last(true).help("the workload and its arguments, after --"))
+        .group(clap::ArgGroup::new("mode").args(["serve", "command"]).required(true))
+}
+
+fn settings(matches: &ArgMatches) -> Settings {
+    let text = |name: &str| matches.get_one::<String>(name).cloned();
+    Settings {
+        result_fd: *matches.get_one("result-fd").expect("has a default"),
+        perf_counters: matches.get_flag("perf-counters"),
+        mapped: matches.get_flag("mapped"),
+        cgroup: text("cgroup"),
+        memory_interval_ms: *matches
+            .get_one("memory-interval-ms")
+            .expect("has a default"),
+        container: text("container").map(|rootfs| Container {
+            rootfs: rootfs.into(),
+            binds: matches
+                .get_many::<String>("bind")
+                .into_iter()
+                .flatten()
+                .map(Into::into)
+                .collect(),
+        }),
+        memory_limit: matches.get_one("memory-limit").copied(),
+        cpu_limit: matches.get_one("cpu-limit").copied(),
+        cpu_cgroup: text("cpu-cgroup"),
+        die_with: matches.get_one("die-with").copied(),
+    }
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut settings = Settings::default();
-    let (mut serving, mut stdout_fd, mut stderr_fd) = (false, None, None);
-    let mut rest = &args[..];
-    let value = |rest: &[String]| rest.get(1).cloned().unwrap_or_else(|| usage());
-    loop {
-        match rest.first().map(String::as_str) {
-            Some("--result-fd") => {
-                settings.result_fd = value(rest).parse().unwrap_or_else(|_| usage());
-                rest = &rest[2..];
-            }
-            Some("--cgroup") => {
-                settings.cgroup = Some(value(rest));
-                rest = &rest[2..];
-            }
-            Some("--memory-interval-ms") => {
-                settings.memory_interval_ms = value(rest).parse().unwrap_or_else(|_| usage());
-                rest = &rest[2..];
-            }
-            Some("--container") => {
-                settings.container = Some(Container {
-                    rootfs: value(rest).into(),
-                    binds: vec![],
-                });
-                rest = &rest[2..];
-            }
-            Some("--bind") => {
-                let path = value(rest);
-                settings
-                    .container
-                    .as_mut()
-                    .unwrap_or_else(|| usage())
-                    .binds
-                    .push(path.into());
-                rest = &rest[2..];
-            }
-            Some("--memory-limit") => {
-                settings.memory_limit = Some(value(rest).parse().unwrap_or_else(|_| usage()));
-                rest = &rest[2..];
-            }
-            Some("--cpu-limit") => {
-                settings.cpu_limit = Some(value(rest).parse().unwrap_or_else(|_| usage()));
-                rest = &rest[2..];
-            }
-            Some("--cpu-cgroup") => {
-                settings.cpu_cgroup = Some(value(rest));
-                rest = &rest[2..];
-            }
-            Some("--die-with") => {
-                settings.die_with = Some(value(rest).parse().unwrap_or_else(|_| usage()));
-                rest = &rest[2..];
-            }
-            Some("--perf-counters") => {
-                settings.perf_counters = true;
-                rest = &rest[1..];
-            }
-            Some("--mapped") => {
-                settings.mapped = true;
-                rest = &rest[1..];
-            }
-            Some("--serve") => {
-                serving = true;
-                rest = &rest[1..];
-            }
-            Some("--stdout-fd") => {
-                stdout_fd = Some(value(rest).parse().unwrap_or_else(|_| usage()));
-                rest = &rest[2..];
-            }
-            Some("--stderr-fd") => {
-                stderr_fd = Some(value(rest).parse().unwrap_or_else(|_| usage()));
-                rest = &rest[2..];
-            }
-            _ => break,
-        }
-    }
-    if serving {
-        let (Some(stdout_fd), Some(stderr_fd), true) = (stdout_fd, stderr_fd, rest.is_empty())
-        else {
-            usage()
+    let mut cli = command();
+    let matches = cli.get_matches_mut();
+    let settings = settings(&matches);
+    if matches.get_flag("serve") {
+        let fd = |name: &str| matches.get_one::<i32>(name).copied();
+        let (Some(stdout_fd), Some(stderr_fd)) = (fd("stdout-fd"), fd("stderr-fd")) else {
+            cli.error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "--serve needs --stdout-fd and --stderr-fd",
+            )
+            .exit()
         };
         let serve = ServeSettings {
             cgroup: settings.cgroup,
@@ -105,10 +103,10 @@ fn main() {
         };
         std::process::exit(serve::serve(&serve))
     }
-    match rest.split_first() {
-        Some((dashes, command)) if dashes == "--" && !command.is_empty() => {
-            std::process::exit(launch::launch(command, &settings))
-        }
-        _ => usage(),
-    }
+    let command: Vec<String> = matches
+        .get_many::<String>("command")
+        .expect("required without --serve")
+        .cloned()
+        .collect();
+    std::process::exit(launch::launch(&command, &settings))
 }
