@@ -29,7 +29,8 @@ use crate::container::{self, Container};
 use crate::counters::Counters;
 use crate::mapped::Mapped;
 use crate::memory::{RunCgroup, Sampler};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::ffi::CString;
 use std::io::Write;
 use std::os::fd::{FromRawFd, RawFd};
@@ -479,15 +480,14 @@ impl Watch {
         self.sampler = Some(Sampler::start(pid, interval_ms));
     }
 
-    /// The run's account as one JSON object, with the tree's peak read from its cgroup (and why
-    /// there is none).
+    /// The run's account, with the tree's peak read from its cgroup (and why there is none).
     pub fn account(
         mut self,
         exited: &Exited,
         exec_error: Option<String>,
         tree_peak_kib: Option<u64>,
         tree_peak_note: Option<String>,
-    ) -> Map<String, Value> {
+    ) -> Account {
         let memory = self.sampler.take().map(Sampler::finish).unwrap_or_default();
         let (status, ru) = (exited.status, &exited.ru);
         let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
@@ -496,37 +496,68 @@ impl Watch {
         } else {
             (None, Some(libc::WTERMSIG(status)))
         };
-        let account = json!({
-            "protocol": ACCOUNT_PROTOCOL,
-            "wall_ns": exited.wall_ns,
-            "user_ns": tv(ru.ru_utime),
-            "sys_ns": tv(ru.ru_stime),
-            "max_rss_kib": ru.ru_maxrss,
-            "minor_faults": ru.ru_minflt,
-            "major_faults": ru.ru_majflt,
-            "voluntary_switches": ru.ru_nvcsw,
-            "involuntary_switches": ru.ru_nivcsw,
-            "exit_code": exit_code,
-            "signal": signal,
-            "exec_error": exec_error,
-            "counters": self.counters.read(),
-            "counters_note": self.counters.note,
-            "mapped": self.mapped.read(),
-            "mapped_note": self.mapped.note,
-            "tree_peak_kib": tree_peak_kib,
-            "tree_peak_note": tree_peak_note,
-            "memory": memory,
-        });
-        match account {
-            Value::Object(map) => map,
-            _ => unreachable!("json! of an object literal"),
+        Account {
+            protocol: ACCOUNT_PROTOCOL,
+            wall_ns: exited.wall_ns,
+            user_ns: tv(ru.ru_utime),
+            sys_ns: tv(ru.ru_stime),
+            max_rss_kib: ru.ru_maxrss,
+            minor_faults: ru.ru_minflt,
+            major_faults: ru.ru_majflt,
+            voluntary_switches: ru.ru_nvcsw,
+            involuntary_switches: ru.ru_nivcsw,
+            exit_code,
+            signal,
+            exec_error,
+            counters: self.counters.read(),
+            counters_note: self.counters.note.clone(),
+            mapped: self.mapped.read(),
+            mapped_note: self.mapped.note.clone(),
+            tree_peak_kib,
+            tree_peak_note,
+            memory,
         }
     }
 }
 
+/// What the launcher reports about one run: one JSON object, its fields in this order, every
+/// field always present (null where there is nothing). `benchlab.measure.account.Account` mirrors
+/// it field for field and refuses an account with a field missing, unknown or of another type.
+#[derive(Debug, Default, Serialize)]
+pub struct Account {
+    /// ACCOUNT_PROTOCOL: benchlab refuses another.
+    pub protocol: u32,
+    /// Fork to wait4's return, in native code.
+    pub wall_ns: u64,
+    /// wait4's rusage of the process and every descendant it waited for.
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    pub max_rss_kib: libc::c_long,
+    pub minor_faults: libc::c_long,
+    pub major_faults: libc::c_long,
+    pub voluntary_switches: libc::c_long,
+    pub involuntary_switches: libc::c_long,
+    /// One of the two is set: how the process ended.
+    pub exit_code: Option<libc::c_int>,
+    pub signal: Option<libc::c_int>,
+    /// Why the command could not be executed (exec's error); the exit code is then 127.
+    pub exec_error: Option<String>,
+    /// Perf event counts by name (`--perf-counters`), and why some are missing.
+    pub counters: Map<String, Value>,
+    pub counters_note: Option<String>,
+    /// The files mapped executable (`--mapped`), and why they are not known.
+    pub mapped: Option<Vec<String>>,
+    pub mapped_note: Option<String>,
+    /// The whole tree's memory peak from its cgroup, and why there is none.
+    pub tree_peak_kib: Option<u64>,
+    pub tree_peak_note: Option<String>,
+    /// RSS and PSS means and peaks over the run's samples (`--memory-interval-ms`).
+    pub memory: Map<String, Value>,
+}
+
 /// One JSON line in a single write, so that a reader never sees half an account.
-pub fn write_line(fd: RawFd, value: &Value) -> std::io::Result<()> {
-    let mut line = value.to_string();
+pub fn write_line(fd: RawFd, value: &impl Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(value)?;
     line.push('\n');
     // SAFETY: a descriptor benchlab passes and keeps open; ManuallyDrop leaves it open here too.
     let mut file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
@@ -631,7 +662,7 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
         tree_peak_kib,
         cgroup.note.clone(),
     );
-    if write_line(result_fd, &Value::Object(account)).is_err() {
+    if write_line(result_fd, &account).is_err() {
         eprintln!("benchlab-launch: file descriptor {result_fd} is not open for the result");
         return 1;
     }

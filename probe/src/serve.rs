@@ -29,13 +29,22 @@
 //! Answer: the account a one-shot launch writes, with `"timed_out"`; or `{"error": "why"}` for a
 //! run that could not be started (nothing ran).
 
-use crate::launch::{self, ChildSetup, Watch};
+use crate::launch::{self, Account, ChildSetup, Watch};
 use crate::memory::RunCgroup;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// A served run's answer: the one-shot account, then whether the run passed its timeout.
+#[derive(Serialize)]
+struct Served {
+    #[serde(flatten)]
+    account: Account,
+    timed_out: bool,
+}
 
 pub struct ServeSettings {
     pub cgroup: Option<String>,
@@ -150,7 +159,7 @@ impl Context {
 
     /// Runs one request to its end, with the cgroup it used (to be removed once it is answered);
     /// Err when nothing could be started.
-    fn run(&mut self, request: &Value) -> Result<(Map<String, Value>, RunCgroup), String> {
+    fn run(&mut self, request: &Value) -> Result<(Served, RunCgroup), String> {
         let argv = strings(&request["argv"], "argv")?;
         if argv.is_empty() {
             return Err("no command given".into());
@@ -218,21 +227,21 @@ impl Context {
             }
         };
         cgroup.kill_left(); // before the answer, so that nothing writes to the run's output once it is read
-        let mut account = watch.account(
+        let account = watch.account(
             &exited,
             child.exec_error(),
             cgroup.peak_kib(),
             cgroup.note.clone(),
         );
-        account.insert("timed_out".into(), Value::Bool(exited.timed_out));
-        Ok((account, cgroup))
+        let timed_out = exited.timed_out;
+        Ok((Served { account, timed_out }, cgroup))
     }
 
     /// The answer to one request line, and the cgroup of the run it started.
     fn answer(&mut self, line: &[u8]) -> (Value, Option<RunCgroup>) {
         match serde_json::from_slice::<Value>(line) {
             Ok(request) => match self.run(&request) {
-                Ok((account, cgroup)) => (Value::Object(account), Some(cgroup)),
+                Ok((served, cgroup)) => (json!(served), Some(cgroup)),
                 Err(e) => (json!({ "error": e }), None),
             },
             Err(e) => (
