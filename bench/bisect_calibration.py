@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
+from benchlab.analysis.simulation import bisect_judge
 from benchlab.stats.bisection import Outcome, bisect
-from benchlab.stats.simulation import bisect_judge
 
 ALPHA = 0.05
 FIRST, LAST = 3, 40

@@ -16,8 +16,8 @@ import argparse
 
 import numpy as np
 
+from benchlab.analysis.simulation import simulate, simulate_diff
 from benchlab.stats.judge import Row, Settings, judge
-from benchlab.stats.simulation import simulate, simulate_diff
 
 RUNS = ((5, 5), (8, 8), (10, 10), (20, 20), (10, 30))
 NOISE = (0.02, 0.05, 0.10)

@@ -30,9 +30,9 @@ from sqlalchemy import update
 sys.path.insert(0, str(Path(__file__).parent))
 from report_speed import DETAILS, build  # noqa: E402  (the same synthetic store as the table's speed check)
 
+from benchlab.analysis.analyze import analyze  # noqa: E402
 from benchlab.cli.results import load_for_report  # noqa: E402
 from benchlab.report import render  # noqa: E402
-from benchlab.stats.analysis import analyze  # noqa: E402
 from benchlab.store import Store  # noqa: E402
 from benchlab.store import schema as t  # noqa: E402
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import insert, select
 
+from benchlab.analysis.analyze import analyze
 from benchlab.report import render
-from benchlab.stats.analysis import analyze
 from benchlab.store import Store
 from benchlab.store import schema as t
 

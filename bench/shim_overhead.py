@@ -13,9 +13,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from benchlab.analysis.analyze import analyze
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
-from benchlab.stats.analysis import analyze
+from benchlab.spec.validate import spec_from_dict
 from benchlab.store import Store
 
 TARGET = 0.02

@@ -8,9 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchlab.analysis.analyze import build_series
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
-from benchlab.stats.analysis import build_series
+from benchlab.spec.validate import spec_from_dict
 from benchlab.store import Store
 from benchlab.workloads.probe import catalogue
 

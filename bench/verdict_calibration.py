@@ -29,8 +29,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
+from benchlab.analysis.simulation import run_until_decided, simulate
 from benchlab.stats.judge import Sequential, Series, Settings, judge
-from benchlab.stats.simulation import run_until_decided, simulate
 
 SETTINGS = Settings(baseline="A")
 BLOCKS = (3, 4, 5, 6, 8, 10, 15, 20)

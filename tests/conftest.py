@@ -37,7 +37,7 @@ def experiment_rows(spec: dict[str, Any], version: str = "v1") -> dict[str, Any]
     """What `Store.create_experiment` takes, made from a spec as a user writes it the way the
     runner makes it (a stored spec is read back against the spec model): the spec validated and
     dumped, its workloads at `version`, its variants' configs and baseline."""
-    from benchlab.spec import spec_from_dict
+    from benchlab.spec.validate import spec_from_dict
 
     model = spec_from_dict(spec)
     stored = model.model_dump(mode="json")

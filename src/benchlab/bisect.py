@@ -17,12 +17,11 @@ import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
+from benchlab.analysis.analyze import Analysis, analyze
 from benchlab.errors import SpecError
 from benchlab.runner import Prepared, Progress, Runner
-from benchlab.spec import ExperimentSpec, VariantSpec
 from benchlab.spec.fields import NAME_MAX
-from benchlab.spec.models import MetricSettings, UntilDecided
-from benchlab.stats.analysis import Analysis, analyze
+from benchlab.spec.models import ExperimentSpec, MetricSettings, UntilDecided, VariantSpec
 from benchlab.stats.bisection import ROLES, Judgement, Pair, settled
 from benchlab.stats.families import CHARACTERISTIC, classify
 from benchlab.stats.judge import Row

@@ -16,14 +16,20 @@ A knob's write and its journal line, and the restore that undoes them, run `defe
 first signal arriving inside waits for the block to end, so a knob is never left written
 without its record or restored half-way. The flag is checked in Python rather than blocking
 the signal with pthread_sigmask, which only holds it off in the calling thread.
+
+Every import is such a block too (`install` wraps `builtins.__import__`, through which the C API's
+imports go as well): commands load their libraries when they need them, and a KeyboardInterrupt
+raised inside a compiled extension's initialisation (pydantic_core's, a pyo3 module importing
+`datetime`) makes Rust panic and the process exit 1 with its backtrace, instead of unwinding.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import signal
-from collections.abc import Iterator
-from types import FrameType
+from collections.abc import Iterator, Mapping, Sequence
+from types import FrameType, ModuleType
 
 _STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -40,6 +46,24 @@ def install() -> None:
     for signum in _STOPPING_SIGNALS:
         if signal.getsignal(signum) != signal.SIG_IGN:
             signal.signal(signum, _on_signal)
+    builtins.__import__ = _whole_import
+
+
+_plain_import = builtins.__import__
+
+
+def _whole_import(
+    name: str,
+    globals: Mapping[str, object] | None = None,
+    locals: Mapping[str, object] | None = None,
+    fromlist: Sequence[str] | None = (),
+    level: int = 0,
+) -> ModuleType:
+    """An import that a first stopping signal does not cut in two (see the module's docstring)."""
+    if _State.deferring:
+        return _plain_import(name, globals, locals, fromlist, level)
+    with deferred():
+        return _plain_import(name, globals, locals, fromlist, level)
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:

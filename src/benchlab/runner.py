@@ -23,11 +23,13 @@ from benchlab.measure.guest import GuestExecutor
 from benchlab.measure.host import fingerprint, machine_state
 from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished
 from benchlab.measure.remote import RemoteExecutor
-from benchlab.measure.rusage import RESERVED, usage_metrics
+from benchlab.measure.rusage import usage_metrics
 from benchlab.measure.served import ServedExecutor
+from benchlab.metrics import RESERVED
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
 from benchlab.store import ExperimentRecord, Store, spec_digest
+from benchlab.store.records import NewRun
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.background import background_load
@@ -351,8 +353,8 @@ class Runner:
         every = {host: self.store.stored_keys(exp, host, ok_only=False, **scope) for host in ok}
         return sum(1 for p in plan if p.key in every[self.host_ids[p.variant]] - ok[self.host_ids[p.variant]])
 
-    def _record(self, exp: ExperimentRecord, **run: Any) -> None:
-        self.store.record_run(exp, retry=self.retry_failed, **run)
+    def _record(self, exp: ExperimentRecord, run: NewRun) -> None:
+        self.store.record_run(exp, run, retry=self.retry_failed)
         self.recorded += 1
 
     def _restored(self, done: Restoration) -> None:
@@ -387,10 +389,12 @@ class Runner:
         if workload.spec.command is None:  # built-in and Google Benchmark workloads report on stdout
             launch = dataclasses.replace(launch, stdout_limit=STDOUT_LIMIT_BYTES)
         started = self.clock()
-        record = functools.partial(
-            self._record, exp, host_id=host_id, workload=planned.workload, variant=planned.variant,
-            block=planned.block, warmup=planned.warmup, position=planned.position, started_at=started,
+        # the run as stored: its place in the plan and its start now, how it ended replaced at its end
+        begun = NewRun(
+            workload=planned.workload, variant=planned.variant, host_id=host_id, block=planned.block, warmup=planned.warmup,
+            position=planned.position, status="running", started_at=started, ended_at=started,
         )  # fmt: skip
+
         finished: Finished | None = None
         machine: dict[str, Any] = {}  # the state it ran in (swap...), which is not the host's identity
         try:
@@ -420,10 +424,13 @@ class Runner:
             metrics += findings
         except WorkloadFailed as failure:
             tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")
-            record(
-                status=failure.status, exit_code=failure.process_exit_code, message=failure.message,
-                stderr_tail=tail, details=machine, ended_at=self.clock(),
-            )  # fmt: skip
+            self._record(exp, dataclasses.replace(
+                begun, status=failure.status, ended_at=self.clock(), exit_code=failure.process_exit_code,
+                message=failure.message, stderr_tail=tail, details=machine,
+            ))  # fmt: skip
             return failure.status
-        record(status="ok", exit_code=0, metrics=metrics, details={**details, **machine}, ended_at=self.clock())
+        ended = dataclasses.replace(
+            begun, status="ok", ended_at=self.clock(), exit_code=0, metrics=tuple(metrics), details={**details, **machine}
+        )
+        self._record(exp, ended)
         return "ok"

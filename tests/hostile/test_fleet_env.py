@@ -13,7 +13,7 @@ import pytest
 from benchlab.fleet.allowlist import DEFAULT_ENV, AllowList, Refused
 from benchlab.fleet.worker import BlockWorker, WorkerSettings
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from benchlab.store import Store
 from tests.conftest import need
 from tests.hostile.conftest import refused

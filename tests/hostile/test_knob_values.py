@@ -25,7 +25,7 @@ from benchlab.fleet.allowlist import AllowList, Refused
 from benchlab.fleet.worker import BlockWorker, WorkerSettings
 from benchlab.measure.process import Finished, Launch
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from benchlab.store import Store
 from benchlab.variants.knobs import kernel_helper
 from tests.conftest import BENCHLAB, cli, signals_as_at_a_terminal
@@ -143,7 +143,7 @@ from pathlib import Path
 from benchlab.fleet.allowlist import AllowList
 from benchlab.fleet.worker import BlockWorker, WorkerSettings
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from benchlab.store import Store
 from tests.unit.test_fleet_worker import KEY, TRUE, _envelope
 from tests.unit.test_runner import FakeExecutor

@@ -403,8 +403,9 @@ def test_a_second_signal_during_clean_up_leaves_no_knob_changed_and_no_cgroup(
 @pytest.mark.parametrize("delay", [0.08, 0.15, 0.3])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_while_benchlab_starts_exits_130_in_one_line(delay: float, signum: int) -> None:
-    """While the command line is imported (a few tenths of a second); the interpreter's own first
-    tens of milliseconds come before any of benchlab's code (see benchlab.interrupts)."""
+    """While benchlab starts and loads what its command uses (a few tenths of a second, imports
+    of compiled extensions among them: a signal inside one waits for it to end); the interpreter's
+    own first tens of milliseconds come before any of benchlab's code (see benchlab.interrupts)."""
     proc = subprocess.Popen([BENCHLAB, "list"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(delay)
     proc.send_signal(signum)

@@ -14,7 +14,7 @@ from benchlab.errors import EnvironmentProblem
 from benchlab.locate import probe_path
 from benchlab.measure.process import LocalExecutor
 from benchlab.runner import Prepared
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from tests.conftest import cli
 
 

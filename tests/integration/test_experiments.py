@@ -106,7 +106,7 @@ env = { NAP = "0.06" }
 
 def test_every_number_in_the_table_comes_from_the_json(tmp_path: Path) -> None:
     from benchlab.report import cells
-    from benchlab.stats.report_model import MetricRow
+    from benchlab.report_model import MetricRow
 
     cli("compare", "--cmd", "sh -c 'sleep 0.01'", "--variant", "a", "--variant", "b", "-n", "4", "--name", "tbl", check=True)
     data = report("tbl")

@@ -16,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
 
 from benchlab.metrics import Metric
-from benchlab.store import BASELINE, HEAD, Store, hosts
+from benchlab.store import BASELINE, HEAD, NewRun, Store, hosts
 from benchlab.store.migrate import alembic_config
 from benchlab.store.schema import SCHEMA_VERSION, metadata
 from tests.conftest import cli, experiment_rows
@@ -169,8 +169,7 @@ def test_two_processes_registering_a_workloads_metric_names_at_once_both_store_t
     host = first.host_id({"hostname": "lab"})
 
     def store_second() -> None:
-        second.record_run(exp, host_id=host, workload="w", variant="a", block=1, warmup=False, position=1,
-                          status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", 1.0, "s", "lower")])  # fmt: skip
+        second.record_run(exp, NewRun(host_id=host, workload="w", variant="a", block=1, warmup=False, position=1, status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", 1.0, "s", "lower")]))  # fmt: skip
 
     with first.transaction() as conn:
         first.runs.name_ids(conn, exp.workload_ids["w"], [Metric("wall", 1.0, "s", "lower")])  # not committed yet

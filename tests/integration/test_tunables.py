@@ -12,7 +12,7 @@ import pytest
 from benchlab.errors import SpecError
 from benchlab.measure.libraries import find_library
 from benchlab.runner import Prepared
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from tests.conftest import cli
 
 ALLOCATOR_ENV = ("MALLOC_CONF", "GLIBC_TUNABLES", "MIMALLOC_", "TCMALLOC_")

@@ -17,7 +17,7 @@ from benchlab.locate import probe_path
 from benchlab.report import app_cycle_grid, render, table
 from benchlab.report.app_cycle_grid import MISSING, grid
 from benchlab.report.views import report_grids, resolved
-from benchlab.stats.report_model import Experiment, MetricRow, Report
+from benchlab.report_model import Experiment, MetricRow, Report
 from benchlab.workloads.probe import catalogue
 from tests.conftest import cli
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchlab.analysis.analyze import analyze
 from benchlab.errors import SpecError
 from benchlab.metrics import Metric
 from benchlab.report import render
 from benchlab.report.benchstat import _number
-from benchlab.stats.analysis import analyze
-from benchlab.stats.report_model import Report
-from benchlab.store import Store
+from benchlab.report_model import Report
+from benchlab.store import NewRun, Store
 from tests.conftest import experiment_rows
 
 
@@ -32,11 +32,7 @@ def experiment(tmp_path: Path) -> Report:
         for position, (workload, variant, factor) in enumerate(
             [("a", "base", 1.0), ("a", "slow", 1.5), ("b", "base", 0.2), ("b", "slow", 0.2)]
         ):
-            store.record_run(
-                exp, host_id=host, workload=workload, variant=variant, block=block, warmup=False, position=position,
-                status="ok", started_at=1.0, ended_at=2.0,
-                metrics=[Metric("wall", float(factor * noise[block]), "s", "lower"), Metric("max_rss", 2048.0, "KiB", "none")],
-            )  # fmt: skip
+            store.record_run(exp, NewRun(host_id=host, workload=workload, variant=variant, block=block, warmup=False, position=position, status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", float(factor * noise[block]), "s", "lower"), Metric("max_rss", 2048.0, "KiB", "none")]))  # fmt: skip
     return analyze(store.load(exp)).report()
 
 

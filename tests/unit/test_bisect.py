@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
+from benchlab.analysis.simulation import bisect_judge
 from benchlab.stats.bisection import MAX_MARGIN, Judgement, Pair, bisect, decisions, step_margin
-from benchlab.stats.simulation import bisect_judge
 from benchlab.stats.verdict import BETTER, SAME, UNCLEAR, WORSE
 
 ALPHA = 0.05

@@ -3,32 +3,23 @@ find it naming a variant in another."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import typer
-
-from benchlab.cli import app
+from benchlab.cli import parser
+from benchlab.cli.parser import walk
 
 # the meanings decided once for all commands; a short flag not listed still has one meaning
 DECIDED = {"-v": "--verbose", "-V": "--variant", "-n": "--blocks", "-w": "--workload", "-f": "--format"}
 
 
 def short_flags() -> dict[str, set[tuple[str, str]]]:
-    """Each single-dash flag -> {(its long name, the command that has it)}."""
+    """Each one-letter flag -> {(its long name, the command that has it)}. `ipc latency`'s
+    single-dash words (`-pair`, `-trace`) are the Android test's own long flags, not short ones."""
     found: dict[str, set[tuple[str, str]]] = {}
-
-    def walk(command: Any, path: str) -> None:
-        for param in command.params:
-            if param.param_type_name != "option":
-                continue
-            names = [*param.opts, *param.secondary_opts]
+    for path, command in walk(parser()):
+        for action in command._actions:
+            names = action.option_strings
             long = "/".join(sorted(n for n in names if n.startswith("--")))
-            for short in (n for n in names if not n.startswith("--")):
+            for short in (n for n in names if len(n) == 2):
                 found.setdefault(short, set()).add((long, path))
-        for name, sub in getattr(command, "commands", {}).items():
-            walk(sub, f"{path} {name}".strip())
-
-    walk(typer.main.get_command(app), "")
     return found
 
 

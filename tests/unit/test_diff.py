@@ -11,14 +11,14 @@ import jsonschema
 import numpy as np
 import pytest
 
+from benchlab.analysis.diff import diff
+from benchlab.analysis.sides import resolve
+from benchlab.analysis.simulation import simulate_diff
 from benchlab.errors import SpecError
 from benchlab.metrics import Metric
 from benchlab.report import render
-from benchlab.stats.diff import diff
-from benchlab.stats.report_model import Report, json_schema
-from benchlab.stats.sides import resolve
-from benchlab.stats.simulation import simulate_diff
-from benchlab.store import Store
+from benchlab.report_model import Report, json_schema
+from benchlab.store import NewRun, Store
 from tests.conftest import cli, experiment_rows
 
 DAY = 86400.0
@@ -50,10 +50,7 @@ def stored(
             metrics = [Metric("wall", wall, "s", "lower")]
             if user:
                 metrics.append(Metric("user", wall / 2, "s", "lower"))
-            store.record_run(
-                exp, host_id=host_id, workload="w", variant=variant, block=block, warmup=False, position=block,
-                status="ok", started_at=at + block, ended_at=at + block + wall, metrics=metrics,
-            )  # fmt: skip
+            store.record_run(exp, NewRun(host_id=host_id, workload="w", variant=variant, block=block, warmup=False, position=block, status="ok", started_at=at + block, ended_at=at + block + wall, metrics=metrics))  # fmt: skip
 
 
 def diffed(store: Store, a: str, b: str) -> Report:

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from benchlab import results
+from benchlab.analysis.analyze import analyze
 from benchlab.errors import SpecError, StoreError
 from benchlab.measure.process import Finished, Launch
 from benchlab.report import check_format, needs_runs, render
-from benchlab.stats.analysis import analyze
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 from benchlab.store import Store
 from tests.unit.test_runner import FakeExecutor, runner, spec, usage
 
@@ -172,14 +172,15 @@ def test_the_runs_frame_has_a_row_per_run_failed_and_warm_up_ones_included(store
 
 
 def test_run_compare_score_and_report_each_take_every_export_once_or_more() -> None:
-    import typer
+    import argparse
 
-    from benchlab.cli import app
+    from benchlab.cli import parser
     from benchlab.cli.options import EXPORTS
+    from benchlab.cli.parser import walk
 
-    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    commands = dict(walk(parser()))
     for name in ("run", "compare", "score", "report"):
-        options = {opt: param for param in commands[name].params for opt in param.opts}
+        options = {opt: action for action in commands[name]._actions for opt in action.option_strings}
         for export in EXPORTS:
-            param = options[f"--export-{export}"]
-            assert param.multiple and param.metavar == "FILE", (name, export)
+            action = options[f"--export-{export}"]
+            assert isinstance(action, argparse._AppendAction) and action.metavar == "FILE", (name, export)

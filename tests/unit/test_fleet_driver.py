@@ -10,7 +10,7 @@ import pytest
 from benchlab.errors import EnvironmentProblem, Interrupted, SpecError
 from benchlab.fleet.driver import check_fleet_spec, consumer_timeout_warning, follow
 from benchlab.runner import Prepared
-from benchlab.spec import spec_from_dict
+from benchlab.spec.validate import spec_from_dict
 from benchlab.store.fleet import FleetProgress, Refusal
 from tests.conftest import cli
 

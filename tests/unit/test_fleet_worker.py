@@ -15,8 +15,8 @@ from benchlab.fleet.driver import missing_blocks
 from benchlab.fleet.envelope import BlockTask, Forged, open_envelope, read_key, seal, signature
 from benchlab.fleet.worker import BlockWorker, Later, Unfit, WorkerSettings
 from benchlab.runner import Prepared, Runner, identity_digest
-from benchlab.spec import spec_from_dict
-from benchlab.store import Store, host_digest
+from benchlab.spec.validate import spec_from_dict
+from benchlab.store import NewRun, Store, host_digest
 from tests.unit.test_runner import FakeExecutor
 
 KEY = b"k" * 32
@@ -83,8 +83,7 @@ def test_a_block_left_half_done_on_this_host_resumes_where_it_stopped(stored: tu
     exp = store.require_experiment("fleet-exp")
     host = store.host_id({"hostname": "h1", "kernel": "test"})
     for variant, warmup in (("a", True), ("b", True), ("a", False)):
-        store.record_run(exp, host_id=host, workload="t", variant=variant, block=0, warmup=warmup, position=0,
-                         status="ok", started_at=0, ended_at=1)  # fmt: skip
+        store.record_run(exp, NewRun(host_id=host, workload="t", variant=variant, block=0, warmup=warmup, position=0, status="ok", started_at=0, ended_at=1))  # fmt: skip
     worker = _worker(db, name="w2")
     assert worker.handle(_envelope(db, "t", 0)) == "done"
     assert _runs(db).count(("t", "a", 0, False, host)) == 1
@@ -101,10 +100,10 @@ def test_a_guests_runs_complete_a_block_with_its_machines_native_runs(stored: tu
     guest = store.host_id({"hostname": "h1-guest", "kernel": "6.1", "guest_of": host_digest(machine)})
     strangers_guest = store.host_id({"hostname": "h2-guest", "kernel": "6.1", "guest_of": host_digest({"hostname": "h2"})})
     run = {"workload": "t", "warmup": False, "position": 0, "status": "ok", "started_at": 0, "ended_at": 1}
-    store.record_run(exp, host_id=native, variant="a", block=0, **run)  # type: ignore[arg-type]
-    store.record_run(exp, host_id=strangers_guest, variant="b", block=0, **run)  # type: ignore[arg-type]
+    store.record_run(exp, NewRun(host_id=native, variant="a", block=0, **run))  # type: ignore[arg-type]
+    store.record_run(exp, NewRun(host_id=strangers_guest, variant="b", block=0, **run))  # type: ignore[arg-type]
     assert not store.block_complete(exp, "t", 0)  # another machine's guest pairs with nothing here
-    store.record_run(exp, host_id=guest, variant="b", block=0, **run)  # type: ignore[arg-type]
+    store.record_run(exp, NewRun(host_id=guest, variant="b", block=0, **run))  # type: ignore[arg-type]
     assert store.block_complete(exp, "t", 0) and store.complete_blocks(exp) == {("t", 0)}
 
 
@@ -113,8 +112,7 @@ def test_another_host_runs_a_half_done_block_whole_so_pairs_stay_on_one_machine(
     store = Store(db)
     exp = store.require_experiment("fleet-exp")
     dead = store.host_id({"hostname": "h-dead", "kernel": "test"})
-    store.record_run(exp, host_id=dead, workload="t", variant="a", block=0, warmup=False, position=0,
-                     status="ok", started_at=0, ended_at=1)  # fmt: skip
+    store.record_run(exp, NewRun(host_id=dead, workload="t", variant="a", block=0, warmup=False, position=0, status="ok", started_at=0, ended_at=1))  # fmt: skip
     assert missing_blocks(store, exp, _spec()) == [("t", 0), ("u", 0), ("t", 1), ("u", 1), ("t", 2), ("u", 2)]
     assert not store.block_complete(exp, "t", 0)  # one variant of two, on the dead host
     assert _worker(db, host="h2").handle(_envelope(db, "t", 0)) == "done"

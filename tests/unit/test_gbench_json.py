@@ -57,7 +57,8 @@ def test_banner_before_json_is_tolerated_and_garbage_fails() -> None:
 
 def test_a_counter_named_like_a_run_metric_keeps_its_benchmark_name() -> None:
     from benchlab.measure.process import Usage
-    from benchlab.measure.rusage import RESERVED, usage_metrics
+    from benchlab.measure.rusage import usage_metrics
+    from benchlab.metrics import RESERVED
 
     counts = {k: 1.0 for k in ("task_clock_ns", "page_faults", "context_switches", "cpu_migrations", "instructions",
                                "cycles", "branches", "branch_misses", "cache_references", "cache_misses")}  # fmt: skip

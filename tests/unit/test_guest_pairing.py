@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
+from benchlab.analysis.analyze import analyze
+from benchlab.analysis.environments import machine_of
 from benchlab.metrics import Metric
-from benchlab.stats.analysis import analyze
-from benchlab.stats.environments import machine_of
-from benchlab.store import Store, host_digest
+from benchlab.store import NewRun, Store, host_digest
 from tests.conftest import experiment_rows
 
 NATIVE = {"hostname": "lab", "machine_id": "m1", "kernel": "6.18"}
@@ -25,11 +25,7 @@ def judged(tmp_path: Path, guest: dict[str, object]) -> dict[str, dict[str, obje
     drift = np.random.default_rng(1).uniform(1.0, 3.0, 6)
     for block in range(6):
         for position, (variant, factor) in enumerate((("native", 1.0), ("guest", 1.5))):
-            store.record_run(
-                exp, host_id=hosts[variant], workload="w", variant=variant, block=block, warmup=False,
-                position=2 * block + position, status="ok", started_at=1.0, ended_at=2.0,
-                metrics=[Metric("wall", float(drift[block] * factor), "s", "lower")],
-            )  # fmt: skip
+            store.record_run(exp, NewRun(host_id=hosts[variant], workload="w", variant=variant, block=block, warmup=False, position=2 * block + position, status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", float(drift[block] * factor), "s", "lower")]))  # fmt: skip
     report = analyze(store.load(exp)).report()
     return {r.variant: r.model_dump() for r in report.rows if r.metric == "wall"}
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchlab.analysis.changepoints import Settings
+from benchlab.analysis.history import Selection, history
 from benchlab.metrics import Metric
 from benchlab.report.history_grid import MARK, spark
-from benchlab.stats.changepoints import Settings
-from benchlab.stats.history import Selection, history
-from benchlab.store import Store
+from benchlab.store import NewRun, Store
 from tests.conftest import cli, experiment_rows
 
 DAY = 86_400.0
@@ -48,11 +48,7 @@ def nightly(
         for block in range(runs):
             for position, variant in enumerate(variants):
                 wall = level * (1 + 0.1 * position) * (1 + rng.normal(0, 0.01))
-                store.record_run(
-                    exp, host_id=host, workload="w", variant=variant, block=block, warmup=False,
-                    position=block * len(variants) + position, status="ok", started_at=1.0, ended_at=2.0,
-                    metrics=[Metric("wall", wall, "s", "lower"), Metric("sys", 0.01 * (1 + rng.normal(0, 0.01)), "s", "lower")],
-                )  # fmt: skip
+                store.record_run(exp, NewRun(host_id=host, workload="w", variant=variant, block=block, warmup=False, position=block * len(variants) + position, status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", wall, "s", "lower"), Metric("sys", 0.01 * (1 + rng.normal(0, 0.01)), "s", "lower")]))  # fmt: skip
     return store
 
 
@@ -194,7 +190,7 @@ def test_otava_loads_only_when_a_history_is_asked_for(tmp_path: Path) -> None:
     """Otava costs about a second to import: the command line, and a report, must not pay for it."""
     nightly(tmp_path / "h.db", [1.0] * 3)
     code = (
-        "import sys; from benchlab.cli import app; from benchlab.stats.analysis import analyze; "
+        "import sys; from benchlab.cli import parser; parser(); from benchlab.analysis.analyze import analyze; "
         "from benchlab.store import Store; s = Store(sys.argv[1]); analyze(s.load(s.require_experiment('nightly-00'))); "
         "print('otava' in sys.modules)"
     )

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from benchlab.analysis.analyze import analyze
 from benchlab.report import needs_runs, render
 from benchlab.report.html import data, plots
-from benchlab.stats.analysis import analyze
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 from benchlab.store import Store
 from tests.conftest import cli
 from tests.unit.test_runner import FakeExecutor, runner, spec

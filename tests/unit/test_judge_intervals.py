@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchlab.analysis.rows import metric_row
 from benchlab.stats.estimators import (
     paired_t,
     paired_t_interval,
@@ -184,7 +185,7 @@ def test_a_change_against_the_medians_is_marked_and_says_why() -> None:
     assert row.median < row.baseline_median and row.change > 0.3
     assert row.verdict == "unclear" and not _excludes_zero(row.change_ci)
     assert "medians of the runs move the other way" in row.change_note and "mean of the 4 per-block" in row.change_note
-    exported = row.exported()
+    exported = metric_row(row)
     assert cells.row_change(exported).endswith(cells.AGAINST_MEDIANS)
     (line,) = cells.change_notes([exported, plain_row := exported.model_copy(update={"change_note": None})])
     assert line.startswith(f"{cells.AGAINST_MEDIANS} the change points against the medians of the runs: futex throughput (B).")
@@ -192,12 +193,12 @@ def test_a_change_against_the_medians_is_marked_and_says_why() -> None:
     # medians and change the same way: no mark
     same_way = [Series("w", "t", "s", "lower", {"A": (keys, base), "B": (keys, base * 1.1)})]
     (plain,), _ = judge(same_way, ["A", "B"], Settings(baseline="A"))
-    assert plain.change_note == "" and not cells.row_change(plain.exported()).endswith(cells.AGAINST_MEDIANS)
+    assert plain.change_note == "" and not cells.row_change(metric_row(plain)).endswith(cells.AGAINST_MEDIANS)
 
 
 def test_the_table_names_the_intervals_it_shows_and_raw_intervals_shows_the_unadjusted(tmp_path: Path) -> None:
+    from benchlab.analysis.analyze import analyze
     from benchlab.report import render
-    from benchlab.stats.analysis import analyze
     from benchlab.store import Store
     from tests.unit.test_runner import FakeExecutor, runner, spec
 

@@ -1,12 +1,14 @@
 """The layers of pyproject's [tool.importlinter] hold: a module imports only from layers below its
-own (imports inside functions count too, so none can dodge a cycle), and no package's modules
-import each other in a circle."""
+own (imports inside functions count too, so none can dodge a cycle), no package's modules
+import each other in a circle, and the statistics core imports only numpy, scipy and the bottom
+layer."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,16 @@ def lint(*contracts: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
 
 
-@pytest.mark.parametrize("contract", ["layers", "acyclic"])
+def broken_copy(tmp_path: Path, module: str, line: str, contract: str) -> subprocess.CompletedProcess[str]:
+    """`contract` checked against a copy of the package with `line` added to `module`."""
+    copy = tmp_path / "benchlab"
+    shutil.copytree(ROOT / "src" / "benchlab", copy, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    with open(copy / module, "a") as f:
+        f.write("\n\n" + line)
+    return lint(contract, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("contract", ["layers", "acyclic", "pure-stats"])
 def test_the_import_contract_is_kept(contract: str) -> None:
     proc = lint(contract)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -44,13 +55,48 @@ def test_the_import_contract_is_kept(contract: str) -> None:
 def test_an_import_against_the_layers_is_caught(tmp_path: Path, module: str, line: str, broken: str) -> None:
     """The contract is checked against a copy of the package with one bad import added: the test
     above cannot pass merely because the checker looked at nothing."""
-    copy = tmp_path / "benchlab"
-    shutil.copytree(ROOT / "src" / "benchlab", copy, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    with open(copy / module, "a") as f:
-        f.write("\n\n" + line)
-    proc = lint("layers", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    proc = broken_copy(tmp_path, module, line, "layers")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert broken in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        # the core reaching into the lab, from inside a function
+        (
+            "stats/fit.py",
+            "def _store() -> None:\n    import benchlab.store  # noqa\n",
+            "benchlab.stats is not allowed to import benchlab.store",
+        ),
+        # a third-party package other than numpy and scipy
+        ("stats/verdict.py", "import pydantic  # noqa\n", "benchlab.stats is not allowed to import pydantic"),
+        # the same, through the bottom layer the core may import
+        ("metrics.py", "import pydantic  # noqa\n", "benchlab.stats is not allowed to import pydantic"),
+    ],
+)
+def test_an_impure_statistics_core_is_caught(tmp_path: Path, module: str, line: str, broken: str) -> None:
+    proc = broken_copy(tmp_path, module, line, "pure-stats")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert broken in proc.stdout
+
+
+def test_the_pure_stats_contract_forbids_everything_but_numpy_scipy_and_the_bottom_layer() -> None:
+    """A forbidden contract lists what is forbidden, so the list must name every other top-level
+    module of benchlab and every third-party package benchlab imports: one added later and left
+    out of the list would be a way around the contract."""
+    import grimp
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = (c for c in config["contracts"] if c["id"] == "pure-stats")
+    forbidden = set(contract["forbidden_modules"])
+    graph = grimp.build_graph("benchlab", include_external_packages=True, cache_dir=None)
+    ours = {m for m in graph.modules if m.count(".") == 1 and m.startswith("benchlab.")}
+    third_party = {m for m in graph.modules if "." not in m and m != "benchlab" and m not in sys.stdlib_module_names}
+    assert {"benchlab.store", "benchlab.report_model"} <= ours and {"pydantic", "numpy"} <= third_party  # read
+    allowed = {"benchlab.stats", "benchlab.metrics", "benchlab.errors", "benchlab.escapes", "benchlab.notes", "numpy", "scipy"}
+    assert sorted((ours | third_party) - allowed - forbidden) == []
+    assert contract["source_modules"] == ["benchlab.stats"] and not contract.get("allow_indirect_imports")
 
 
 def test_a_module_outside_every_layer_is_caught(tmp_path: Path) -> None:

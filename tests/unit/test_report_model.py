@@ -13,16 +13,16 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from benchlab.analysis.analyze import analyze
 from benchlab.errors import SpecError
 from benchlab.report import check_format, render
-from benchlab.stats.analysis import analyze
-from benchlab.stats.report_model import SCHEMA, Report, schema_text
+from benchlab.report_model import SCHEMA, Report, schema_text
 from benchlab.store import Store
 from tests.unit.test_runner import FakeExecutor, runner, spec
 
 SCHEMA_FILE = Path(__file__).parents[2] / "docs" / "report.schema.json"
 REWRITE = (
-    "uv run python -c 'import sys; from benchlab.stats.report_model import schema_text; sys.stdout.write(schema_text())' "
+    "uv run python -c 'import sys; from benchlab.report_model import schema_text; sys.stdout.write(schema_text())' "
     "> docs/report.schema.json"
 )
 

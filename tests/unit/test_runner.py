@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.analysis.analyze import analyze
 from benchlab.errors import EnvironmentProblem, Interrupted, SpecError, StoreError, WorkloadFailed
 from benchlab.measure.process import Finished, Launch, Usage, finished_from_account
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
-from benchlab.stats.analysis import analyze
+from benchlab.spec.validate import spec_from_dict
 from benchlab.store import Store
 from benchlab.variants.knobs import Restoration
 from tests.unit.test_probe_protocol import ACCOUNT

@@ -18,13 +18,14 @@ import numpy as np
 import pytest
 from scipy.stats import median_abs_deviation
 
+from benchlab.analysis.analyze import analyze
 from benchlab.errors import SpecError
 from benchlab.measure.process import Finished, Launch, Usage
 from benchlab.report import render
+from benchlab.report_model import Report
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import ExperimentSpec, spec_from_dict
-from benchlab.stats.analysis import analyze
-from benchlab.stats.report_model import Report
+from benchlab.spec.models import ExperimentSpec
+from benchlab.spec.validate import spec_from_dict
 from benchlab.store import Store
 from benchlab.suite.baseline import load_baseline
 from benchlab.suite.cpu import expand_spec

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from benchlab.errors import StoreError
 from benchlab.metrics import Metric
-from benchlab.store import FAILED_BENCHMARKS, ExperimentRecord, Store
+from benchlab.store import FAILED_BENCHMARKS, ExperimentRecord, NewRun, Store
 from benchlab.store import schema as t
 from benchlab.store.columnar import by_driver, reader
 from tests.conftest import experiment_rows
@@ -43,13 +43,7 @@ def two_experiments(path: Path) -> tuple[Store, ExperimentRecord, ExperimentReco
                 for variant in ("a", "b"):
                     failed = block == 3 and variant == "b" and workload == "cmd"
                     lost = {FAILED_BENCHMARKS: {"BM_x": "boom"}} if block == 5 and workload == "bin" else {}
-                    store.record_run(
-                        exp, host_id=host, workload=workload, variant=variant, block=block, warmup=block == 0,
-                        position=block, status="failed" if failed else "ok", started_at=float(block),
-                        ended_at=block + 0.5, message="it broke" if failed else None,
-                        metrics=[] if failed else [Metric(m, float(rng.lognormal()), "s", "lower") for m in ("wall", "user")],
-                        details={"allocator": "glibc", **lost},
-                    )  # fmt: skip
+                    store.record_run(exp, NewRun(host_id=host, workload=workload, variant=variant, block=block, warmup=block == 0, position=block, status="failed" if failed else "ok", started_at=float(block), ended_at=block + 0.5, message="it broke" if failed else None, metrics=[] if failed else [Metric(m, float(rng.lognormal()), "s", "lower") for m in ("wall", "user")], details={"allocator": "glibc", **lost}))  # fmt: skip
     return store, *made  # type: ignore[return-value]
 
 
@@ -79,8 +73,7 @@ def test_one_load_reads_one_snapshot_and_the_next_load_sees_what_came_since(tmp_
     before = len(store.load(one).runs)
     with store.engine.connect() as conn, reader(conn) as read:
         first = read(query, dtypes)
-        store.record_run(one, host_id=store.host_id({"hostname": "h"}), workload="cmd", variant="a", block=99, warmup=False,
-                         position=999, status="ok", started_at=1.0, ended_at=2.0)  # fmt: skip
+        store.record_run(one, NewRun(host_id=store.host_id({"hostname": "h"}), workload="cmd", variant="a", block=99, warmup=False, position=999, status="ok", started_at=1.0, ended_at=2.0))  # fmt: skip
         assert len(read(query, dtypes)["id"]) == len(first["id"]) == before  # stored meanwhile: not in this load
     assert len(store.load(one).runs) == before + 1
 

@@ -10,7 +10,7 @@ import pytest
 
 from benchlab.errors import StoreError
 from benchlab.metrics import Metric
-from benchlab.store import Store
+from benchlab.store import NewRun, Store
 from benchlab.store.runs import ATTEMPT_MESSAGE, ATTEMPTS_KEPT
 from tests.conftest import experiment_rows
 
@@ -25,9 +25,11 @@ def test_retries_replace_failures_keep_the_last_of_them_and_never_touch_an_ok_ru
     tries = ATTEMPTS_KEPT + 2
     for i in range(tries):
         message = f"try {i} " + "x" * 2 * ATTEMPT_MESSAGE
-        store.record_run(exp, **run, status="failed", exit_code=1, message=message, started_at=i, ended_at=i + 0.5, retry=True)
+        store.record_run(
+            exp, NewRun(**run, status="failed", exit_code=1, message=message, started_at=i, ended_at=i + 0.5), retry=True
+        )
     store.record_run(
-        exp, **run, status="ok", started_at=99, ended_at=100, metrics=[Metric("wall", 1.0, "s", "lower")], retry=True
+        exp, NewRun(**run, status="ok", started_at=99, ended_at=100, metrics=[Metric("wall", 1.0, "s", "lower")]), retry=True
     )
     (record,) = store.load(exp, every_record=True).records
     assert record.status == "ok" and record.details is not None
@@ -35,4 +37,4 @@ def test_retries_replace_failures_keep_the_last_of_them_and_never_touch_an_ok_ru
     assert [a["started_at"] for a in attempts] == list(range(tries - ATTEMPTS_KEPT, tries))  # the last ones, oldest first
     assert all(len(a["message"]) == ATTEMPT_MESSAGE and a["status"] == "failed" and a["exit_code"] == 1 for a in attempts)
     with pytest.raises(StoreError, match="never stored twice"):  # an ok run is never replaced
-        store.record_run(exp, **run, status="failed", started_at=101, ended_at=102, retry=True)
+        store.record_run(exp, NewRun(**run, status="failed", started_at=101, ended_at=102), retry=True)

@@ -11,7 +11,7 @@ import pytest
 
 from benchlab.errors import StoreError
 from benchlab.metrics import Metric
-from benchlab.store import Store
+from benchlab.store import NewRun, Store
 from tests.conftest import cli, experiment_rows
 
 RUN = """
@@ -51,10 +51,10 @@ def test_a_run_is_stored_once_and_a_refused_one_stores_nothing(tmp_path: Path) -
     host = store.host_id({"hostname": "h"})
     run: dict[str, Any] = {"host_id": host, "workload": "w", "variant": "a", "block": 0, "warmup": False, "position": 0,
                            "status": "ok", "started_at": 1.0, "ended_at": 2.0}  # fmt: skip
-    store.record_run(exp, **run, metrics=[Metric("wall", 1.0, "s", "lower")], details={"allocator": "glibc"})
+    store.record_run(exp, NewRun(**run, metrics=[Metric("wall", 1.0, "s", "lower")], details={"allocator": "glibc"}))
     with pytest.raises(StoreError, match="already stored for this host; it is never stored twice"):
-        store.record_run(exp, **run, metrics=[Metric("new_metric", 1.0, "s", "lower")])
-    store.record_run(exp, **{**run, "block": 1}, metrics=[Metric("new_metric", 2.0, "s", "lower")])
+        store.record_run(exp, NewRun(**run, metrics=[Metric("new_metric", 1.0, "s", "lower")]))
+    store.record_run(exp, NewRun(**{**run, "block": 1}, metrics=[Metric("new_metric", 2.0, "s", "lower")]))
     data = store.load(exp, every_record=True)
     assert data.run_values() == {1: {"wall": 1.0}, 2: {"new_metric": 2.0}}
     assert [r.details for r in data.records] == [{"allocator": "glibc"}, None]
@@ -75,11 +75,7 @@ def test_experiments_whose_runs_interleave_each_load_only_their_own_values(tmp_p
     for block in range(3):
         for place, exp in enumerate(exps):
             late = [Metric("late", 7.0, "s", "lower")] if (block, place) == (2, 0) else []  # named after the second's
-            store.record_run(
-                exp, host_id=host, workload="w", variant="a", block=block, warmup=False, position=block,
-                status="ok", started_at=1.0, ended_at=2.0,
-                metrics=[Metric(f"m{place}", 10.0 * place + block, "s", "lower"), Metric("wall", block, "s", "lower"), *late],
-            )  # fmt: skip
+            store.record_run(exp, NewRun(host_id=host, workload="w", variant="a", block=block, warmup=False, position=block, status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric(f"m{place}", 10.0 * place + block, "s", "lower"), Metric("wall", block, "s", "lower"), *late]))  # fmt: skip
     first, second = (store.load(exp) for exp in exps)
     assert first.run_values() == {
         1: {"m0": 0.0, "wall": 0.0},
@@ -101,8 +97,7 @@ def test_details_read_back_as_written_even_where_only_pythons_json_reads_them(tm
         {"histograms": {"of": {"x": {"first": 88, "counts": [1, 0, 3]}}}, "é": "\u2028"},
     ]
     for block, details in enumerate(written):
-        store.record_run(exp, host_id=host, workload="w", variant="a", block=block, warmup=False, position=0, status="ok",
-                         started_at=1.0, ended_at=2.0, metrics=[Metric("wall", 1.0, "s", "lower")], details=details)  # fmt: skip
+        store.record_run(exp, NewRun(host_id=host, workload="w", variant="a", block=block, warmup=False, position=0, status="ok", started_at=1.0, ended_at=2.0, metrics=[Metric("wall", 1.0, "s", "lower")], details=details))  # fmt: skip
     first, second = (r.details for r in store.load(exp, every_record=True).records)
     assert (
         first is not None and math.isnan(first["ratio"]) and first["big"] == 2**64 - 1

@@ -12,14 +12,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchlab.analysis.analyze import analyze
+from benchlab.analysis.sweep import _agrees, lack_of_fit_warning
 from benchlab.errors import SpecError
 from benchlab.measure.process import Finished, Launch
 from benchlab.report import render
 from benchlab.runner import Prepared, Runner
-from benchlab.spec import spec_from_dict
-from benchlab.stats.analysis import analyze
+from benchlab.spec.validate import spec_from_dict
 from benchlab.stats.fit import ADDITIVE, LACK_OF_FIT_ALPHA, LINE, LOG, PIECEWISE, LineFit, fit_models
-from benchlab.stats.sweep import _agrees, lack_of_fit_warning
 from benchlab.store import Store
 from tests.unit.test_report_model import validate
 from tests.unit.test_runner import HOST, FakeJournal, usage
@@ -328,8 +328,8 @@ def test_the_additive_model_recovers_a_cost_added_per_unit_of_rate_with_honest_i
 
 
 def test_many_fits_that_miss_their_points_read_as_one_line_per_workload() -> None:
-    from benchlab.stats.report_model import SweepFit
-    from benchlab.stats.sweep import MAX_FIT_LINES, fit_warnings
+    from benchlab.analysis.sweep import MAX_FIT_LINES, fit_warnings
+    from benchlab.report_model import SweepFit
 
     def missed(workload: str, metric: str) -> SweepFit:
         return SweepFit(workload=workload, metric=metric, direction="lower", x="reciprocal", intercept=0.1,

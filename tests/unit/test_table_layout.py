@@ -14,7 +14,7 @@ from rich.console import Console
 from benchlab.report import layout, safe, table
 from benchlab.report.grid import Grid
 from benchlab.report.views import report_grids
-from benchlab.stats.report_model import (
+from benchlab.report_model import (
     Experiment,
     GeomeanRow,
     MetricRow,

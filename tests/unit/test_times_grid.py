@@ -6,7 +6,7 @@ import pytest
 
 from benchlab.report import render
 from benchlab.report.times_grid import grid, ratio
-from benchlab.stats.report_model import Experiment, MetricRow, Report
+from benchlab.report_model import Experiment, MetricRow, Report
 from benchlab.stats.test_choice import PARAMETRIC
 
 

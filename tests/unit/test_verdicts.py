@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchlab.analysis.simulation import run_until_decided, simulate
 from benchlab.stats.families import CHARACTERISTIC, GEOMEAN, PRIMARY, SECONDARY, classify, shares
 from benchlab.stats.judge import Sequential, Series, Settings, judge, pair_key
 from benchlab.stats.sequential import paired_p, sequential_p
-from benchlab.stats.simulation import run_until_decided, simulate
 from benchlab.stats.test_choice import PARAMETRIC
 from benchlab.stats.verdict import blocks_needed, verdict
 

@@ -19,87 +19,48 @@ The one line on stderr is escaped like every rendering (see `benchlab.report.saf
 
 from __future__ import annotations
 
-import logging
+import functools
 import sys
-from importlib.metadata import version as package_version
-from typing import Annotated
+from collections.abc import Sequence
 
-import typer
-
-from benchlab import interrupts
+from benchlab import __version__, interrupts, notes
 from benchlab.cli import bisect, calibrate, container, db, diff, experiment, fleet, history, ipc, results, score, system, vm
-from benchlab.cli.console import err
+from benchlab.cli.parser import Commands, Parser, parse, print_help_and_exit
 from benchlab.errors import BenchlabError, Interrupted
 from benchlab.report import safe
 
-app = typer.Typer(
-    name="benchlab",
-    help="A lab for system performance experiments: interleaved variants, trustworthy verdicts, readable reports.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-for module in (experiment, fleet, score, results, diff, history, system, container, vm, ipc, calibrate, db, bisect):
-    module.register(app)
+SUMMARY = "A lab for system performance experiments: interleaved variants, trustworthy verdicts, readable reports."
 
 
-def _print_version(asked: bool) -> None:
-    if asked:
-        sys.stdout.write(f"benchlab {package_version('benchlab')}\n")
-        raise typer.Exit()
+def parser(words: Sequence[str] | None = None) -> Parser:
+    """The command line's parser, with the options of the command `words` name (None: of every
+    command); building it imports nothing a command runs with."""
+    top = Parser(prog="benchlab", description=SUMMARY)
+    top.add_argument("--version", action="version", version=f"benchlab {__version__}", help="print benchlab's version and exit")
+    commands = Commands(top, wanted=None if words is None else [w for w in words if not w.startswith("-")][:2])
+    for module in (experiment, fleet, score, results, diff, history, system, container, vm, ipc, calibrate, db, bisect):
+        module.register(commands)
+    return top
 
 
-@app.callback()
-def options(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            help="print benchlab's version (the installed package's) and exit",
-            is_eager=True,
-            callback=_print_version,
-        ),
-    ] = False,
-) -> None:
-    """The options before a command: --version is eager, so it answers before any command is parsed."""
+def _refuse(message: object, code: int) -> None:
+    """The one line at the edge: escaped, on stderr, then the exit code."""
+    sys.stderr.write(f"benchlab: {safe.text(message, limit=safe.LINE_MAX)}\n")
+    sys.exit(code)
 
 
-class _EscapedNote(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return f"benchlab: {safe.text(super().format(record), limit=safe.LINE_MAX)}"
-
-
-def _show_core_notes() -> None:
-    """What the core says while it works (a kernel download, say) as `benchlab: ...` lines on stderr."""
-    core = logging.getLogger("benchlab")
-    if core.handlers:  # main() called again in one process
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_EscapedNote())
-    core.addHandler(handler)
-    core.setLevel(logging.INFO)
-    core.propagate = False
-
-
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     interrupts.install()  # done already by the executable (benchlab.entry): here for other callers
-    _show_core_notes()
+    words = sys.argv[1:] if argv is None else list(argv)
     try:
-        code = app(standalone_mode=False)
+        top = parser(words)
+        handler, chosen, arguments = parse(top, words)
+        if handler is None:  # `benchlab`, `benchlab ipc`: the help, as help reads
+            print_help_and_exit(chosen)
+        notes.to_stderr("benchlab: ", functools.partial(safe.text, limit=safe.LINE_MAX))
+        code = handler(**arguments)
     except BenchlabError as exc:
-        err.print(f"benchlab: {safe.text(exc, limit=safe.LINE_MAX)}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, typer.Abort):
-        err.print("benchlab: interrupted; every finished run is stored (continue with --resume)")
-        sys.exit(130)
-    except typer.TyperException as exc:  # usage errors: unknown flag, missing argument (exit 2)
-        if type(exc).__name__ == "NoArgsIsHelpError":  # `benchlab`, `benchlab ipc`: the help, as help reads
-            # (typer vendors click and keeps this class private; typer itself tells it by its name)
-            err.print(exc.format_message(), highlight=False, markup=False)
-            sys.exit(exc.exit_code)
-        err.print(f"benchlab: {safe.text(exc.format_message(), limit=safe.LINE_MAX)}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
-    if code == Interrupted.exit_code:  # typer turns a Ctrl-C outside the runner into this code
-        err.print("benchlab: interrupted")
+        _refuse(exc, exc.exit_code)
+    except KeyboardInterrupt:
+        _refuse("interrupted; every finished run is stored (continue with --resume)", Interrupted.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

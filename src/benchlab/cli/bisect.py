@@ -2,43 +2,32 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
+from benchlab.cli import options
 from benchlab.cli.console import out
-from benchlab.cli.options import Db, count_option
-from benchlab.cli.progress import BarProgress
+from benchlab.cli.parser import Commands, Parser, count, file_path, number, option, switch
 from benchlab.errors import Interrupted, SpecError, Undecided
+
+TYPE_CHECKING = False  # typing's flag without importing typing (3 ms of every start); mypy reads it alike
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ANSWERED = ("found", "no change", "improved")  # exit 0: the list was bisected, or there was nothing to bisect
 
 
 def bisect(
-    spec: Annotated[Path, typer.Argument(help="experiment spec (TOML): its variants in order, the first good, the last bad")],
-    workload: Annotated[
-        str | None, typer.Option("-w", "--workload", help="the workload to bisect (default: the spec's only one)")
-    ] = None,
-    metric: Annotated[
-        str | None, typer.Option("--metric", help="the metric to watch (default: wall for a command, else real_time)")
-    ] = None,
-    alpha: Annotated[
-        float | None, typer.Option("--alpha", help="the chance that any decision is wrong, at most (default: the spec's alpha)")
-    ] = None,
-    min_blocks: Annotated[
-        int | None,
-        count_option("--min-blocks", help="the first look of every step (default 3)"),
-    ] = None,
-    max_blocks: Annotated[
-        int | None,
-        count_option("--max-blocks", help="every step's budget of blocks (default 40)"),
-    ] = None,
-    db: Db = None,
-    resume: Annotated[bool, typer.Option("--resume", help="reuse the steps stored by an earlier bisection of this spec")] = False,
+    spec: Path,
+    *,
+    workload: str | None,
+    metric: str | None,
+    alpha: float | None,
+    min_blocks: int | None,
+    max_blocks: int | None,
+    db: str | None,
+    resume: bool,
 ) -> None:
     """Find the first variant that made a metric worse, each step decided by the verdict rules."""
     from benchlab.cli.experiment import load_spec, sequential
+    from benchlab.cli.progress import BarProgress
     from benchlab.cli.results import open_store
     from benchlab.report.bisect_lines import answer, header, step_line
 
@@ -60,13 +49,13 @@ def bisect(
     judge = StepExperiments(
         lambda: open_store(db), loaded, workload=watched, metric=metric, until=until, resume=resume, progress=BarProgress
     )
-    out.print(header(variants, watched, metric, rate, decisions(len(variants))), highlight=False, soft_wrap=True)
+    out().print(header(variants, watched, metric, rate, decisions(len(variants))), highlight=False, soft_wrap=True)
     steps = 0
 
     def show(step: Step) -> None:
         nonlocal steps
         steps += step.pair.role == "step"
-        out.print(step_line(step, steps), highlight=False, soft_wrap=True)
+        out().print(step_line(step, steps), highlight=False, soft_wrap=True)
 
     try:
         outcome = search(variants, judge, alpha=rate, on_step=show)
@@ -76,10 +65,23 @@ def bisect(
         ) from None
     lines = answer(outcome, metric)
     for line in lines:
-        out.print(line, highlight=False, soft_wrap=True)
+        out().print(line, highlight=False, soft_wrap=True)
     if outcome.status not in ANSWERED:
         raise Undecided(f"no confirmed answer ({outcome.status}); every step is stored: `benchlab report NAME` shows its runs")
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(bisect)
+def register(commands: Commands) -> None:
+    commands.command("bisect", bisect, _bisect_options)
+
+
+def _bisect_options(parser: Parser) -> None:
+    parser.add_argument(
+        "spec", type=file_path, help="experiment spec (TOML): its variants in order, the first good, the last bad"
+    )
+    option(parser, "-w", "--workload", help="the workload to bisect (default: the spec's only one)")
+    option(parser, "--metric", help="the metric to watch (default: wall for a command, else real_time)")
+    option(parser, "--alpha", type=number, help="the chance that any decision is wrong, at most (default: the spec's alpha)")
+    count(parser, "--min-blocks", help="the first look of every step (default 3)")
+    count(parser, "--max-blocks", help="every step's budget of blocks (default 40)")
+    options.db(parser)
+    switch(parser, "--resume", help="reuse the steps stored by an earlier bisection of this spec")

@@ -3,47 +3,32 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
 
-import typer
-
+from benchlab.cli import options
 from benchlab.cli.console import err, out
-from benchlab.cli.experiment import AllowFailures, check_failures
-from benchlab.cli.options import Db, count_option
-from benchlab.cli.progress import BarProgress
+from benchlab.cli.experiment import check_failures
+from benchlab.cli.parser import Commands, Parser, count
 from benchlab.errors import SpecError
 from benchlab.report import safe
-from benchlab.spec.quick import quick_spec
 
 MAX_EXPERIMENTS = 10_000  # a batch's specs are built before its first run: bounded, and days of work already
 
 
 def calibrate(
-    workload: Annotated[list[str], typer.Option("-w", "--workload", help="built-in workload, e.g. 'alloc.churn threads=4'")] = [],  # noqa: B006
-    cmd: Annotated[list[str], typer.Option("--cmd", help="a command to time as a whole process tree")] = [],  # noqa: B006
-    gbench: Annotated[list[str], typer.Option("--gbench", help="a Google Benchmark binary")] = [],  # noqa: B006
-    blocks: Annotated[int, count_option("-n", "--blocks", help="blocks per A/A experiment")] = 10,
-    experiments: Annotated[int, count_option("--experiments", help="A/A experiments in the batch")] = 20,
-    seed: Annotated[
-        int,
-        count_option(
-            "--seed",
-            help="seeds the first experiment's run order (each next one the seed plus one)",
-        ),
-    ] = 0,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds before a run is killed")] = 600.0,
-    db: Db = None,
-    allow_failures: AllowFailures = False,
+    *,
+    workload: list[str],
+    cmd: list[str],
+    gbench: list[str],
+    blocks: int,
+    experiments: int,
+    seed: int,
+    timeout: float,
+    db: str | None,
+    allow_failures: bool,
 ) -> None:
     """Run A/A experiments (two identical variants) of the given workloads on this machine and store,
     per workload, its run-to-run spread and how many experiments gave a false verdict; reports of
     that workload on this host show both beside its verdicts."""
-    from benchlab.cli.results import open_store
-    from benchlab.runner import Prepared, Runner
-    from benchlab.stats.analysis import analyze
-    from benchlab.stats.calibration import calibration_key, outcomes, summarise
-    from benchlab.store import Calibration
-
     if not 1 <= experiments <= MAX_EXPERIMENTS:
         raise SpecError(f"give 1 to {MAX_EXPERIMENTS} experiments (a batch is run and stored whole)", where="--experiments")
     if any(w.split()[0].startswith("cpu.") for w in workload if w.strip()):
@@ -52,6 +37,14 @@ def calibrate(
             where="--workload",
             hint="calibrate other workloads; run `benchlab score` twice for a score A/A",
         )
+    from benchlab.analysis.analyze import analyze
+    from benchlab.analysis.calibration import calibration_key, outcomes, summarise
+    from benchlab.cli.progress import BarProgress
+    from benchlab.cli.results import open_store
+    from benchlab.runner import Prepared, Runner
+    from benchlab.spec.quick import quick_spec
+    from benchlab.store import Calibration
+
     stamp = time.strftime("%Y%m%d-%H%M%S")
     specs = [
         quick_spec(
@@ -72,7 +65,7 @@ def calibrate(
     store = open_store(db)
     found, analyses, any_false, host_id = [], [], 0, None
     for i, p in enumerate(prepared):
-        err.print(f"A/A experiment {i + 1} of {experiments}", style="dim", highlight=False)
+        err().print(f"A/A experiment {i + 1} of {experiments}", style="dim", highlight=False)
         with BarProgress() as progress:
             exp = Runner(store, progress=progress).run(p)
         data = store.load(exp)
@@ -85,22 +78,32 @@ def calibrate(
     # every experiment of the batch ran the same workloads at the same versions: the last one names them
     keys = {w["name"]: calibration_key(w, exp.workload_versions[w["name"]]) for w in exp.spec["workloads"]}
     summary = summarise(found)
-    for name, (metric, spread, count, false) in summary.items():
+    for name, (metric, spread, runs, false) in summary.items():
         if host_id is not None:
-            store.record_calibration(Calibration(host_id, keys[name], metric, spread, count, false, blocks, time.time()))
-        out.print(
+            store.record_calibration(Calibration(host_id, keys[name], metric, spread, runs, false, blocks, time.time()))
+        out().print(
             f"{name}: spread {'n/a' if spread is None else f'{spread:.2%}'} of {metric} run to run; "
-            f"A/A {false} of {count} with a false verdict",
+            f"A/A {false} of {runs} with a false verdict",
             highlight=False,
         )
-    out.print(
+    out().print(
         f"experiments with any better/worse row: {any_false} of {experiments} ({any_false / experiments:.1%}; "
         f"by design at most 5% in the long run)",
         highlight=False,
     )
-    err.print(safe.text(f"stored in {store.target} for this host", limit=safe.LINE_MAX), style="dim", highlight=False)
+    err().print(safe.text(f"stored in {store.target} for this host", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures(analyses, f"the {experiments} A/A experiments", allow=allow_failures)
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(calibrate)
+def register(commands: Commands) -> None:
+    commands.command("calibrate", calibrate, _calibrate_options)
+
+
+def _calibrate_options(parser: Parser) -> None:
+    options.sources(parser)
+    count(parser, "-n", "--blocks", default=10, help="blocks per A/A experiment")
+    count(parser, "--experiments", default=20, help="A/A experiments in the batch")
+    count(parser, "--seed", default=0, help="seeds the first experiment's run order (each next one the seed plus one)")
+    options.timeout(parser)
+    options.db(parser)
+    options.allow_failures(parser)

@@ -6,17 +6,16 @@ database, shared by several machines, waits for `benchlab db upgrade` run once.
 
 from __future__ import annotations
 
-from typing import Annotated
+import argparse
 
-import typer
-
+from benchlab.cli import options
 from benchlab.cli.console import out
-from benchlab.cli.options import Db
+from benchlab.cli.parser import Commands
 from benchlab.errors import SpecError
 from benchlab.report import safe
 
 
-def upgrade(db: Db = None) -> None:
+def upgrade(*, db: str | None) -> None:
     """Migrate the results database (SQLite or PostgreSQL) to this benchlab's schema."""
     from benchlab.store import HEAD, Store  # SQLAlchemy loads only for commands that need the database
 
@@ -27,10 +26,10 @@ def upgrade(db: Db = None) -> None:
         line = f"{store.shown} created at schema {HEAD}"
     else:
         line = f"{store.shown} migrated from schema {store.migrated.before} to {store.migrated.after}"
-    out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
+    out().print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
 
 
-def current(db: Db = None) -> None:
+def current(*, db: str | None) -> None:
     """Print the schema revision of the results database, changing nothing."""
     from benchlab.store import HEAD, revision_of
 
@@ -41,10 +40,10 @@ def current(db: Db = None) -> None:
         line = f"{revision} (this benchlab's)"
     else:
         line = f"{revision} (this benchlab's is {HEAD})"
-    out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
+    out().print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
 
 
-def downgrade(_args: Annotated[list[str] | None, typer.Argument(hidden=True)] = None) -> None:
+def downgrade() -> None:
     """Refused: a database is never migrated back (export a bundle instead)."""
     raise SpecError(
         "downgrades are not supported: an older benchlab cannot read a newer schema; "
@@ -52,9 +51,14 @@ def downgrade(_args: Annotated[list[str] | None, typer.Argument(hidden=True)] = 
     )
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="The results database's schema: its revision, and migrating it.", no_args_is_help=True)
-    group.command()(upgrade)
-    group.command()(current)
-    group.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(downgrade)
-    app.add_typer(group, name="db")
+def register(commands: Commands) -> None:
+    commands.group("db", "The results database's schema: its revision, and migrating it.", _commands)
+
+
+def _commands(group: Commands) -> None:
+    group.command("upgrade", upgrade, options.db)
+    group.command("current", current, options.db)
+    # whatever follows (a revision, `--db`, `-1`) is taken and refused with the reason, never as an unknown flag
+    group.command(
+        "downgrade", downgrade, lambda parser: parser.add_argument("_words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    )

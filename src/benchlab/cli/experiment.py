@@ -2,53 +2,28 @@
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections import Counter
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
 
-import typer
-from pydantic import ValidationError
-
+from benchlab.cli import fleet as fleet_options
+from benchlab.cli import options
 from benchlab.cli.console import err, out
-from benchlab.cli.fleet import Broker, BrokerCa, ConsumerTimeout, Fleet, FleetTarget, KeyFile
-from benchlab.cli.options import Db, Exports, Format, KeepFailed, MaxBlocks, MinBlocks, Resume, Seed, count_option, with_exports
-from benchlab.cli.options import UntilDecided as UntilDecidedFlag
-from benchlab.cli.progress import BarProgress
+from benchlab.cli.options import Exports, with_exports
+from benchlab.cli.parser import Commands, Parser, count, file_path, option, switch
 from benchlab.errors import RunsFailed, SpecError
 from benchlab.report import check_format, needs_runs, safe
-from benchlab.spec import ExperimentSpec, read_spec, spec_from_dict
-from benchlab.spec.load import spec_error
-from benchlab.spec.models import UntilDecided, WorkloadSpec
-from benchlab.spec.quick import quick_spec
-from benchlab.suite.cpu import expand_spec
 
+TYPE_CHECKING = False  # typing's flag without importing typing (3 ms of every start); mypy reads it alike
 if TYPE_CHECKING:
-    from benchlab.stats.analysis import Analysis
+    from pathlib import Path
+
+    from benchlab.analysis.analyze import Analysis
+    from benchlab.cli.fleet_target import FleetTarget
+    from benchlab.spec.models import ExperimentSpec, WorkloadSpec
     from benchlab.store import ExperimentRecord
 
-AllowFailures = Annotated[
-    bool,
-    typer.Option("--allow-failures", help="exit 0 even when runs failed or timed out (default: exit 5 after the report)"),
-]
 STATUS_WORDS = {"failed": "failed", "timeout": "timed out"}
 QUICK_BLOCKS = 3  # the fewest blocks the paired t decides with (`run --quick`, `score --quick`)
-Blocks = Annotated[
-    int | None,
-    count_option(
-        "-n",
-        "--blocks",
-        help="run N blocks instead of the spec's (the rest of the spec unchanged)",
-    ),
-]
-Quick = Annotated[
-    bool,
-    typer.Option(
-        "--quick",
-        help=f"a short try: {QUICK_BLOCKS} blocks (or --blocks), no warm-up, not sequential, short built-ins, as NAME-quick",
-    ),
-]
 
 
 def check_failures(analyses: list[Analysis], what: str, *, allow: bool) -> None:
@@ -76,7 +51,13 @@ def check_failures(analyses: list[Analysis], what: str, *, allow: bool) -> None:
 def load_spec(path: Path) -> ExperimentSpec:
     """A spec file as `benchlab run` takes it: its CPU suite section expanded by the suite (whose
     data the spec layer below it cannot read), then its sweep, then the whole validated."""
-    return spec_from_dict(expand_spec(read_spec(path), str(path)), str(path))
+    from benchlab.spec.files import read_spec
+
+    data = read_spec(path)  # a missing or malformed file is refused before the models load
+    from benchlab.spec.validate import spec_from_dict
+    from benchlab.suite.cpu import expand_spec
+
+    return spec_from_dict(expand_spec(data, str(path)), str(path))
 
 
 def sequential(
@@ -84,6 +65,10 @@ def sequential(
 ) -> ExperimentSpec:
     """The spec with the command line's sequential settings (they win over the spec's); `where`
     names them in a refusal."""
+    from pydantic import ValidationError
+
+    from benchlab.spec.models import UntilDecided
+
     if not until_decided:
         if min_blocks is not None or max_blocks is not None:
             flag = "--min-blocks" if min_blocks is not None else "--max-blocks"
@@ -103,6 +88,11 @@ def shortened(spec: ExperimentSpec, blocks: int | None, quick: bool) -> Experime
     warm-up and stores the try under NAME-quick, so the spec's own name stays free for the real run."""
     if blocks is None and not quick:
         return spec
+    from pydantic import ValidationError
+
+    from benchlab.spec.load import spec_error
+    from benchlab.spec.models import ExperimentSpec
+
     update: dict[str, object] = {"blocks": QUICK_BLOCKS if blocks is None else blocks, "until_decided": None}
     if quick:
         update |= {"warmup": 0, "name": f"{spec.name}-quick", "workloads": [_quick_workload(w) for w in spec.workloads]}
@@ -140,9 +130,10 @@ def execute(
     if keep_failed and not resume:
         raise SpecError("--keep-failed applies with --resume (a new experiment has no failed runs)", where="--keep-failed")
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
+    from benchlab.analysis.analyze import analyze
+    from benchlab.cli.progress import BarProgress
     from benchlab.cli.results import check_exports, load_for_report, open_store, print_report, write_exports
     from benchlab.runner import Prepared, Runner
-    from benchlab.stats.analysis import analyze
     from benchlab.stats.verdict import plan_warning
 
     check_format(fmt)
@@ -152,7 +143,7 @@ def execute(
     store = open_store(db)
     compared = len(spec.variants) > 1 and spec.until_decided is None
     if compared and (warning := plan_warning(spec.blocks, spec.alpha, [w.builtin for w in spec.workloads])):
-        err.print(f"warning: {warning}", style="yellow", highlight=False)
+        err().print(f"warning: {warning}", style="yellow", highlight=False)
 
     def decided(exp: ExperimentRecord) -> bool:
         return not analyze(store.load(exp)).undecided()
@@ -168,35 +159,39 @@ def execute(
     drawn = analysis.report()
     print_report(drawn, fmt)
     write_exports(drawn, exports, stored_as=exp.name)
-    err.print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
+    err().print(safe.text(f"stored as '{exp.name}' in {store.target}", limit=safe.LINE_MAX), style="dim", highlight=False)
     check_failures([analysis], f"'{exp.name}'", allow=allow_failures)
 
 
 @with_exports
 def run(
-    spec: Annotated[Path, typer.Argument(help="experiment spec (TOML)")],
-    db: Db = None,
-    resume: Resume = False,
-    keep_failed: KeepFailed = False,
-    fmt: Format = "table",
-    until_decided: UntilDecidedFlag = False,
-    min_blocks: MinBlocks = None,
-    max_blocks: MaxBlocks = None,
-    allow_failures: AllowFailures = False,
-    blocks: Blocks = None,
-    quick: Quick = False,
-    exports: Exports | None = None,
-    fleet: Fleet = None,
-    broker: Broker = None,
-    key: KeyFile = None,
-    broker_ca: BrokerCa = None,
-    consumer_timeout: ConsumerTimeout = None,
+    spec: Path,
+    *,
+    db: str | None,
+    resume: bool,
+    keep_failed: bool,
+    fmt: str,
+    until_decided: bool,
+    min_blocks: int | None,
+    max_blocks: int | None,
+    allow_failures: bool,
+    blocks: int | None,
+    quick: bool,
+    exports: Exports,
+    fleet: str | None,
+    broker: str | None,
+    key: Path | None,
+    broker_ca: Path | None,
+    consumer_timeout: float | None,
 ) -> None:
     """Run the experiment a spec describes and print its verdict table."""
     if until_decided and (blocks is not None or quick):
         flag = "--blocks" if blocks is not None else "--quick"
         raise SpecError(f"{flag} fixes how many blocks run, --until-decided lets the results decide; give one", where=flag)
+    check_format(fmt)
     spec_ = sequential(shortened(load_spec(spec), blocks, quick), until_decided, min_blocks, max_blocks)
+    from benchlab.cli.fleet_target import FleetTarget
+
     target = FleetTarget.given(fleet, broker, key, broker_ca, consumer_timeout)
     execute(
         spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, fleet=target,
@@ -206,29 +201,31 @@ def run(
 
 @with_exports
 def compare(
-    workload: Annotated[list[str], typer.Option("-w", "--workload", help="built-in workload, e.g. 'alloc.churn threads=4'")] = [],  # noqa: B006
-    cmd: Annotated[list[str], typer.Option("--cmd", help="a command to time as a whole process tree")] = [],  # noqa: B006
-    gbench: Annotated[list[str], typer.Option("--gbench", help="a Google Benchmark binary")] = [],  # noqa: B006
-    variant: Annotated[
-        list[str], typer.Option("--variant", "-V", help="NAME or 'NAME: allocator=jemalloc cpus=0 env.X=1 wrapper=...'")
-    ] = [],  # noqa: B006
-    blocks: Annotated[int, count_option("-n", "--blocks", help="blocks (runs per variant)")] = 10,
-    warmup: Annotated[int, count_option("--warmup", help="untimed warm-up runs per variant")] = 0,
-    seed: Seed = 0,
-    baseline: Annotated[str | None, typer.Option("--baseline", help="variant the others are compared with")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds before a run is killed")] = 600.0,
-    name: Annotated[str | None, typer.Option("--name", help="experiment name (default: compare-DATE-TIME)")] = None,
-    db: Db = None,
-    resume: Resume = False,
-    keep_failed: KeepFailed = False,
-    fmt: Format = "table",
-    until_decided: UntilDecidedFlag = False,
-    min_blocks: MinBlocks = None,
-    max_blocks: MaxBlocks = None,
-    allow_failures: AllowFailures = False,
-    exports: Exports | None = None,
+    *,
+    workload: list[str],
+    cmd: list[str],
+    gbench: list[str],
+    variant: list[str],
+    blocks: int,
+    warmup: int,
+    seed: int,
+    baseline: str | None,
+    timeout: float,
+    name: str | None,
+    db: str | None,
+    resume: bool,
+    keep_failed: bool,
+    fmt: str,
+    until_decided: bool,
+    min_blocks: int | None,
+    max_blocks: int | None,
+    allow_failures: bool,
+    exports: Exports,
 ) -> None:
     """Compare variants without a spec file."""
+    check_format(fmt)
+    from benchlab.spec.quick import quick_spec
+
     spec = quick_spec(
         name=time.strftime("compare-%Y%m%d-%H%M%S") if name is None else name,
         builtins=workload, commands=cmd, gbench=gbench, variants=variant, blocks=blocks,
@@ -248,22 +245,15 @@ DEMO_VARIANTS = [
 
 
 @with_exports
-def demo(
-    db: Annotated[
-        str | None,
-        typer.Option(
-            "--db",
-            help="where to store it: a SQLite path or a postgresql:// URL (default: a new database in a temporary "
-            "folder; BENCHLAB_DB is not read, so the demo never writes into yours)",
-        ),
-    ] = None,
-    blocks: Annotated[int, count_option("-n", "--blocks", help="blocks (runs per variant)")] = 10,
-    allow_failures: AllowFailures = False,
-    exports: Exports | None = None,
-) -> None:
+def demo(*, db: str | None, blocks: int, allow_failures: bool, exports: Exports) -> None:
     """A quick A/A plus A/B comparison on built-in workloads (about a minute); without --db its
     database and its HTML page (demo.html) are kept in a new folder under the temporary directory."""
-    exports = dict(exports or {})
+    import tempfile
+    from pathlib import Path
+
+    from benchlab.spec.quick import quick_spec
+
+    exports = dict(exports)
     folder = None if db else tempfile.mkdtemp(prefix="benchlab-demo-")
     if folder and "html" not in exports:  # the page people read, beside the table: where the run left its database
         exports["html"] = [Path(folder) / "demo.html"]
@@ -272,7 +262,7 @@ def demo(
         builtins=["alloc.churn threads=2 ops=1000000", "ipc.pipe.pingpong roundtrips=20000"],
         commands=[], gbench=[], variants=DEMO_VARIANTS, blocks=blocks, warmup=1, seed=1, baseline="base", timeout=120,
     )  # fmt: skip
-    out.print(
+    out().print(
         "demo: 'base-again' is identical to 'base' (A/A: expect same or unclear, never better/worse); "
         "'one-cpu' pins both workloads to CPU 0 (A/B: expect changes)",
         style="bold",
@@ -283,7 +273,54 @@ def demo(
     )  # fmt: skip
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(run)
-    app.command()(compare)
-    app.command()(demo)
+def register(commands: Commands) -> None:
+    commands.command("run", run, _run_options)
+    commands.command("compare", compare, _compare_options)
+    commands.command("demo", demo, _demo_options)
+
+
+def _run_options(parser: Parser) -> None:
+    parser.add_argument("spec", type=file_path, help="experiment spec (TOML)")
+    _experiment_options(parser)
+    count(parser, "-n", "--blocks", help="run N blocks instead of the spec's (the rest of the spec unchanged)")
+    switch(
+        parser,
+        "--quick",
+        help=f"a short try: {QUICK_BLOCKS} blocks (or --blocks), no warm-up, not sequential, short built-ins, as NAME-quick",
+    )
+    fleet_options.driver_options(parser)
+
+
+def _compare_options(parser: Parser) -> None:
+    options.sources(parser)
+    options.variants(parser)
+    count(parser, "-n", "--blocks", default=10, help="blocks (runs per variant)")
+    count(parser, "--warmup", default=0, help="untimed warm-up runs per variant")
+    options.seed(parser)
+    option(parser, "--baseline", help="variant the others are compared with")
+    options.timeout(parser)
+    option(parser, "--name", help="experiment name (default: compare-DATE-TIME)")
+    _experiment_options(parser)
+
+
+def _demo_options(parser: Parser) -> None:
+    options.db(
+        parser,
+        help="where to store it: a SQLite path or a postgresql:// URL (default: a new database in a temporary "
+        "folder; BENCHLAB_DB is not read, so the demo never writes into yours)",
+    )
+    count(parser, "-n", "--blocks", default=10, help="blocks (runs per variant)")
+    options.allow_failures(parser)
+    options.exports(parser)
+
+
+def _experiment_options(parser: Parser) -> None:
+    """What every command running a spec or the quick form takes: the database, resuming, the
+    report and its exports, sequential looks and failures."""
+    options.db(parser)
+    options.resume(parser)
+    options.keep_failed(parser)
+    options.report_format(parser)
+    options.sequential(parser)
+    options.allow_failures(parser)
+    options.exports(parser)

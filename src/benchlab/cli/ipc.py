@@ -2,43 +2,38 @@
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
-from rich import box
-from rich.table import Table
-from typer.core import TyperCommand
-
+from benchlab.cli import options
 from benchlab.cli.console import err, out
+from benchlab.cli.parser import Commands, Parser, count, option, repeated, switch
 from benchlab.errors import SpecError
 from benchlab.report import safe
 
+TYPE_CHECKING = False  # typing's flag without importing typing (3 ms of every start); mypy reads it alike
 if TYPE_CHECKING:
+    from typing import Any
+
     from benchlab.ipc import ProbeOutput
 
-Mechanism = Annotated[
-    list[str], typer.Option("--mechanism", "-m", help="pipe, unix, seqpacket, eventfd, futex, binder or all (repeatable)")
-]
-Placement = Annotated[str, typer.Option("--placement", help="unpinned, same (one CPU for both ends) or different")]
-SpinUs = Annotated[int, typer.Option("--spin-us", help="spin this long before each blocking receive (0: block)")]
-Environment = Annotated[
-    str,
-    typer.Option(
-        "--environment", "-e",
+
+def _shared_options(parser: Parser) -> None:
+    """What both tests take: the mechanisms, where the ends run, spinning and the environment."""
+    repeated(parser, "--mechanism", "-m", help="pipe, unix, seqpacket, eventfd, futex, binder or all (repeatable)")
+    option(parser, "--placement", default="unpinned", help="unpinned, same (one CPU for both ends) or different")
+    count(parser, "--spin-us", default=0, help="spin this long before each blocking receive (0: block)")
+    option(
+        parser, "--environment", "-e", default="local",
         help="local, or vm followed by the vm's fields as key=value words: 'vm kernel=6.1.0-56 memory=2G' "
         "(a guest booted for these runs; binder's module loaded where its kernel has it)",
-    ),
-]  # fmt: skip
+    )  # fmt: skip
 
 
 def _say(workload: str, result: ProbeOutput) -> None:
     """The probe's lines for people (the verbose ones) as they came, then its notes; the
     inheritance result is summed up once after the table."""
     for line in result.stderr.splitlines():
-        err.print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
+        err().print(safe.text(line, limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
     for note in result.said.notes:
-        err.print(safe.text(f"{workload}: {note.text}", limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
+        err().print(safe.text(f"{workload}: {note.text}", limit=safe.LINE_MAX), highlight=False, soft_wrap=True)
 
 
 def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str, environment: str) -> dict[str, ProbeOutput]:
@@ -59,12 +54,12 @@ def _run_each(kind: str, asked: list[str], options: dict[str, object], fmt: str,
             results[m] = run_probe(f"ipc.{m}.{kind}", options, fmt, executor)
             _say(f"ipc.{m}.{kind}", results[m])
         if executor is not None and executor.fingerprint.get("emulated"):  # how to read the guest's times
-            err.print(safe.text(f"guest {executor.guest.release}: {EMULATED}", limit=safe.LINE_MAX), soft_wrap=True)
+            err().print(safe.text(f"guest {executor.guest.release}: {EMULATED}", limit=safe.LINE_MAX), soft_wrap=True)
     finally:
         if executor is not None:
             executor.close()
     if binder_missing and (not asked or {"all", "binder"} & set(asked)):
-        err.print(safe.text(binder_missing, limit=safe.LINE_MAX), soft_wrap=True)
+        err().print(safe.text(binder_missing, limit=safe.LINE_MAX), soft_wrap=True)
     return results
 
 
@@ -74,16 +69,15 @@ def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
 
 
 def throughput(
-    mechanism: Mechanism = [],  # noqa: B006
-    placement: Placement = "unpinned",
-    iterations: Annotated[int, typer.Option("--iterations", "-i", help="timed transactions per payload")] = 2000,
-    min_payload: Annotated[str, typer.Option("--min-payload", help="the smallest payload in bytes (4, 1k, 64k)")] = "4",
-    max_payload: Annotated[
-        str, typer.Option("--max-payload", help="the largest payload: from the smallest, doubling up to it")
-    ] = "64k",
-    spin_us: SpinUs = 0,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
-    environment: Environment = "local",
+    *,
+    mechanism: list[str],
+    placement: str,
+    iterations: int,
+    min_payload: str,
+    max_payload: str,
+    spin_us: int,
+    fmt: str,
+    environment: str,
 ) -> None:
     """Synchronous request/reply at payloads 4 B..64 KiB over each mechanism (Android's binder throughput test):
     Google Benchmark's Time, CPU and Iterations per payload, and the payload bytes per second."""
@@ -97,8 +91,12 @@ def throughput(
     }
     docs = {m: result.document for m, result in _run_each("throughput", mechanism, options, "json", environment).items()}
     if fmt == "json":
-        out.file.write(json.dumps(docs, indent=2) + "\n")
+        import json
+
+        out().file.write(json.dumps(docs, indent=2) + "\n")
         return
+    from rich.table import Table
+
     title = f"IPC throughput ({placement}): per transaction, as Google Benchmark's table (CPU: the caller's)"
     table = Table(title=title, title_justify="left")
     for column in ("payload", "mechanism", "Time", "CPU", "Iterations", "payload/s"):
@@ -109,7 +107,7 @@ def throughput(
                 entry["name"].rsplit("/", 1)[1], m, f"{entry['real_time'] / 1000:.1f} µs", f"{entry['cpu_time'] / 1000:.1f} µs",
                 str(entry["iterations"]), f"{entry['bytes_per_second'] / 1e6:.2f} MB/s",
             )  # fmt: skip
-    out.print(table)
+    out().print(table)
 
 
 def _half_row(mech: str, half: str, group: dict[str, Any]) -> list[str]:
@@ -122,22 +120,21 @@ def _half_row(mech: str, half: str, group: dict[str, Any]) -> list[str]:
 
 
 def latency(
-    mechanism: Mechanism = [],  # noqa: B006
-    iterations: Annotated[int, typer.Option("--iterations", "-i", help="iterations per pair")] = 1000,
-    pair: Annotated[int, typer.Option("--pair", help="client/server process pairs at once (also -pair N)")] = 1,
-    deadline_us: Annotated[
-        int, typer.Option("--deadline-us", help="a transaction slower than this misses (also -deadline_us N)")
-    ] = 2500,
-    placement: Placement = "unpinned",
-    spin_us: SpinUs = 0,
-    payload: Annotated[int, typer.Option("--payload", help="bytes per message (16-byte header included)")] = 32,
-    fifo_priority: Annotated[int, typer.Option("--fifo-priority", help="the real-time caller's priority")] = 1,
-    inheritance: Annotated[str, typer.Option("--inheritance", help="pi, plain or off: the lock of the inheritance check")] = "pi",
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="every process's pid, tid, CPU and policy")] = False,
-    trace: Annotated[bool, typer.Option("--trace", help="trace_marker and stop tracing on the first miss (also -trace)")] = False,
-    force: Annotated[bool, typer.Option("--force", help="allow more pairs than CPUs")] = False,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, android (the Android test's JSON) or json")] = "table",
-    environment: Environment = "local",
+    *,
+    mechanism: list[str],
+    iterations: int,
+    pair: int,
+    deadline_us: int,
+    placement: str,
+    spin_us: int,
+    payload: int,
+    fifo_priority: int,
+    inheritance: str,
+    verbose: bool,
+    trace: bool,
+    force: bool,
+    fmt: str,
+    environment: str,
 ) -> None:
     """Client/server pairs, one SCHED_OTHER and one SCHED_FIFO call per iteration, against a deadline (binder latency test)."""
     _check_format(fmt, ("table", "android", "json"))
@@ -149,8 +146,13 @@ def latency(
     results = _run_each("latency", mechanism, options, "json" if fmt == "json" else "android", environment)
     docs = {m: result.document for m, result in results.items()}
     if fmt != "table":
-        out.file.write(json.dumps(next(iter(docs.values())) if len(docs) == 1 else docs, indent=2) + "\n")
+        import json
+
+        out().file.write(json.dumps(next(iter(docs.values())) if len(docs) == 1 else docs, indent=2) + "\n")
         return
+    from rich import box
+    from rich.table import Table
+
     title = f"IPC latency in µs ({pair} pair(s), {placement}, deadline {deadline_us} µs)"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     header = ("mechanism", "caller", "best", "avg", "p50", "p99", "p99.9", "worst", "miss", "meetR", "S/I")
@@ -160,35 +162,40 @@ def latency(
         table.add_column(col, justify="left" if i < 2 else "right", min_width=width, no_wrap=True)
     for row in rows:
         table.add_row(*row)
-    out.print(table)
+    out().print(table)
     checks = [r.said.inheritance for r in results.values() if r.said.inheritance is not None]
     verdicts = ", ".join(sorted({check.verdict for check in checks})) or "OFF"
-    out.print(f"priority inheritance ({inheritance} lock): {verdicts}" + (f" ({checks[0].text})" if checks else ""))
+    out().print(f"priority inheritance ({inheritance} lock): {verdicts}" + (f" ({checks[0].text})" if checks else ""))
 
 
-ANDROID_FLAGS = {"-pair": "--pair", "-deadline_us": "--deadline-us", "-trace": "--trace"}  # `-i`, `-v`: short flags
+def register(commands: Commands) -> None:
+    commands.group("ipc", "A quick look at IPC mechanisms (binder's throughput and latency tests).", _commands)
 
 
-class AndroidFlags(TyperCommand):
-    """`benchlab ipc latency` also takes the Android latency test's own flags (`-pair 2`,
-    `-deadline_us 500`, `-trace`), since the study's users type them. Click reads a
-    single-dash word as a bundle of one-letter flags (`-pair` as `-p -a -i -r`), so these
-    are turned into their long forms before it parses; `-i` and `-v` are already short
-    flags of --iterations and --verbose. A word after `--` is left as it is."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        end = args.index("--") if "--" in args else len(args)
-        return super().parse_args(ctx, [*map(_long_form, args[:end]), *args[end:]])
+def _commands(group: Commands) -> None:
+    group.command("throughput", throughput, _throughput_options)
+    group.command("latency", latency, _latency_options)
 
 
-def _long_form(word: str) -> str:
-    """`-pair` -> `--pair`, `-deadline_us=500` -> `--deadline-us=500`; any other word as it is."""
-    name, eq, value = word.partition("=")
-    return ANDROID_FLAGS[name] + eq + value if name in ANDROID_FLAGS else word
+def _throughput_options(parser: Parser) -> None:
+    _shared_options(parser)
+    count(parser, "--iterations", "-i", default=2000, help="timed transactions per payload")
+    option(parser, "--min-payload", default="4", help="the smallest payload in bytes (4, 1k, 64k)")
+    option(parser, "--max-payload", default="64k", help="the largest payload: from the smallest, doubling up to it")
+    options.report_format(parser, help="table or json")
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="A quick look at IPC mechanisms (binder's throughput and latency tests).", no_args_is_help=True)
-    group.command()(throughput)
-    group.command(cls=AndroidFlags)(latency)
-    app.add_typer(group, name="ipc")
+def _latency_options(parser: Parser) -> None:
+    """The Android latency test's own flags (`-pair 2`, `-deadline_us 500`, `-trace`) are taken
+    too, since the study's users type them; `-i` and `-v` are short flags already."""
+    _shared_options(parser)
+    count(parser, "--iterations", "-i", default=1000, help="iterations per pair")
+    count(parser, "--pair", "-pair", default=1, help="client/server process pairs at once")
+    count(parser, "--deadline-us", "-deadline_us", default=2500, help="a transaction slower than this misses")
+    count(parser, "--payload", default=32, help="bytes per message (16-byte header included)")
+    count(parser, "--fifo-priority", default=1, help="the real-time caller's priority")
+    option(parser, "--inheritance", default="pi", help="pi, plain or off: the lock of the inheritance check")
+    switch(parser, "--verbose", "-v", help="every process's pid, tid, CPU and policy")
+    switch(parser, "--trace", "-trace", help="trace_marker and stop tracing on the first miss")
+    switch(parser, "--force", help="allow more pairs than CPUs")
+    options.report_format(parser, help="table, android (the Android test's JSON) or json")

@@ -30,7 +30,7 @@ def progress_bar(*tail: ProgressColumn) -> Progress:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         *tail,
-        console=err,
+        console=err(),
         transient=True,
     )
 

@@ -2,40 +2,39 @@
 
 from __future__ import annotations
 
-import datetime
-import gc
-import json
 from collections import Counter
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
 
-import typer
-from rich.table import Table
-
+from benchlab.cli import options
 from benchlab.cli.console import err, out
-from benchlab.cli.options import EXPORTS, Db, Exports, Format, with_exports
-from benchlab.cli.outputs import check_writable, write_whole
+from benchlab.cli.options import EXPORTS, Exports, with_exports
+from benchlab.cli.parser import Commands, Parser, file_path, option, switch
 from benchlab.errors import EnvironmentProblem, SpecError
 from benchlab.report import VIEWS, View, check_format, needs_runs, render, safe
-from benchlab.report import table as table_report
-from benchlab.report.samples import WHOLE
+from benchlab.report.choices import WHOLE
 
+TYPE_CHECKING = False  # typing's flag without importing typing (3 ms of every start); mypy reads it alike
 if TYPE_CHECKING:
-    from benchlab.stats.report_model import Report
+    from pathlib import Path
+
+    from benchlab.report_model import Report
     from benchlab.store import ExperimentData, ExperimentRecord, Store
 
 
 def print_report(report: Report, fmt: str, view: View = "auto", output: Path | None = None) -> None:
     """The report on stdout (a terminal gets rich's colours and its width), or written whole to `output`."""
     if output is not None:
+        from benchlab.cli.outputs import write_whole
+
         write_whole(output, render(report, fmt, view).encode(), where="--output")
-        err.print(safe.text(f"wrote the {fmt} report to {output}", limit=safe.LINE_MAX), highlight=False)
-    elif fmt == "table" and out.is_terminal:
-        out.print(table_report.renderable(report, view, width=out.width))
+        err().print(safe.text(f"wrote the {fmt} report to {output}", limit=safe.LINE_MAX), highlight=False)
+    elif fmt == "table" and out().is_terminal:
+        from benchlab.report import table
+
+        out().print(table.renderable(report, view, width=out().width))
     else:
         text = render(report, fmt, view)
-        out.file.write(text)
-        out.file.flush()
+        out().file.write(text)
+        out().file.flush()
 
 
 def _export_view(fmt: str, view: View) -> View:
@@ -52,6 +51,8 @@ def check_exports(exports: Exports, view: View = "auto") -> None:
     """Before anything runs or is read: every export's format takes the view, no file is named
     twice, and every file's folder is there to write in, so that a long run is never made for
     an export that could not then be written."""
+    from benchlab.cli.outputs import check_writable
+
     seen: set[Path] = set()
     for fmt, paths in exports.items():
         check_format(fmt, _export_view(fmt, view))
@@ -69,6 +70,8 @@ def write_exports(report: Report, exports: Exports, view: View = "auto", *, stor
     experiment ran (`stored_as` its name), a file that can no longer be written (its folder
     removed or a link planted during the run) is the machine's doing, exit 3, never the bad
     input of exit 2, which says nothing ran: the runs are stored and a report writes it again."""
+    from benchlab.cli.outputs import write_whole
+
     for fmt, paths in exports.items():
         text = render(report, fmt, _export_view(fmt, view)).encode()
         flag = _export_flag(fmt)
@@ -82,7 +85,7 @@ def write_exports(report: Report, exports: Exports, view: View = "auto", *, stor
                     f"{exc.message}; the runs are stored as '{stored_as}': "
                     f"`benchlab report {stored_as} {flag} FILE` writes it again"
                 ) from None
-            err.print(safe.text(f"wrote {fmt} to {path}", limit=safe.LINE_MAX), style="dim", highlight=False)
+            err().print(safe.text(f"wrote {fmt} to {path}", limit=safe.LINE_MAX), style="dim", highlight=False)
 
 
 def load_for_report(store: Store, experiment: ExperimentRecord, *, every_record: bool) -> ExperimentData:
@@ -93,6 +96,8 @@ def load_for_report(store: Store, experiment: ExperimentRecord, *, every_record:
     7.2 s, 4.9 s without the rescans; bench/html_report.py)."""
     if not every_record:
         return store.load(experiment)
+    import gc
+
     gc.disable()  # nothing loaded is garbage: a collection during the load would only rescan it
     try:
         data = store.load(experiment, every_record=True)
@@ -111,53 +116,37 @@ def open_store(db: str | None, *, create: bool = True) -> Store:
 
 
 def _when(ts: float | None) -> str:
+    import datetime
+
     return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
 
 
 @with_exports
 def report(
-    name: Annotated[str, typer.Argument(help="experiment name")],
-    db: Db = None,
-    fmt: Format = "table",
-    reference: Annotated[
-        str | None,
-        typer.Option("--reference", help="host whose baseline the others are judged against, where several ran it"),
-    ] = None,
-    baseline: Annotated[
-        str | None,
-        typer.Option("--baseline", help="variant the others are judged against, instead of the spec's baseline"),
-    ] = None,
-    times: Annotated[
-        bool, typer.Option("--times", help="real/user/sys as best of N and median, with 'Nx faster' ratios (--view times)")
-    ] = False,
-    view: Annotated[
-        str,
-        typer.Option("--view", help=f"{', '.join(VIEWS)}: which tables to draw (auto: what the experiment is)"),
-    ] = "auto",
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="write the report to this file (whole or not at all) instead of stdout")
-    ] = None,
-    raw_intervals: Annotated[
-        bool,
-        typer.Option(
-            "--raw-intervals",
-            help="show every metric's change with its unadjusted 95% interval, not the one its verdict reads (at its family's "
-            "corrected level); JSON holds both",
-        ),
-    ] = False,
-    exports: Exports | None = None,
+    name: str,
+    *,
+    db: str | None,
+    fmt: str,
+    reference: str | None,
+    baseline: str | None,
+    times: bool,
+    view: str,
+    output: Path | None,
+    raw_intervals: bool,
+    exports: Exports,
 ) -> None:
     """Print an experiment's verdict table (table, md, json, csv, hyperfine, gbench, or an HTML page
     with plots); runs from several hosts (merged with `benchlab import`) get a column per variant and host."""
-    from benchlab.stats.analysis import analyze  # scipy loads only for commands that judge
-
     if times and view not in ("auto", "times"):
         raise SpecError(f"--times is --view times, not --view {view}: give one of them", where="--times")
     checked = check_format(fmt, "times" if times else view)
-    exports = exports or {}
     check_exports(exports, checked)
     if output is not None:
+        from benchlab.cli.outputs import check_writable
+
         check_writable(output, where="--output")
+    from benchlab.analysis.analyze import analyze  # scipy loads only for commands that judge
+
     store = open_store(db, create=False)
     data = load_for_report(store, store.require_experiment(name), every_record=needs_runs(fmt, *exports))
     drawn = analyze(data, reference_host=reference, baseline=baseline).report()
@@ -166,8 +155,10 @@ def report(
     write_exports(drawn, exports, checked)
 
 
-def list_(db: Db = None) -> None:
+def list_(*, db: str | None) -> None:
     """List stored experiments."""
+    from rich.table import Table
+
     store = open_store(db, create=False)
     rows = store.list_experiments()
     table = Table(title=safe.text(f"experiments in {store.target}", limit=safe.LINE_MAX), title_justify="left")
@@ -175,19 +166,23 @@ def list_(db: Db = None) -> None:
         table.add_column(col, overflow="fold")  # a name is never cut to an ellipsis
     for r in rows:
         table.add_row(safe.text(r["name"]), _when(r["created_at"]), str(r["runs"] or 0), str(r["failed"] or 0), _when(r["last"]))
-    out.print(table)
+    out().print(table)
 
 
-def show(name: Annotated[str, typer.Argument(help="experiment name")], db: Db = None) -> None:
+def show(name: str, *, db: str | None) -> None:
     """Show an experiment's spec, hosts and runs."""
+    import json
+
+    from rich.table import Table
+
     store = open_store(db, create=False)
     data = store.load(store.require_experiment(name), every_record=True)
-    out.print_json(json.dumps(data.experiment.spec), ensure_ascii=True)  # JSON escapes: no control character survives
+    out().print_json(json.dumps(data.experiment.spec), ensure_ascii=True)  # JSON escapes: no control character survives
     for host_id, fp in data.hosts.items():
         line = (
             f"host {host_id}: {fp.get('hostname')} {fp.get('cpu_model')}, {fp.get('cpus_online')} CPUs, kernel {fp.get('kernel')}"
         )
-        out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False)
+        out().print(safe.text(line, limit=safe.LINE_MAX), highlight=False)
     table = Table(title="runs", title_justify="left")
     for col in ("workload", "variant", "ok", "failed", "timeout", "warm-up"):
         table.add_column(col, overflow="fold")
@@ -197,21 +192,19 @@ def show(name: Annotated[str, typer.Argument(help="experiment name")], db: Db = 
     for w in data.experiment.workload_ids:
         for v in data.experiment.variant_ids:
             table.add_row(safe.text(w), safe.text(v), *(str(counts[(w, v, s)]) for s in ("ok", "failed", "timeout", "warm-up")))
-    out.print(table)
+    out().print(table)
     for run in data.records:
         if run.status != "ok":
             line = f"failed: {run.workload}/{run.variant} block {run.block}: {run.message}"
-            out.print(safe.text(line, limit=safe.LINE_MAX), highlight=False)
+            out().print(safe.text(line, limit=safe.LINE_MAX), highlight=False)
 
 
-def export(
-    name: Annotated[str, typer.Argument(help="experiment name")],
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="file to write (default: NAME.benchlab.json in this folder)")
-    ] = None,
-    db: Db = None,
-) -> None:
+def export(name: str, *, output: Path | None, db: str | None) -> None:
     """Write an experiment, raw values included, to a JSON bundle."""
+    import json
+    from pathlib import Path
+
+    from benchlab.cli.outputs import check_writable, write_whole
     from benchlab.store import export_bundle
 
     store = open_store(db, create=False)
@@ -220,21 +213,55 @@ def export(
     check_writable(path, where="--output" if output else None)  # before reading every run
     bundle = export_bundle(store, name)
     write_whole(path, json.dumps(bundle).encode(), where="--output" if output else None)
-    err.print(safe.text(f"wrote {len(bundle['runs'])} runs to {path}", limit=safe.LINE_MAX), highlight=False)
+    err().print(safe.text(f"wrote {len(bundle['runs'])} runs to {path}", limit=safe.LINE_MAX), highlight=False)
 
 
-def import_(bundle: Annotated[Path, typer.Argument(help="a bundle written by `benchlab export`")], db: Db = None) -> None:
+def import_(bundle: Path, *, db: str | None) -> None:
     """Merge a bundle from another machine into this database."""
     from benchlab.store import import_bundle, read_bundle
 
     checked = read_bundle(bundle)  # before opening the database: a refused bundle must not create one
     name, added = import_bundle(open_store(db), checked)
-    err.print(safe.text(f"imported {added} runs into '{name}'", limit=safe.LINE_MAX), highlight=False)
+    err().print(safe.text(f"imported {added} runs into '{name}'", limit=safe.LINE_MAX), highlight=False)
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(report)
-    app.command("list")(list_)
-    app.command()(show)
-    app.command()(export)
-    app.command("import")(import_)
+def register(commands: Commands) -> None:
+    commands.command("report", report, _report_options)
+    commands.command("list", list_, options.db)
+    commands.command("show", show, _show_options)
+    commands.command("export", export, _export_options)
+    commands.command("import", import_, _import_options)
+
+
+def _report_options(parser: Parser) -> None:
+    parser.add_argument("name", help="experiment name")
+    options.db(parser)
+    options.report_format(parser)
+    option(parser, "--reference", help="host whose baseline the others are judged against, where several ran it")
+    option(parser, "--baseline", help="variant the others are judged against, instead of the spec's baseline")
+    switch(parser, "--times", help="real/user/sys as best of N and median, with 'Nx faster' ratios (--view times)")
+    option(parser, "--view", default="auto", help=f"{', '.join(VIEWS)}: which tables to draw (auto: what the experiment is)")
+    option(parser, "-o", "--output", type=file_path, help="write the report to this file (whole or not at all) instead of stdout")
+    switch(
+        parser,
+        "--raw-intervals",
+        help="show every metric's change with its unadjusted 95% interval, not the one its verdict reads (at its family's "
+        "corrected level); JSON holds both",
+    )
+    options.exports(parser)
+
+
+def _show_options(parser: Parser) -> None:
+    parser.add_argument("name", help="experiment name")
+    options.db(parser)
+
+
+def _export_options(parser: Parser) -> None:
+    parser.add_argument("name", help="experiment name")
+    option(parser, "-o", "--output", type=file_path, help="file to write (default: NAME.benchlab.json in this folder)")
+    options.db(parser)
+
+
+def _import_options(parser: Parser) -> None:
+    parser.add_argument("bundle", type=file_path, help="a bundle written by `benchlab export`")
+    options.db(parser)

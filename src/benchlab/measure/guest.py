@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import logging
 import os
 import shlex
 import shutil
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from benchlab import notes
 from benchlab.errors import EnvironmentProblem, SpecError, WorkloadFailed
 from benchlab.locate import launcher_path
 from benchlab.measure.host import REMOTE_FINGERPRINT, parse_remote_fingerprint
@@ -48,7 +48,7 @@ TCG_BOOT_TIMEOUT_S = 300.0  # to the boot line; TCG boots Debian's kernel in ~11
 # hardware that no run uses (nested KVM, the CD-ROM, AHCI, watchdog, SMBus, speaker: ~1.5 s of
 # modprobes under emulation). A blacklist stops only udev's loading: `modules` still loads any.
 FAST_BOOT = ("--force-9p", "--append", "modprobe.blacklist=kvm_amd,kvm_intel,sr_mod,ahci,iTCO_wdt,i2c_i801,lpc_ich,pcspkr")
-log = logging.getLogger(__name__)
+log = notes.logger(__name__)
 CONSOLE_TAIL_BYTES = 2000
 STDERR_QUOTE_CHARS = 500  # of a run's stderr, in the message of a guest that stopped answering
 GUEST_DISK = "/var/benchlab/disk"  # /var is one of the guest's writable overlays: a mount point can be made there

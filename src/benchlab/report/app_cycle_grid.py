@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from benchlab.report import cells
 from benchlab.report.grid import Grid
-from benchlab.stats.report_model import MetricRow, Report
+from benchlab.report_model import MetricRow, Report
 
 BUILTIN = "memory.app_cycle"
 BARE = ("count", "ratio")  # units a row's label already says: "hot launches", "hot:cold"

@@ -18,10 +18,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from benchlab.errors import SpecError
 from benchlab.report import cells, safe
-from benchlab.report.views import View
-from benchlab.stats.report_model import MetricRow, Report, side_lines
+from benchlab.report.choices import View
+from benchlab.report_model import MetricRow, Report, side_lines
 
 SI = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p")]
 BINARY = [(2.0**40, "Ti"), (2.0**30, "Gi"), (2.0**20, "Mi"), (2.0**10, "Ki"), (1.0, "")]
@@ -33,12 +32,6 @@ SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 NO_INTERVAL = "too few runs for a 95% interval of the median (6 are needed)"
 SET_DIFFERS = "the workloads differ from the baseline's; geomeans may not be comparable"
 SHIFT = "a raw shift over the baseline's median, not a ratio: the metric has zero or negative values"
-VIEWS = ("auto", "metrics")
-
-
-def check(view: View) -> None:
-    if view not in VIEWS:
-        raise SpecError(f"the benchstat format draws the metric rows only: it has no '{view}' view (leave the view out)")
 
 
 def render(report: Report, view: View = "auto") -> str:

@@ -7,7 +7,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
-from benchlab.stats.report_model import GeomeanRow, Judgement, MetricRow, Report, ScoreRow
+from benchlab.report_model import GeomeanRow, Judgement, MetricRow, Report, ScoreRow
 from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
 from benchlab.suite.baseline import SECTION_TITLES
 

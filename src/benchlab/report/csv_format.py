@@ -10,8 +10,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchlab.report import safe, times_grid
-from benchlab.report.views import View, resolved
-from benchlab.stats.report_model import Report
+from benchlab.report.choices import View
+from benchlab.report.views import resolved
+from benchlab.report_model import Report
 
 JUDGEMENT = [
     "change",

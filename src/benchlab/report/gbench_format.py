@@ -24,10 +24,10 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchlab.measure.rusage import RESERVED
+from benchlab.metrics import RESERVED
+from benchlab.report.choices import View
 from benchlab.report.samples import Sample, samples
-from benchlab.report.views import View
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 
 TIMES = ("real_time", "cpu_time")
 NS_PER_S = 1e9

@@ -8,9 +8,9 @@ import datetime
 
 import numpy as np
 
+from benchlab.analysis.history import ChangePoint, History, Point, Series
 from benchlab.report import cells
 from benchlab.report.grid import Grid
-from benchlab.stats.history import ChangePoint, History, Point, Series
 
 BARS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 24  # bars at most: longer series are drawn as the medians of as many even slices

@@ -21,9 +21,9 @@ import json
 import statistics
 from typing import Any
 
+from benchlab.report.choices import View
 from benchlab.report.samples import Sample, samples
-from benchlab.report.views import View
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 
 KIB = 1024
 

@@ -3,8 +3,8 @@ included. It holds every view's numbers, so a view other than `auto` is refused 
 
 from __future__ import annotations
 
-from benchlab.report.views import View
-from benchlab.stats.report_model import Report
+from benchlab.report.choices import View
+from benchlab.report_model import Report
 
 
 def render(report: Report, view: View = "auto") -> str:

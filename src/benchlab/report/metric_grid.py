@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from benchlab.report import cells
 from benchlab.report.grid import Grid
-from benchlab.stats.report_model import Report
+from benchlab.report_model import Report
 
 
 def grid(report: Report, workloads: set[str] | None = None) -> Grid:

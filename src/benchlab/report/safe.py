@@ -13,9 +13,8 @@ spreadsheet would evaluate is prefixed with `'` (OWASP's advice). JSON needs non
 from __future__ import annotations
 
 import re
-import unicodedata
 
-from benchlab.spec.fields import escaped
+from benchlab.escapes import escaped
 
 TEXT_MAX = 1000  # a name, a message or a cell: longer text is cut, with a count of what was left out
 LINE_MAX = 4096  # a line of benchlab's own with data in it: an error, a title, a note, a footer
@@ -27,6 +26,8 @@ MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\|`*<>"})
 
 
 def _shown(c: str, newlines: bool) -> str:
+    import unicodedata  # only for text that is not all printable
+
     if c.isprintable() or (newlines and c == "\n") or unicodedata.category(c) == "Zs":
         return c
     return escaped(c)

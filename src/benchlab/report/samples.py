@@ -6,7 +6,7 @@ these groups, so they name and order them alike.
 Warm-up runs are left out (hyperfine and Google Benchmark leave theirs out too), and so are
 failed runs, which have no metrics: benchlab's own report lists them. Groups are the report's
 columns: where runs came from several hosts (merged with `benchlab import`) the analysis has
-named each run's variant `variant@host` already (`stats.environments.split_by_host`), and a
+named each run's variant `variant@host` already (`analysis.environments.split_by_host`), and a
 virtual machine's guest is one column with its machine's native runs.
 """
 
@@ -15,18 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from benchlab.errors import SpecError
-from benchlab.report.views import View
-from benchlab.stats.report_model import Report, Run
-
-# Formats that hold every run and every view at once: the data is loaded with every run for them
-# (`benchlab report` and `run` otherwise skip reading each run whole), and only view `auto` is theirs.
-WHOLE = frozenset({"json", "hyperfine", "gbench"})
-
-
-def check_whole(fmt: str, view: View) -> None:
-    if view != "auto":
-        raise SpecError(f"the {fmt} report has no '{view}' view: it holds every view's numbers (leave the view out)")
+from benchlab.report_model import Report, Run
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from benchlab.report import cells
 from benchlab.report.grid import Grid
-from benchlab.stats.report_model import Report, ScoreRow, Scores, Sweep
+from benchlab.report_model import Report, ScoreRow, Scores, Sweep
 
 MODE_TITLES = {"single-core": "single-core", "multi-core": "multi-core", "shared": "shared task"}
 
@@ -18,7 +18,7 @@ def _score(row: ScoreRow | None, *, interval: bool) -> str:
     """A score, with its 95% interval where asked and always its run-to-run spread (`±4%`), so
     that a reader sees which rows this machine measures steadily. A workload's interval is its
     median's; a section's or the overall score's, of Geekbench's arithmetic on the workload
-    medians (`stats.scores._point_intervals`); where there is none, the cell says why."""
+    medians (`analysis.scores._point_intervals`); where there is none, the cell says why."""
     if row is None or row.score is None:
         return ""
     text = f"{row.score:,.0f}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from benchlab.report import cells
 from benchlab.report.grid import Grid
-from benchlab.stats.report_model import Report, Sweep, SweepFit
+from benchlab.report_model import Report, Sweep, SweepFit
 
 X_TITLES = {"value": "per unit of the value", "reciprocal": "per unit of 1/value (rate)"}
 

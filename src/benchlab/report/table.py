@@ -14,9 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from benchlab.report import cells, layout, safe
+from benchlab.report.choices import View
 from benchlab.report.grid import Grid
-from benchlab.report.views import View, report_grids
-from benchlab.stats.report_model import Report
+from benchlab.report.views import report_grids
+from benchlab.report_model import Report
 
 STYLE = {"better": "bold green", "worse": "bold red", "same": "dim", "unclear": "yellow", "-": "dim"}
 

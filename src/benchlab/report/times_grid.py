@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from benchlab.report import cells
 from benchlab.report.grid import Grid
-from benchlab.stats.report_model import MetricRow, Report
+from benchlab.report_model import MetricRow, Report
 
 TIMES = ("wall", "user", "sys", "real_time")
 OWN_TIME = "real_time"  # the workload's own time: the whole run's (a build), or one operation's (a benchmark)

@@ -8,21 +8,11 @@ data for is refused), `times` the whole-command times as people quote them (`tim
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
 from benchlab.errors import SpecError
 from benchlab.report import app_cycle_grid, cells, metric_grid, score_grid, sweep_grid, times_grid
+from benchlab.report.choices import View
 from benchlab.report.grid import Grid
-from benchlab.stats.report_model import Report
-
-View = Literal["auto", "metrics", "scores", "app-cycle", "sweep", "times"]
-VIEWS: tuple[str, ...] = get_args(View)
-
-
-def check_view(view: str) -> View:
-    if view not in VIEWS:
-        raise SpecError(f"unknown view '{view}' (choose {', '.join(VIEWS)})", where="--view")
-    return view  # type: ignore[return-value]
+from benchlab.report_model import Report
 
 
 def resolved(report: Report, view: View) -> View:

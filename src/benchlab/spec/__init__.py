@@ -1,7 +1,3 @@
-"""Experiment specs: models, reading spec files, validation and the spec-free quick form."""
-
-from benchlab.spec.load import read_spec
-from benchlab.spec.models import ExperimentSpec, VariantSpec, WorkloadSpec
-from benchlab.spec.validate import spec_from_dict
-
-__all__ = ["ExperimentSpec", "VariantSpec", "WorkloadSpec", "read_spec", "spec_from_dict"]
+"""Experiment specs: models (`models`), reading spec files (`load`), validation (`validate`) and the
+spec-free quick form (`quick`). Nothing is imported here: a command that only needs a name's
+pattern or a file's TOML must not pay for building every pydantic model."""

@@ -11,6 +11,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
+from benchlab.escapes import escaped, is_control
+
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
 NAME_MAX = 100
 TEXT_MAX = 4096  # an argument, an environment value, a knob value
@@ -34,18 +36,8 @@ def _no_nul(value: str) -> str:
     return value
 
 
-def _control(c: str) -> bool:
-    return ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0
-
-
-def escaped(c: str) -> str:
-    """A character as a visible escape (`\\x1b`, `\\u202e`)."""
-    code = ord(c)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
 def _one_line(value: str) -> str:
-    bad = next((c for c in value if _control(c)), None)
+    bad = next((c for c in value if is_control(c)), None)
     if bad is not None:
         raise ValueError(f"contains the control character {bad!r}")
     return value
@@ -68,7 +60,7 @@ def storable_label(text: str, limit: int = METRIC_NAME_MAX) -> str:
     a digest of the whole, so the same name is the same label in every run and two long names that
     differ only at the end stay two labels. A `Label` is refused instead; this is for text that is
     not the user's to fix."""
-    shown = "".join(escaped(c) if _control(c) else c for c in text) if not text.isprintable() else text
+    shown = "".join(escaped(c) if is_control(c) else c for c in text) if not text.isprintable() else text
     if len(shown) <= limit:
         return shown or "?"
     digest = hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()[:8]

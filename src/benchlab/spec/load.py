@@ -1,19 +1,13 @@
-"""Reading spec files from TOML and turning validation failures into one line that names the place.
+"""Turning validation failures into one line that names the place.
 
-What a spec file holds is raw data until its sections (the CPU suite's, the sweep's) are expanded
-and the whole validated (`benchlab.spec.validate`); these helpers sit below both so that each
-section's expansion can place its errors the same way."""
+What a spec file holds (`benchlab.spec.files`) is raw data until its sections (the CPU suite's,
+the sweep's) are expanded and the whole validated (`benchlab.spec.validate`); these helpers sit
+below both so that each section's expansion can place its errors the same way."""
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import os
 import re
-import stat
-import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -83,44 +77,3 @@ def take_section(data: Mapping[str, Any], key: str, model: type[M], source: str)
         return out, model.model_validate(raw)
     except ValidationError as exc:
         raise spec_error(exc, source, prefix=f"{key}.") from None
-
-
-MAX_SPEC_BYTES = 1 << 20  # a spec is a page or two of TOML; a bigger file is something else
-
-
-def read_capped(path: Path, cap: int) -> bytes:
-    """At most `cap + 1` bytes of a file a user named, which may be anything: /dev/zero, a huge
-    file, a directory, or a named pipe. A pipe is opened without waiting for a writer (a FIFO
-    nobody writes reads as empty, as `<(command)` still reads whole), since a plain open would
-    block until one came, perhaps forever."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
-            raise IsADirectoryError(errno.EISDIR, "is a directory")
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(cap + 1)
-    finally:
-        os.close(fd)
-
-
-def read_spec(path: Path) -> dict[str, Any]:
-    """A spec file's data, its sections not yet expanded; every way reading it fails is one line."""
-    try:
-        raw = read_capped(path, MAX_SPEC_BYTES)
-        if len(raw) > MAX_SPEC_BYTES:
-            raise SpecError(f"{path}: larger than {MAX_SPEC_BYTES >> 20} MiB, not a spec")
-        if not raw.strip():
-            raise SpecError(f"{path}: empty, not a spec")
-        data = tomllib.loads(raw.decode())
-    except FileNotFoundError:
-        raise SpecError(f"no spec file at {path}") from None
-    except OSError as exc:
-        raise SpecError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses once per nested array or inline table
-        raise SpecError(f"{path}: nested too deeply to be a spec") from None
-    return data

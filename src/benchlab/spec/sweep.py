@@ -19,9 +19,8 @@ import itertools
 import math
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import numpy as np
 from pydantic import Field, ValidationError, model_validator
 
 from benchlab.errors import SpecError
@@ -29,6 +28,9 @@ from benchlab.spec.fields import Finite, Line
 from benchlab.spec.load import shown, take_section
 from benchlab.spec.models import MAX_VARIANTS, Scalar, Strict, VariantSpec
 from benchlab.spec.variant_fields import set_field
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class RangeSpec(Strict):
@@ -49,6 +51,8 @@ class RangeSpec(Strict):
     def _usable(self) -> RangeSpec:
         if self.scale == "log" and min(self.start, self.stop) <= 0:
             raise ValueError("a log range needs a positive start and stop")
+        import numpy as np  # a range's steps: loaded for a spec with a sweep, not for every spec
+
         points = self._points()
         if not np.isfinite(points).all() or (self.integer and np.abs(points).max() >= 2**63):
             raise ValueError("the range's steps overflow (give a start and stop of sane size)")
@@ -58,6 +62,8 @@ class RangeSpec(Strict):
         return self
 
     def _points(self) -> np.ndarray:
+        import numpy as np
+
         space = np.geomspace if self.scale == "log" else np.linspace
         with np.errstate(all="ignore"):  # an overflow is reported above, not warned about on stderr
             return space(self.start, self.stop, self.steps)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlab.measure.rusage import CHARACTERISTICS, PROCESS_TIMES
+from benchlab.metrics import CHARACTERISTICS, PROCESS_TIMES
 
 PRIMARY, SECONDARY, CHARACTERISTIC, SCORED, GEOMEAN = "primary", "secondary", "characteristic", "scored", "geomean"
 JUDGED = (PRIMARY, SECONDARY, GEOMEAN)

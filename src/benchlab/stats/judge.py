@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchlab.stats import report_model as model
 from benchlab.stats.correction import adjust
 from benchlab.stats.estimators import (
     NAN,
@@ -37,7 +36,6 @@ from benchlab.stats.estimators import (
     signed_rank_test,
 )
 from benchlab.stats.families import GEOMEAN, JUDGED, PRIMARY, shares
-from benchlab.stats.report_model import number, pair
 from benchlab.stats.sequential import nominal_level, nominal_threshold, sequential_p
 from benchlab.stats.test_choice import FIRST_LOOK, PARAMETRIC, SMALL_N
 from benchlab.stats.verdict import DECIDED, NOT_JUDGED, UNCLEAR, blocks_needed, verdict
@@ -207,19 +205,6 @@ class Row(Judged):
         """Pairs (or runs, where unpaired) behind the estimate: what the blocks-needed hint grows."""
         return self.pairs or self.n
 
-    def exported(self) -> model.MetricRow:
-        return model.MetricRow(
-            workload=self.workload, metric=self.metric, unit=self.unit, direction=self.direction, variant=self.variant,
-            n=self.n, pairs=self.pairs, median=number(self.median), median_ci=pair(self.median_ci),
-            baseline_median=number(self.baseline_median), baseline_n=self.baseline_n or None,
-            baseline_median_ci=pair(self.baseline_median_ci), change=number(self.change), change_ci=pair(self.change_ci),
-            change_ci_level=self.change_ci_level, change_ci95=pair(self.change_ci95),
-            change_ci90=pair(self.change_ci90), log_scale=self.log_scale, test=self.test, p=number(self.p),
-            q=number(self.q), verdict=self.verdict, blocks_needed=self.blocks_needed, family=self.family,
-            note=self.note or None, spread=number(self.estimate.spread) if self.estimate else None,
-            best=number(self.best), baseline_best=number(self.baseline_best), change_note=self.change_note or None,
-        )  # fmt: skip
-
 
 @dataclass
 class GeomeanRow(Judged):
@@ -232,15 +217,6 @@ class GeomeanRow(Judged):
     @property
     def sample_size(self) -> int:
         return self.blocks
-
-    def exported(self) -> model.GeomeanRow:
-        return model.GeomeanRow(
-            variant=self.variant, direction=self.direction, metrics=self.metrics, blocks=self.blocks,
-            change=number(self.change), change_ci=pair(self.change_ci), change_ci_level=self.change_ci_level,
-            change_ci95=pair(self.change_ci95), test=self.test, p=number(self.p),
-            q=number(self.q), verdict=self.verdict, blocks_needed=self.blocks_needed, family=self.family,
-            note=self.note or None,
-        )  # fmt: skip
 
 
 def _to_fraction(x: float) -> float:

@@ -27,7 +27,8 @@ from sqlalchemy.exc import IntegrityError
 from benchlab.errors import SpecError, StoreError
 from benchlab.metrics import Metric
 from benchlab.spec.fields import UNIT_MAX, Blob, Label, Line, Name
-from benchlab.spec.load import read_capped, spec_error
+from benchlab.spec.files import read_capped
+from benchlab.spec.load import spec_error
 from benchlab.spec.models import Direction, ExperimentSpec, VariantSpec
 from benchlab.store import schema as t
 from benchlab.store.documents import HostFacts, RunDetails, Value

@@ -68,7 +68,7 @@ def _whole(conn: Connection, exp: ExperimentRecord, only: tuple[str, int] | None
     """The blocks (of all, or the one `only` names) stored whole on one machine. A vm guest's runs
     are stored under a host of their own, the guest of its machine (its fingerprint's
     `guest_of`), and pair with that machine's native runs, as a report pairs them
-    (stats/environments.py): they count on that machine."""
+    (analysis/environments.py): they count on that machine."""
     r = t.run.c
     query = select(r.workload_id, r.block, r.host_id, r.variant_id).where(r.experiment_id == exp.id, r.warmup.is_(False))
     if ok_only:

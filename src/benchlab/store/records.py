@@ -108,7 +108,7 @@ class MetricColumns:
 @dataclass(frozen=True)
 class Calibration:
     """What `benchlab calibrate` found for one workload on one host: the key is its version and
-    the options its version does not cover (`stats.calibration.calibration_key`)."""
+    the options its version does not cover (`analysis.calibration.calibration_key`)."""
 
     host_id: int
     workload_key: str

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
+from benchlab import notes
 from benchlab.errors import AlreadyStored, DatabaseUnavailable, SpecError, StoreError
-from benchlab.metrics import Metric
 from benchlab.store import experiments, fleet, hosts, reading, url
 from benchlab.store import schema as t
 from benchlab.store.driver import reason
@@ -23,7 +22,7 @@ from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord
 from benchlab.store.runs import RunWriter, take_failed
 from benchlab.store.version import HEAD, Migration, gap, stamped, stored_revision
 
-log = logging.getLogger(__name__)
+log = notes.logger(__name__)
 
 
 class Store:
@@ -179,35 +178,11 @@ class Store:
         with self.reading() as conn:
             return reading.stored_keys(conn, exp, host_id, workloads=workloads, blocks=blocks, ok_only=ok_only)
 
-    def record_run(
-        self,
-        exp: ExperimentRecord,
-        *,
-        host_id: int,
-        workload: str,
-        variant: str,
-        block: int,
-        warmup: bool,
-        position: int,
-        status: str,
-        started_at: float,
-        ended_at: float,
-        metrics: Iterable[Metric] = (),
-        exit_code: int | None = None,
-        message: str | None = None,
-        stderr_tail: str | None = None,
-        details: Mapping[str, Any] | None = None,
-        retry: bool = False,
-    ) -> None:
+    def record_run(self, exp: ExperimentRecord, run: NewRun, *, retry: bool = False) -> None:
         """Stores one finished run and its metrics in one transaction, committed on return.
         `retry`: the run is another attempt at a run stored as failed (a resume running failed runs
         again), which it replaces in the same transaction; the failures before it stay in its
         details (`earlier_attempts`). A run stored as ok is never replaced."""
-        run = NewRun(
-            workload=workload, variant=variant, host_id=host_id, block=block, warmup=warmup, position=position,
-            status=status, started_at=started_at, ended_at=ended_at, metrics=tuple(metrics), exit_code=exit_code,
-            message=message, stderr_tail=stderr_tail, details=details,
-        )  # fmt: skip
         try:
             with self.transaction() as conn:
                 earlier = take_failed(conn, exp, run) if retry else []
@@ -215,11 +190,10 @@ class Store:
                     run = dataclasses.replace(run, details={**(run.details or {}), "earlier_attempts": earlier})
                 self.runs.insert(conn, exp, [run])
         except IntegrityError as exc:
+            which = f"run {run.workload}/{run.variant} block {run.block}"
             if is_unique_violation(exc, "run_once"):  # not another key (a metric name's): that run is not stored
-                raise AlreadyStored(
-                    f"run {workload}/{variant} block {block} is already stored for this host; it is never stored twice"
-                ) from None
-            raise StoreError(f"the database refused run {workload}/{variant} block {block}: {reason(exc)}") from None
+                raise AlreadyStored(f"{which} is already stored for this host; it is never stored twice") from None
+            raise StoreError(f"the database refused {which}: {reason(exc)}") from None
 
     def run_identities(self, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
         with self.reading() as conn:

@@ -10,7 +10,6 @@ INSTALL_MOD_PATH=...` beside a built bzImage).
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shutil
@@ -19,12 +18,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchlab import notes
 from benchlab.errors import EnvironmentProblem, SpecError
 
 DEFAULT_PACKAGE = "linux-image-amd64"  # Debian's metapackage: depends on the current kernel package
 _PACKAGE = re.compile(r"linux-image-[0-9][A-Za-z0-9.+~-]*")
 _VERSION = re.compile(r"[0-9]+\.[0-9]+[A-Za-z0-9.+~-]*")
-log = logging.getLogger(__name__)  # the command line shows its notes on stderr: a download takes a while
+log = notes.logger(__name__)  # the command line shows its notes on stderr: a download takes a while
 # the build switches the studies turn on, by the names fingerprints and `benchlab vm list` show
 SWITCHES = {"lru_gen": "CONFIG_LRU_GEN", "binder": "CONFIG_ANDROID_BINDER_IPC", "zram": "CONFIG_ZRAM"}
 

@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchlab.errors import WorkloadFailed
-from benchlab.measure.rusage import RESERVED
-from benchlab.metrics import Direction, Metric
+from benchlab.metrics import RESERVED, Direction, Metric
 from benchlab.spec.fields import UNIT_MAX, storable_label, without_nul
 
 MESSAGE_MAX = 1000  # of a failed benchmark's message, as stored with the run

@@ -5,8 +5,8 @@ registering the format costs the command line nothing."""
 
 from __future__ import annotations
 
-from benchlab.report.views import View
-from benchlab.stats.report_model import Report
+from benchlab.report.choices import View
+from benchlab.report_model import Report
 
 
 def render(report: Report, view: View = "auto") -> str:

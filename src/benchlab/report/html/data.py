@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from benchlab.stats.report_model import Report, Run
+from benchlab.report_model import Report, Run
 from benchlab.workloads.probe import HISTOGRAM_BUCKETS, HISTOGRAM_PER_OCTAVE, HistogramsOf
 
 SCHEMA = "benchlab.html/1"

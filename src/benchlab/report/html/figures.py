@@ -19,12 +19,12 @@ from benchlab.report import cells
 from benchlab.report.html import plots
 from benchlab.report.html.data import WorkloadRuns
 from benchlab.report.html.tables import esc
+from benchlab.report_model import MetricRow, Report
 from benchlab.stats.families import PRIMARY, SCORED
-from benchlab.stats.report_model import MetricRow, Report
 from benchlab.workloads.probe import HISTOGRAM_BUCKETS
 from benchlab.workloads.probe import HISTOGRAM_PER_OCTAVE as PER_OCTAVE
 
-SCORED_FROM = "items_per_second"  # the rate a suite workload's score is computed from (stats/scores.py)
+SCORED_FROM = "items_per_second"  # the rate a suite workload's score is computed from (analysis/scores.py)
 QUANTILE = re.compile(r"^(?P<prefix>.*?)(?P<q>p\d+(?:_\d+)?|best|worst)$")
 MINUTE, HOUR = 60.0, 3600.0
 Interval = tuple[float | None, float | None]

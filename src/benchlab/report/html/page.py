@@ -15,10 +15,11 @@ import datetime
 import html
 
 from benchlab.report import app_cycle_grid, cells, safe
+from benchlab.report.choices import View
 from benchlab.report.html import data, figures, plots, tables
 from benchlab.report.html.tables import esc
-from benchlab.report.views import View, report_grids, resolved
-from benchlab.stats.report_model import Report
+from benchlab.report.views import report_grids, resolved
+from benchlab.report_model import Report
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1b1b1b;margin:0 auto;padding:16px 24px 48px;

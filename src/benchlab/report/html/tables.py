@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from benchlab.report import cells, layout, safe
 from benchlab.report.grid import Grid
+from benchlab.report_model import GeomeanRow, MetricRow, Report, ScoreRow
 from benchlab.stats.families import PRIMARY
-from benchlab.stats.report_model import GeomeanRow, MetricRow, Report, ScoreRow
 
 DECIDED = ("better", "worse")
 VERDICTS = ("better", "worse", "same", "unclear", "-")

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import median_abs_deviation
 
+from benchlab.report_model import Level, ScoreRow, Scores, number, pair
 from benchlab.stats.estimators import median_ci
 from benchlab.stats.families import CHARACTERISTIC, JUDGED, PRIMARY, SCORED, SECONDARY
 from benchlab.stats.judge import Row, Series, Settings
-from benchlab.stats.report_model import Level, ScoreRow, Scores, number, pair
 from benchlab.suite.baseline import SECTION_TITLES, SECTIONS, Baseline
 from benchlab.suite.cpu import MODES, MULTI, SINGLE, SuiteWorkload, classify
 from benchlab.workloads.probe import probe_version

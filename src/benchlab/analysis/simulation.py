@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchlab.analysis.diff import two_samples
 from benchlab.plan import make_plan
 from benchlab.stats.bisection import Judge, Judgement, Pair, settled
-from benchlab.stats.diff import two_samples
 from benchlab.stats.judge import KEY_SHIFT, Row, Sequential, Series, Settings, judge, pair_key, undecided
 
 

@@ -1,6 +1,6 @@
 """`analyze()`: an experiment's stored runs judged, and turned into the report every format renders.
 
-`Analysis.report()` is the typed report (stats/report_model.py); the JSON report is
+`Analysis.report()` is the typed report (report_model.py); the JSON report is
 its serialisation and the table, Markdown and CSV are drawn from it, so every number
 a person reads is one a machine can read too.
 """
@@ -15,17 +15,17 @@ from typing import Any, cast
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
+from benchlab import report_model as model
+from benchlab.analysis.calibration import calibration_report
+from benchlab.analysis.environments import on_machines, split_by_host, used_hosts
+from benchlab.analysis.rows import geomean_row, metric_row
+from benchlab.analysis.scores import SCORES, score_report, suite_series
+from benchlab.analysis.sweep import sweep_report
 from benchlab.errors import SpecError, StoreError
 from benchlab.measure.host import noise_warnings
-from benchlab.spec import ExperimentSpec
-from benchlab.spec.models import MetricSettings
-from benchlab.stats import report_model as model
-from benchlab.stats.calibration import calibration_report
-from benchlab.stats.environments import on_machines, split_by_host, used_hosts
+from benchlab.spec.models import ExperimentSpec, MetricSettings
 from benchlab.stats.families import PRIMARY, SECONDARY, classify
 from benchlab.stats.judge import KEY_SHIFT, GeomeanRow, Row, Sequential, Series, Settings, judge, undecided
-from benchlab.stats.scores import SCORES, score_report, suite_series
-from benchlab.stats.sweep import sweep_report
 from benchlab.store import FAILED_BENCHMARKS, ExperimentData, RunRecord
 from benchlab.suite.baseline import load_baseline
 
@@ -67,8 +67,8 @@ class Analysis:
             alpha=self.settings.alpha,
             margin=self.settings.margin,
             correction=self.settings.correction,
-            rows=[r.exported() for r in self.rows],
-            geomean=[g.exported() for g in self.geomean],
+            rows=[metric_row(r) for r in self.rows],
+            geomean=[geomean_row(g) for g in self.geomean],
             scores=self.scores,
             sweep=self.sweep,
             failed_runs=[_run_summary(r) for r in self.failed_runs],
@@ -259,7 +259,7 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None, baseline
 
     def judged(workload: str, metric: str, variant: str) -> model.MetricRow | None:
         found = by_key.get((workload, metric, variant))
-        return found.exported() if found else None
+        return metric_row(found) if found else None
 
     sweep, sweep_warnings = sweep_report(spec, stored_setting(spec, "fit"), [*suite.overall, *series], settings, judged)
     warnings += sweep_warnings

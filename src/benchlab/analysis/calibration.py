@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from benchlab.report_model import CalibrationNote, number
 from benchlab.stats.families import PRIMARY
 from benchlab.stats.judge import Row
-from benchlab.stats.report_model import CalibrationNote, number
 from benchlab.store import Calibration
 
 FALSE = ("better", "worse")

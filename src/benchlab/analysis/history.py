@@ -1,5 +1,5 @@
 """History: experiments re-run over time (a nightly job, a commit series) as one series per
-workload, metric and variant, with the change points Otava finds in it (stats/changepoints.py).
+workload, metric and variant, with the change points Otava finds in it (analysis/changepoints.py).
 
 Which experiments: those of one database whose names match a glob, oldest first by creation
 time (a spec has no field that orders runs of a series more naturally: a commit series is
@@ -30,12 +30,12 @@ from typing import Final, Literal
 import numpy as np
 from pydantic import Field
 
+from benchlab.analysis import changepoints
+from benchlab.analysis.analyze import build_series
 from benchlab.errors import SpecError
-from benchlab.stats import changepoints
-from benchlab.stats.analysis import build_series
+from benchlab.report_model import Model, Number, Pair, number, pair
 from benchlab.stats.estimators import hodges_lehmann_two_sample, median_ci
 from benchlab.stats.judge import as_fraction
-from benchlab.stats.report_model import Model, Number, Pair, number, pair
 from benchlab.store import ExperimentData, Store
 
 SCHEMA: Final = "benchlab.history/1"

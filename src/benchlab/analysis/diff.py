@@ -20,11 +20,12 @@ import dataclasses
 
 import numpy as np
 
+from benchlab import report_model as model
+from benchlab.analysis.analyze import analyze, build_series, settings_from_spec
+from benchlab.analysis.rows import metric_row
+from benchlab.analysis.sides import Side
 from benchlab.errors import SpecError
-from benchlab.stats import report_model as model
-from benchlab.stats.analysis import analyze, build_series, settings_from_spec
 from benchlab.stats.judge import Series, Settings, judge
-from benchlab.stats.sides import Side
 
 # A's runs are keyed 0, 1, ... and B's from here on: no key is on both sides, so no run ever pairs
 B_KEYS = 1 << 62
@@ -68,7 +69,7 @@ def diff(a: Side, b: Side) -> model.Report:
     )  # fmt: skip
     return model.Report(
         experiment=experiment, baseline=a.label, variants=[a.label, b.label], alpha=settings.alpha, margin=settings.margin,
-        correction=settings.correction, rows=[r.exported() for r in rows], geomean=[], scores=None, sweep=None,
+        correction=settings.correction, rows=[metric_row(r) for r in rows], geomean=[], scores=None, sweep=None,
         failed_runs=[], failed_benchmarks=[], warnings=[*_unpaired_notes(experiment), *a.notes, *b.notes, *warnings], runs=[],
     )  # fmt: skip
 

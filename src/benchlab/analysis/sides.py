@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchlab import report_model as model
 from benchlab.errors import SpecError
 from benchlab.spec.fields import NAME_PATTERN
-from benchlab.stats import report_model as model
 from benchlab.store import ExperimentData, Store, bundle_data, read_bundle
 
 

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from benchlab.errors import SpecError
+from benchlab.report_model import MeasuredPoint, MetricRow, Sweep, SweepFit, SweepModel, number, pair
 from benchlab.spec.variant_fields import set_field
 from benchlab.stats.fit import ADDITIVE, LINE, PIECEWISE, Fits, LineFit, as_fraction, fit_models
 from benchlab.stats.judge import Series, Settings
-from benchlab.stats.report_model import MeasuredPoint, MetricRow, Sweep, SweepFit, SweepModel, number, pair
 
 Judged = Callable[[str, str, str], MetricRow | None]  # (workload, metric, variant) -> its judged row
 

@@ -1,0 +1,85 @@
+"""Starting `benchlab` for a help or a refusal loads nothing a command runs with: the list below
+is what made `--version` cost 0.94 s of CPU (bench/startup.py prints each start's cost against a
+bare `python -c pass`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchlab.cli import parser
+from benchlab.cli.parser import walk
+
+HEAVY = (
+    "numpy", "scipy", "pandas", "pydantic", "sqlalchemy", "alembic", "rich", "matplotlib", "celery", "otava",
+    "typer", "click", "tomllib", "logging", "dataclasses", "shutil", "typing",
+    "benchlab.spec.models", "benchlab.stats", "benchlab.store", "benchlab.runner", "benchlab.report.renderers",
+)  # fmt: skip
+RUN = (
+    "import json, sys\nfrom benchlab.entry import main\nsys.argv = ['benchlab', *sys.argv[2:]]\n"
+    "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
+    "open(sys.argv[0] if False else OUT, 'w').write(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+)
+
+
+def started(tmp_path: Path, *words: str) -> tuple[int, list[str]]:
+    """The exit code of `benchlab WORDS` and every module it had loaded when it ended."""
+    out = tmp_path / "modules.json"
+    code = RUN.replace("OUT", repr(str(out)))
+    done = subprocess.run([sys.executable, "-c", code, "-", *words], capture_output=True, text=True, timeout=60)
+    assert out.exists(), done.stderr
+    seen = json.loads(out.read_text())
+    return seen["code"], seen["modules"]
+
+
+CASES = [
+    (["--version"], 0),
+    (["--help"], 0),
+    ([], 2),
+    *[([*name.split(), "--help"], 0) for name, _ in walk(parser())],
+    (["frobnicate"], 2),
+    (["report", "--bogus", "x"], 2),
+    (["report", "x", "--format", "xml"], 2),
+    (["compare", "-n", "3.0", "--cmd", "true"], 2),
+    (["run", "/nonexistent/spec.toml"], 2),
+    (["run", "/nonexistent/spec.toml", "--format", "xml"], 2),
+    (["ipc", "latency", "-pair", "x"], 2),
+]
+
+
+@pytest.mark.parametrize(("words", "code"), CASES, ids=[" ".join(words) or "(nothing)" for words, _ in CASES])
+def test_a_help_or_a_refusal_loads_nothing_heavy(tmp_path: Path, words: list[str], code: int) -> None:
+    exit_code, modules = started(tmp_path, *words)
+    assert exit_code in (code, None if code == 0 else code)
+    loaded = [m for m in modules if any(m == h or m.startswith(f"{h}.") for h in HEAVY)]
+    assert not loaded, f"benchlab {' '.join(words)} loaded {loaded}"
+
+
+def test_a_command_that_runs_loads_what_it_uses(tmp_path: Path) -> None:
+    """The list above can fail: a command that judges loads the statistics (here on a database
+    that is not there, refused after the store loads)."""
+    exit_code, modules = started(tmp_path, "report", "x", "--db", str(tmp_path / "none.db"))
+    assert exit_code == 4 and "sqlalchemy" in modules and "benchlab.store" in modules
+
+
+def test_the_history_help_says_the_detectors_own_defaults() -> None:
+    """The help states them without importing the detector (dataclasses would cost a third of the start)."""
+    from benchlab.analysis.changepoints import Settings
+
+    said = {a.dest: a.help for a in dict(walk(parser()))["history"]._actions}
+    default = Settings()
+    assert f"default {default.max_pvalue:g}" in (said["max_pvalue"] or "")
+    assert f"default {default.min_change:g}" in (said["min_change"] or "")
+    assert f"default {default.window}" in (said["window"] or "")
+
+
+def test_the_formats_a_command_accepts_are_the_ones_rendered() -> None:
+    """`report.choices` names them for a refusal without loading a renderer; `renderers` holds them."""
+    from benchlab.report.choices import FORMATS
+    from benchlab.report.renderers import RENDERERS
+
+    assert tuple(RENDERERS) == FORMATS
