@@ -32,7 +32,7 @@ use crate::memory::{RunCgroup, Sampler};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::ffi::CString;
-use std::io::Write;
+use std::io::{self, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -161,11 +161,36 @@ fn limits(settings: &Settings) -> (Vec<(&'static str, String)>, Vec<(&'static st
     (memory, cpu)
 }
 
-/// NUL-terminated strings for exec, or the one-line reason there are none.
-pub fn cstrings<'a>(strings: impl IntoIterator<Item = &'a str>) -> Result<Vec<CString>, String> {
+/// Why a run could not be started or waited for. A one-shot launcher prints it on stderr, a
+/// serving one answers it in the `error` field (docs/protocol.md), so the words are the protocol's.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("an argument contains a NUL byte")]
+    NulArgument,
+    /// A system call the launcher needs (`pipe`, `fork`, `pidfd_open`, `poll`, `wait4`) failed.
+    #[error("{call}: {source}")]
+    Call {
+        call: &'static str,
+        source: io::Error,
+    },
+}
+
+impl LaunchError {
+    fn last_os(call: &'static str) -> LaunchError {
+        LaunchError::Call {
+            call,
+            source: io::Error::last_os_error(),
+        }
+    }
+}
+
+/// NUL-terminated strings for exec, or the reason there are none.
+pub fn cstrings<'a>(
+    strings: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<CString>, LaunchError> {
     strings
         .into_iter()
-        .map(|s| CString::new(s).map_err(|_| "an argument contains a NUL byte".to_string()))
+        .map(|s| CString::new(s).map_err(|_| LaunchError::NulArgument))
         .collect()
 }
 
@@ -201,13 +226,13 @@ pub struct Forked {
 }
 
 /// Forks the workload's process, stopped before its exec.
-pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
+pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, LaunchError> {
     // SAFETY: our own pid, read before the fork for the child's check of its parent.
     let launcher = unsafe { libc::getpid() };
     let (mut go, mut ready) = ([0 as libc::c_int; 2], [0 as libc::c_int; 2]);
     // SAFETY: fresh pipes into arrays of two descriptors.
     if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+        return Err(LaunchError::last_os("pipe"));
     }
     // SAFETY: as above; the first pipe is closed again if the second cannot be made.
     if unsafe { libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -216,7 +241,10 @@ pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
             libc::close(go[0]);
             libc::close(go[1]);
         }
-        return Err(format!("pipe: {e}"));
+        return Err(LaunchError::Call {
+            call: "pipe",
+            source: e,
+        });
     }
     let exec_failed = format!("benchlab-launch: cannot execute {argv0}: ");
     // SAFETY: the launcher is single-threaded when it forks (the memory sampler's thread lives
@@ -229,7 +257,10 @@ pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
                 libc::close(fd);
             }
         }
-        return Err(format!("fork: {e}"));
+        return Err(LaunchError::Call {
+            call: "fork",
+            source: e,
+        });
     }
     if pid == 0 {
         unsafe {
@@ -371,11 +402,11 @@ pub struct Exited {
 
 /// Waits for the child until it exits or `timeout` passes (pidfd and poll; a signal to the
 /// launcher interrupts the wait so that it is seen at once); false on timeout.
-fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<bool, String> {
+fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<bool, LaunchError> {
     // SAFETY: pidfd_open on our own unreaped child.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
     if fd < 0 {
-        return Err(format!("pidfd_open: {}", std::io::Error::last_os_error()));
+        return Err(LaunchError::last_os("pidfd_open"));
     }
     let exited = loop {
         let left = timeout.saturating_sub(start.elapsed());
@@ -398,7 +429,10 @@ fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<b
             _ => {
                 let e = std::io::Error::last_os_error();
                 unsafe { libc::close(fd) };
-                return Err(format!("poll: {e}"));
+                return Err(LaunchError::Call {
+                    call: "poll",
+                    source: e,
+                });
             }
         }
     };
@@ -414,7 +448,7 @@ pub fn wait_child(
     pid: libc::pid_t,
     start: Instant,
     timeout: Option<Duration>,
-) -> Result<Exited, String> {
+) -> Result<Exited, LaunchError> {
     let watched = timeout.map(|limit| exits_within(pid, limit, start));
     let timed_out = !matches!(watched, None | Some(Ok(true)));
     if timed_out {
@@ -433,7 +467,7 @@ pub fn wait_child(
             break;
         }
         if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+            return Err(LaunchError::last_os("wait4"));
         }
     }
     let wall_ns = start.elapsed().as_nanos() as u64;

@@ -17,7 +17,10 @@ fn main() {
     let code = match serve(database, &mut out) {
         Ok(()) => 0,
         Err(why) => {
-            let _ = answer(&mut out, json!({"protocol": PROTOCOL, "error": why}));
+            let _ = answer(
+                &mut out,
+                json!({"protocol": PROTOCOL, "error": why.to_string()}),
+            );
             1
         }
     };

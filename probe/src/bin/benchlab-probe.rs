@@ -115,7 +115,8 @@ fn main() {
                 .map(|v| (o.name.to_string(), v.clone()))
         })
         .collect();
-    let opts = Options::parse(about.options, given).unwrap_or_else(|msg| fail(name, as_json, &msg));
+    let opts = Options::parse(about.options, given)
+        .unwrap_or_else(|e| fail(name, as_json, &e.to_string()));
     if let Err(msg) = w.check(&opts) {
         fail(name, as_json, &msg);
     }
