@@ -15,23 +15,45 @@
 
 use std::ffi::CString;
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
+
+/// Why a container could not be made or entered: the launcher prints it after its own context
+/// ("cannot make the container's namespaces: ...", "cannot enter the container: ...").
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerError {
+    #[error("{} contains a NUL byte", .0.display())]
+    NulByte(PathBuf),
+    /// A step (a mount, a folder made, chroot) the kernel refused, named as `what`.
+    #[error("{what}: {source}")]
+    Refused { what: String, source: io::Error },
+}
+
+impl ContainerError {
+    /// The step `what`, refused with the last OS error.
+    fn last_os(what: impl Into<String>) -> ContainerError {
+        ContainerError::Refused {
+            what: what.into(),
+            source: io::Error::last_os_error(),
+        }
+    }
+}
 
 pub struct Container {
     pub rootfs: PathBuf,
     pub binds: Vec<PathBuf>,
 }
 
-fn cstring(path: &Path) -> Result<CString, String> {
+fn cstring(path: &Path) -> Result<CString, ContainerError> {
     CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| format!("{} contains a NUL byte", path.display()))
+        .map_err(|_| ContainerError::NulByte(path.to_path_buf()))
 }
 
-fn check(what: &str, r: libc::c_int) -> Result<(), String> {
+fn check(what: &str, r: libc::c_int) -> Result<(), ContainerError> {
     if r == 0 {
         Ok(())
     } else {
-        Err(format!("{what}: {}", std::io::Error::last_os_error()))
+        Err(ContainerError::last_os(what))
     }
 }
 
@@ -40,7 +62,7 @@ fn mount(
     target: &Path,
     fstype: Option<&str>,
     flags: libc::c_ulong,
-) -> Result<(), String> {
+) -> Result<(), ContainerError> {
     let (src, dst) = (CString::new(source).unwrap_or_default(), cstring(target)?);
     let fs = fstype.map(|f| CString::new(f).unwrap_or_default());
     // SAFETY: NUL-terminated strings that outlive the call; no data argument.
@@ -58,9 +80,11 @@ fn mount(
 
 /// In the launcher, before it forks. Returns the launcher's own PID namespace, to go back to
 /// once the child is forked (see `back_to_own_pid_namespace`).
-pub fn enter_namespaces() -> Result<std::fs::File, String> {
-    let own =
-        fs::File::open("/proc/self/ns/pid").map_err(|e| format!("open /proc/self/ns/pid: {e}"))?;
+pub fn enter_namespaces() -> Result<std::fs::File, ContainerError> {
+    let own = fs::File::open("/proc/self/ns/pid").map_err(|source| ContainerError::Refused {
+        what: "open /proc/self/ns/pid".into(),
+        source,
+    })?;
     // SAFETY: plain system calls on this single-threaded process.
     unsafe {
         check(
@@ -84,7 +108,7 @@ pub fn enter_namespaces() -> Result<std::fs::File, String> {
 /// leaves the launcher's *children* to be made in the new namespace, and the kernel refuses to make
 /// a thread there (`clone(CLONE_THREAD)`: EINVAL), which the memory sampler needs: entering the
 /// launcher's own namespace again puts its later children, threads included, back beside it.
-pub fn back_to_own_pid_namespace(own: &std::fs::File) -> Result<(), String> {
+pub fn back_to_own_pid_namespace(own: &std::fs::File) -> Result<(), ContainerError> {
     use std::os::fd::AsRawFd;
     // SAFETY: a namespace descriptor we opened and still own.
     check("setns to the launcher's own PID namespace", unsafe {
@@ -94,11 +118,15 @@ pub fn back_to_own_pid_namespace(own: &std::fs::File) -> Result<(), String> {
 
 impl Container {
     /// In the child (PID 1 of the new namespace), before it waits to be released.
-    pub fn enter(&self, cwd: &Path) -> Result<(), String> {
+    pub fn enter(&self, cwd: &Path) -> Result<(), ContainerError> {
         let inside = |p: &Path| self.rootfs.join(p.strip_prefix("/").unwrap_or(p));
         for dir in ["proc", "sys", "dev", "tmp"] {
-            fs::create_dir_all(inside(Path::new(dir)))
-                .map_err(|e| format!("create {dir} in the root filesystem: {e}"))?;
+            fs::create_dir_all(inside(Path::new(dir))).map_err(|source| {
+                ContainerError::Refused {
+                    what: format!("create {dir} in the root filesystem"),
+                    source,
+                }
+            })?;
         }
         mount(
             "proc",
@@ -128,18 +156,25 @@ impl Container {
         for bind in &self.binds {
             let target = inside(bind);
             if bind.is_dir() {
-                fs::create_dir_all(&target)
-                    .map_err(|e| format!("create {}: {e}", target.display()))?;
+                fs::create_dir_all(&target).map_err(|source| ContainerError::Refused {
+                    what: format!("create {}", target.display()),
+                    source,
+                })?;
             } else {
                 if let Some(parent) = target.parent() {
-                    fs::create_dir_all(parent)
-                        .map_err(|e| format!("create {}: {e}", parent.display()))?;
+                    fs::create_dir_all(parent).map_err(|source| ContainerError::Refused {
+                        what: format!("create {}", parent.display()),
+                        source,
+                    })?;
                 }
                 fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(&target)
-                    .map_err(|e| format!("create {}: {e}", target.display()))?;
+                    .map_err(|source| ContainerError::Refused {
+                        what: format!("create {}", target.display()),
+                        source,
+                    })?;
             }
             let source = bind.to_string_lossy();
             mount(&source, &target, None, libc::MS_BIND | libc::MS_REC)?;
@@ -168,12 +203,12 @@ impl Container {
 }
 
 /// A new network namespace has only loopback, and down.
-fn loopback_up() -> Result<(), String> {
+fn loopback_up() -> Result<(), ContainerError> {
     // SAFETY: a socket used for two interface ioctls on a zeroed ifreq we own, then closed.
     unsafe {
         let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if sock < 0 {
-            return Err(format!("socket: {}", std::io::Error::last_os_error()));
+            return Err(ContainerError::last_os("socket"));
         }
         let mut req: libc::ifreq = std::mem::zeroed();
         for (i, b) in b"lo\0".iter().enumerate() {

@@ -29,9 +29,10 @@ use crate::container::{self, Container};
 use crate::counters::Counters;
 use crate::mapped::Mapped;
 use crate::memory::{RunCgroup, Sampler};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::ffi::CString;
-use std::io::Write;
+use std::io::{self, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -160,11 +161,36 @@ fn limits(settings: &Settings) -> (Vec<(&'static str, String)>, Vec<(&'static st
     (memory, cpu)
 }
 
-/// NUL-terminated strings for exec, or the one-line reason there are none.
-pub fn cstrings<'a>(strings: impl IntoIterator<Item = &'a str>) -> Result<Vec<CString>, String> {
+/// Why a run could not be started or waited for. A one-shot launcher prints it on stderr, a
+/// serving one answers it in the `error` field (docs/protocol.md), so the words are the protocol's.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("an argument contains a NUL byte")]
+    NulArgument,
+    /// A system call the launcher needs (`pipe`, `fork`, `pidfd_open`, `poll`, `wait4`) failed.
+    #[error("{call}: {source}")]
+    Call {
+        call: &'static str,
+        source: io::Error,
+    },
+}
+
+impl LaunchError {
+    fn last_os(call: &'static str) -> LaunchError {
+        LaunchError::Call {
+            call,
+            source: io::Error::last_os_error(),
+        }
+    }
+}
+
+/// NUL-terminated strings for exec, or the reason there are none.
+pub fn cstrings<'a>(
+    strings: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<CString>, LaunchError> {
     strings
         .into_iter()
-        .map(|s| CString::new(s).map_err(|_| "an argument contains a NUL byte".to_string()))
+        .map(|s| CString::new(s).map_err(|_| LaunchError::NulArgument))
         .collect()
 }
 
@@ -200,13 +226,13 @@ pub struct Forked {
 }
 
 /// Forks the workload's process, stopped before its exec.
-pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
+pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, LaunchError> {
     // SAFETY: our own pid, read before the fork for the child's check of its parent.
     let launcher = unsafe { libc::getpid() };
     let (mut go, mut ready) = ([0 as libc::c_int; 2], [0 as libc::c_int; 2]);
     // SAFETY: fresh pipes into arrays of two descriptors.
     if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+        return Err(LaunchError::last_os("pipe"));
     }
     // SAFETY: as above; the first pipe is closed again if the second cannot be made.
     if unsafe { libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -215,7 +241,10 @@ pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
             libc::close(go[0]);
             libc::close(go[1]);
         }
-        return Err(format!("pipe: {e}"));
+        return Err(LaunchError::Call {
+            call: "pipe",
+            source: e,
+        });
     }
     let exec_failed = format!("benchlab-launch: cannot execute {argv0}: ");
     // SAFETY: the launcher is single-threaded when it forks (the memory sampler's thread lives
@@ -228,7 +257,10 @@ pub fn fork_child(setup: &ChildSetup, argv0: &str) -> Result<Forked, String> {
                 libc::close(fd);
             }
         }
-        return Err(format!("fork: {e}"));
+        return Err(LaunchError::Call {
+            call: "fork",
+            source: e,
+        });
     }
     if pid == 0 {
         unsafe {
@@ -370,11 +402,11 @@ pub struct Exited {
 
 /// Waits for the child until it exits or `timeout` passes (pidfd and poll; a signal to the
 /// launcher interrupts the wait so that it is seen at once); false on timeout.
-fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<bool, String> {
+fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<bool, LaunchError> {
     // SAFETY: pidfd_open on our own unreaped child.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
     if fd < 0 {
-        return Err(format!("pidfd_open: {}", std::io::Error::last_os_error()));
+        return Err(LaunchError::last_os("pidfd_open"));
     }
     let exited = loop {
         let left = timeout.saturating_sub(start.elapsed());
@@ -397,7 +429,10 @@ fn exits_within(pid: libc::pid_t, timeout: Duration, start: Instant) -> Result<b
             _ => {
                 let e = std::io::Error::last_os_error();
                 unsafe { libc::close(fd) };
-                return Err(format!("poll: {e}"));
+                return Err(LaunchError::Call {
+                    call: "poll",
+                    source: e,
+                });
             }
         }
     };
@@ -413,7 +448,7 @@ pub fn wait_child(
     pid: libc::pid_t,
     start: Instant,
     timeout: Option<Duration>,
-) -> Result<Exited, String> {
+) -> Result<Exited, LaunchError> {
     let watched = timeout.map(|limit| exits_within(pid, limit, start));
     let timed_out = !matches!(watched, None | Some(Ok(true)));
     if timed_out {
@@ -432,7 +467,7 @@ pub fn wait_child(
             break;
         }
         if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+            return Err(LaunchError::last_os("wait4"));
         }
     }
     let wall_ns = start.elapsed().as_nanos() as u64;
@@ -479,15 +514,14 @@ impl Watch {
         self.sampler = Some(Sampler::start(pid, interval_ms));
     }
 
-    /// The run's account as one JSON object, with the tree's peak read from its cgroup (and why
-    /// there is none).
+    /// The run's account, with the tree's peak read from its cgroup (and why there is none).
     pub fn account(
         mut self,
         exited: &Exited,
         exec_error: Option<String>,
         tree_peak_kib: Option<u64>,
         tree_peak_note: Option<String>,
-    ) -> Map<String, Value> {
+    ) -> Account {
         let memory = self.sampler.take().map(Sampler::finish).unwrap_or_default();
         let (status, ru) = (exited.status, &exited.ru);
         let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
@@ -496,37 +530,68 @@ impl Watch {
         } else {
             (None, Some(libc::WTERMSIG(status)))
         };
-        let account = json!({
-            "protocol": ACCOUNT_PROTOCOL,
-            "wall_ns": exited.wall_ns,
-            "user_ns": tv(ru.ru_utime),
-            "sys_ns": tv(ru.ru_stime),
-            "max_rss_kib": ru.ru_maxrss,
-            "minor_faults": ru.ru_minflt,
-            "major_faults": ru.ru_majflt,
-            "voluntary_switches": ru.ru_nvcsw,
-            "involuntary_switches": ru.ru_nivcsw,
-            "exit_code": exit_code,
-            "signal": signal,
-            "exec_error": exec_error,
-            "counters": self.counters.read(),
-            "counters_note": self.counters.note,
-            "mapped": self.mapped.read(),
-            "mapped_note": self.mapped.note,
-            "tree_peak_kib": tree_peak_kib,
-            "tree_peak_note": tree_peak_note,
-            "memory": memory,
-        });
-        match account {
-            Value::Object(map) => map,
-            _ => unreachable!("json! of an object literal"),
+        Account {
+            protocol: ACCOUNT_PROTOCOL,
+            wall_ns: exited.wall_ns,
+            user_ns: tv(ru.ru_utime),
+            sys_ns: tv(ru.ru_stime),
+            max_rss_kib: ru.ru_maxrss,
+            minor_faults: ru.ru_minflt,
+            major_faults: ru.ru_majflt,
+            voluntary_switches: ru.ru_nvcsw,
+            involuntary_switches: ru.ru_nivcsw,
+            exit_code,
+            signal,
+            exec_error,
+            counters: self.counters.read(),
+            counters_note: self.counters.note.clone(),
+            mapped: self.mapped.read(),
+            mapped_note: self.mapped.note.clone(),
+            tree_peak_kib,
+            tree_peak_note,
+            memory,
         }
     }
 }
 
+/// What the launcher reports about one run: one JSON object, its fields in this order, every
+/// field always present (null where there is nothing). `benchlab.measure.account.Account` mirrors
+/// it field for field and refuses an account with a field missing, unknown or of another type.
+#[derive(Debug, Default, Serialize)]
+pub struct Account {
+    /// ACCOUNT_PROTOCOL: benchlab refuses another.
+    pub protocol: u32,
+    /// Fork to wait4's return, in native code.
+    pub wall_ns: u64,
+    /// wait4's rusage of the process and every descendant it waited for.
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    pub max_rss_kib: libc::c_long,
+    pub minor_faults: libc::c_long,
+    pub major_faults: libc::c_long,
+    pub voluntary_switches: libc::c_long,
+    pub involuntary_switches: libc::c_long,
+    /// One of the two is set: how the process ended.
+    pub exit_code: Option<libc::c_int>,
+    pub signal: Option<libc::c_int>,
+    /// Why the command could not be executed (exec's error); the exit code is then 127.
+    pub exec_error: Option<String>,
+    /// Perf event counts by name (`--perf-counters`), and why some are missing.
+    pub counters: Map<String, Value>,
+    pub counters_note: Option<String>,
+    /// The files mapped executable (`--mapped`), and why they are not known.
+    pub mapped: Option<Vec<String>>,
+    pub mapped_note: Option<String>,
+    /// The whole tree's memory peak from its cgroup, and why there is none.
+    pub tree_peak_kib: Option<u64>,
+    pub tree_peak_note: Option<String>,
+    /// RSS and PSS means and peaks over the run's samples (`--memory-interval-ms`).
+    pub memory: Map<String, Value>,
+}
+
 /// One JSON line in a single write, so that a reader never sees half an account.
-pub fn write_line(fd: RawFd, value: &Value) -> std::io::Result<()> {
-    let mut line = value.to_string();
+pub fn write_line(fd: RawFd, value: &impl Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(value)?;
     line.push('\n');
     // SAFETY: a descriptor benchlab passes and keeps open; ManuallyDrop leaves it open here too.
     let mut file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
@@ -631,7 +696,7 @@ pub fn launch(argv: &[String], settings: &Settings) -> i32 {
         tree_peak_kib,
         cgroup.note.clone(),
     );
-    if write_line(result_fd, &Value::Object(account)).is_err() {
+    if write_line(result_fd, &account).is_err() {
         eprintln!("benchlab-launch: file descriptor {result_fd} is not open for the result");
         return 1;
     }

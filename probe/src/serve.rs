@@ -29,13 +29,23 @@
 //! Answer: the account a one-shot launch writes, with `"timed_out"`; or `{"error": "why"}` for a
 //! run that could not be started (nothing ran).
 
-use crate::launch::{self, ChildSetup, Watch};
+use crate::launch::{self, Account, ChildSetup, LaunchError, Watch};
 use crate::memory::RunCgroup;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 use std::ffi::CString;
+use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// A served run's answer: the one-shot account, then whether the run passed its timeout.
+#[derive(Serialize)]
+struct Served {
+    #[serde(flatten)]
+    account: Account,
+    timed_out: bool,
+}
 
 pub struct ServeSettings {
     pub cgroup: Option<String>,
@@ -86,27 +96,59 @@ struct Context {
     pinned: Option<Vec<usize>>,
 }
 
-fn strings(value: &Value, field: &str) -> Result<Vec<String>, String> {
+/// Why a request started no run: answered as its `error` field (docs/protocol.md), which
+/// benchlab shows as "cannot start COMMAND: ...", so the words are the protocol's.
+#[derive(Debug, thiserror::Error)]
+enum RequestError {
+    #[error("the request is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("{0} is not a list")]
+    NotList(&'static str),
+    #[error("{0} holds a non-string")]
+    NonString(&'static str),
+    #[error("no command given")]
+    NoCommand,
+    #[error("env {0} is not a string")]
+    EnvNotString(String),
+    #[error("env is not a table")]
+    EnvNotTable,
+    #[error("cpus holds {0}")]
+    NotCpu(Value),
+    #[error("timeout_ms is not a count")]
+    NoTimeout,
+    #[error("cannot change to folder {}: {source}", .folder.display())]
+    Folder { folder: PathBuf, source: io::Error },
+    #[error("no such CPU: {0}")]
+    NoSuchCpu(usize),
+    #[error("cannot run on CPUs {cpus:?}: {source}")]
+    Affinity {
+        cpus: Option<Vec<usize>>,
+        source: io::Error,
+    },
+    #[error("cannot empty the run's output file: {0}")]
+    Truncate(io::Error),
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+}
+
+fn strings(value: &Value, field: &'static str) -> Result<Vec<String>, RequestError> {
     value
         .as_array()
-        .ok_or(format!("{field} is not a list"))?
+        .ok_or(RequestError::NotList(field))?
         .iter()
         .map(|v| {
             v.as_str()
                 .map(str::to_owned)
-                .ok_or(format!("{field} holds a non-string"))
+                .ok_or(RequestError::NonString(field))
         })
         .collect()
 }
 
-fn truncate(fd: RawFd) -> Result<(), String> {
+fn truncate(fd: RawFd) -> Result<(), RequestError> {
     // SAFETY: a file descriptor benchlab passed for the run's output.
     if unsafe { libc::ftruncate(fd, 0) } != 0 || unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } != 0
     {
-        return Err(format!(
-            "cannot empty the run's output file: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(RequestError::Truncate(io::Error::last_os_error()));
     }
     Ok(())
 }
@@ -114,10 +156,12 @@ fn truncate(fd: RawFd) -> Result<(), String> {
 impl Context {
     /// The launcher's own folder and CPUs become the run's, so that the child starts with them
     /// (as a one-shot launcher is started in the run's folder, pinned to its CPUs).
-    fn place(&mut self, cwd: Option<&str>, cpus: Option<Vec<usize>>) -> Result<(), String> {
+    fn place(&mut self, cwd: Option<&str>, cpus: Option<Vec<usize>>) -> Result<(), RequestError> {
         let folder = cwd.map_or(self.home.as_path(), Path::new);
-        std::env::set_current_dir(folder)
-            .map_err(|e| format!("cannot change to folder {}: {e}", folder.display()))?;
+        std::env::set_current_dir(folder).map_err(|source| RequestError::Folder {
+            folder: folder.to_path_buf(),
+            source,
+        })?;
         if cpus != self.pinned {
             let set = match &cpus {
                 None => self.all_cpus,
@@ -126,7 +170,7 @@ impl Context {
                     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
                     for &cpu in list {
                         if cpu >= libc::CPU_SETSIZE as usize {
-                            return Err(format!("no such CPU: {cpu}"));
+                            return Err(RequestError::NoSuchCpu(cpu));
                         }
                         // SAFETY: a CPU number checked against the set's size.
                         unsafe { libc::CPU_SET(cpu, &mut set) };
@@ -138,10 +182,10 @@ impl Context {
             if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) }
                 != 0
             {
-                return Err(format!(
-                    "cannot run on CPUs {cpus:?}: {}",
-                    std::io::Error::last_os_error()
-                ));
+                return Err(RequestError::Affinity {
+                    cpus,
+                    source: io::Error::last_os_error(),
+                });
             }
             self.pinned = cpus;
         }
@@ -150,10 +194,10 @@ impl Context {
 
     /// Runs one request to its end, with the cgroup it used (to be removed once it is answered);
     /// Err when nothing could be started.
-    fn run(&mut self, request: &Value) -> Result<(Map<String, Value>, RunCgroup), String> {
+    fn run(&mut self, request: &Value) -> Result<(Served, RunCgroup), RequestError> {
         let argv = strings(&request["argv"], "argv")?;
         if argv.is_empty() {
-            return Err("no command given".into());
+            return Err(RequestError::NoCommand);
         }
         let env: Vec<String> = match &request["env"] {
             Value::Object(map) => map
@@ -161,10 +205,10 @@ impl Context {
                 .map(|(k, v)| {
                     v.as_str()
                         .map(|v| format!("{k}={v}"))
-                        .ok_or(format!("env {k} is not a string"))
+                        .ok_or_else(|| RequestError::EnvNotString(k.clone()))
                 })
                 .collect::<Result<_, _>>()?,
-            _ => return Err("env is not a table".into()),
+            _ => return Err(RequestError::EnvNotTable),
         };
         let cpus = match &request["cpus"] {
             Value::Null => None,
@@ -173,16 +217,16 @@ impl Context {
                     .map(|v| {
                         v.as_u64()
                             .map(|c| c as usize)
-                            .ok_or_else(|| format!("cpus holds {v}"))
+                            .ok_or_else(|| RequestError::NotCpu(v.clone()))
                     })
                     .collect::<Result<Vec<_>, _>>()?,
             ),
-            _ => return Err("cpus is not a list".into()),
+            _ => return Err(RequestError::NotList("cpus")),
         };
         let timeout = Duration::from_millis(
             request["timeout_ms"]
                 .as_u64()
-                .ok_or("timeout_ms is not a count")?,
+                .ok_or(RequestError::NoTimeout)?,
         );
         let flag = |name: &str| request[name].as_bool().unwrap_or(false);
         let cargs = launch::cstrings(argv.iter().map(String::as_str))?;
@@ -214,31 +258,28 @@ impl Context {
             Ok(exited) => exited,
             Err(e) => {
                 cgroup.remove();
-                return Err(e);
+                return Err(e.into());
             }
         };
         cgroup.kill_left(); // before the answer, so that nothing writes to the run's output once it is read
-        let mut account = watch.account(
+        let account = watch.account(
             &exited,
             child.exec_error(),
             cgroup.peak_kib(),
             cgroup.note.clone(),
         );
-        account.insert("timed_out".into(), Value::Bool(exited.timed_out));
-        Ok((account, cgroup))
+        let timed_out = exited.timed_out;
+        Ok((Served { account, timed_out }, cgroup))
     }
 
     /// The answer to one request line, and the cgroup of the run it started.
     fn answer(&mut self, line: &[u8]) -> (Value, Option<RunCgroup>) {
-        match serde_json::from_slice::<Value>(line) {
-            Ok(request) => match self.run(&request) {
-                Ok((account, cgroup)) => (Value::Object(account), Some(cgroup)),
-                Err(e) => (json!({ "error": e }), None),
-            },
-            Err(e) => (
-                json!({ "error": format!("the request is not JSON: {e}") }),
-                None,
-            ),
+        let served = serde_json::from_slice::<Value>(line)
+            .map_err(RequestError::NotJson)
+            .and_then(|request| self.run(&request));
+        match served {
+            Ok((served, cgroup)) => (json!(served), Some(cgroup)),
+            Err(e) => (json!({ "error": e.to_string() }), None),
         }
     }
 }

@@ -108,6 +108,43 @@ pub trait Workload: Sync {
     }
 }
 
+/// A bad option value, named: the probe prints it after the workload's name, and `--check`
+/// hands it to benchlab as the `error` field (docs/protocol.md), which shows it as it is.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum OptionError {
+    #[error("no option --{0}")]
+    Unknown(String),
+    #[error("option --{0} is missing")]
+    Missing(String),
+    #[error("option --{0} is not a number")]
+    NotNumber(String),
+    #[error("option --{0} is not a choice")]
+    NotChoice(String),
+    #[error("option --{name}: '{raw}' is not a non-negative integer")]
+    NotInteger { name: String, raw: String },
+    #[error("option --{name}: {value} is outside {lo}..={hi}")]
+    Outside {
+        name: String,
+        value: u64,
+        lo: u64,
+        hi: u64,
+    },
+    #[error("option --{name}: '{raw}' is not one of {}", .allowed.join(", "))]
+    NotOneOf {
+        name: String,
+        raw: String,
+        allowed: &'static [&'static str],
+    },
+}
+
+/// The workloads' own checks still say why in a String (their reasons are each their own), so a
+/// bad option reaches them through `?` as its message.
+impl From<OptionError> for String {
+    fn from(e: OptionError) -> String {
+        e.to_string()
+    }
+}
+
 /// Parsed option values of one invocation, each checked against its declared kind, with
 /// typed accessors that turn a bad value into a message naming the option.
 pub struct Options {
@@ -120,14 +157,14 @@ impl Options {
     pub fn parse(
         specs: &'static [OptionSpec],
         given: BTreeMap<String, String>,
-    ) -> Result<Options, String> {
+    ) -> Result<Options, OptionError> {
         let mut values: BTreeMap<String, String> = specs
             .iter()
             .map(|o| (o.name.to_string(), o.default.to_string()))
             .collect();
         for (name, value) in given {
             if !values.contains_key(&name) {
-                return Err(format!("no option --{name}"));
+                return Err(OptionError::Unknown(name));
             }
             values.insert(name, value);
         }
@@ -142,29 +179,34 @@ impl Options {
         Ok(opts)
     }
 
-    fn kind(&self, name: &str) -> Result<Kind, String> {
+    fn kind(&self, name: &str) -> Result<Kind, OptionError> {
         self.specs
             .iter()
             .find(|o| o.name == name)
             .map(|o| o.kind)
-            .ok_or_else(|| format!("no option --{name}"))
+            .ok_or_else(|| OptionError::Unknown(name.into()))
     }
 
     /// A count, a size or a flag, within its declared bounds.
-    pub fn int(&self, name: &str) -> Result<u64, String> {
+    pub fn int(&self, name: &str) -> Result<u64, OptionError> {
         let (lo, hi) = match self.kind(name)? {
             Kind::Int { min, max } | Kind::Size { min, max } => (min, max),
             Kind::Flag => (0, 1),
-            _ => return Err(format!("option --{name} is not a number")),
+            _ => return Err(OptionError::NotNumber(name.into())),
         };
         let v = self.u64(name)?;
         if v < lo || v > hi {
-            return Err(format!("option --{name}: {v} is outside {lo}..={hi}"));
+            return Err(OptionError::Outside {
+                name: name.into(),
+                value: v,
+                lo,
+                hi,
+            });
         }
         Ok(v)
     }
 
-    pub fn flag(&self, name: &str) -> Result<bool, String> {
+    pub fn flag(&self, name: &str) -> Result<bool, OptionError> {
         self.int(name).map(|v| v == 1)
     }
 
@@ -173,11 +215,11 @@ impl Options {
         self.values.get(name).map_or("", String::as_str)
     }
 
-    fn u64(&self, name: &str) -> Result<u64, String> {
+    fn u64(&self, name: &str) -> Result<u64, OptionError> {
         let raw = self
             .values
             .get(name)
-            .ok_or_else(|| format!("option --{name} is missing"))?;
+            .ok_or_else(|| OptionError::Missing(name.into()))?;
         let cleaned = raw.replace('_', "");
         let (digits, scale) = match cleaned.chars().last() {
             Some('k') | Some('K') => (&cleaned[..cleaned.len() - 1], 1024),
@@ -189,36 +231,43 @@ impl Options {
             .parse::<u64>()
             .ok()
             .and_then(|v| v.checked_mul(scale))
-            .ok_or_else(|| format!("option --{name}: '{raw}' is not a non-negative integer"))
+            .ok_or_else(|| OptionError::NotInteger {
+                name: name.into(),
+                raw: raw.clone(),
+            })
     }
 
     /// One of the option's declared words.
-    pub fn choice(&self, name: &str) -> Result<&'static str, String> {
+    pub fn choice(&self, name: &str) -> Result<&'static str, OptionError> {
         let Kind::Choice(allowed) = self.kind(name)? else {
-            return Err(format!("option --{name} is not a choice"));
+            return Err(OptionError::NotChoice(name.into()));
         };
         let raw = self
             .values
             .get(name)
-            .ok_or_else(|| format!("option --{name} is missing"))?;
+            .ok_or_else(|| OptionError::Missing(name.into()))?;
         allowed
             .iter()
             .find(|a| **a == raw.as_str())
             .copied()
-            .ok_or_else(|| {
-                format!(
-                    "option --{name}: '{raw}' is not one of {}",
-                    allowed.join(", ")
-                )
+            .ok_or_else(|| OptionError::NotOneOf {
+                name: name.into(),
+                raw: raw.clone(),
+                allowed,
             })
     }
 
     /// A number within its declared bounds and within [lo, hi], for a bound that depends on
     /// another option or on the task (max-payload from min-payload).
-    pub fn bounded(&self, name: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    pub fn bounded(&self, name: &str, lo: u64, hi: u64) -> Result<u64, OptionError> {
         let v = self.int(name)?;
         if v < lo || v > hi {
-            return Err(format!("option --{name}: {v} is outside {lo}..={hi}"));
+            return Err(OptionError::Outside {
+                name: name.into(),
+                value: v,
+                lo,
+                hi,
+            });
         }
         Ok(v)
     }
@@ -297,7 +346,7 @@ mod tests {
         },
     ];
 
-    fn opts(pairs: &[(&str, &str)]) -> Result<Options, String> {
+    fn opts(pairs: &[(&str, &str)]) -> Result<Options, OptionError> {
         Options::parse(
             SPECS,
             pairs
@@ -322,27 +371,33 @@ mod tests {
         assert!(opts(&[("threads", "-1")])
             .err()
             .unwrap()
+            .to_string()
             .contains("--threads"));
         assert!(opts(&[("ops", "11")])
             .err()
             .unwrap()
+            .to_string()
             .contains("outside 1..=10"));
         assert!(opts(&[("threads", "0")])
             .err()
             .unwrap()
+            .to_string()
             .contains("outside 1..=4096"));
         assert!(opts(&[("mode", "both")])
             .err()
             .unwrap()
+            .to_string()
             .contains("not one of copies, shared"));
         assert!(opts(&[("colour", "1")])
             .err()
             .unwrap()
+            .to_string()
             .contains("no option --colour"));
         assert!(opts(&[])
             .unwrap()
             .bounded("ops", 2, 10)
             .unwrap_err()
+            .to_string()
             .contains("outside 2..=10"));
     }
 

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from benchlab.locate import launcher_path, probe_path
+from benchlab.measure.account import Account, read_account
 from benchlab.measure.cgroup import run_cgroup_parent
 from benchlab.measure.libraries import find_library
 from benchlab.variants.allocator import mapped_allocator
@@ -68,6 +69,19 @@ def test_launcher_reports_exit_code_signal_and_rusage() -> None:
     os.close(r)
     assert proc.returncode == 0 and account["exit_code"] == 7 and account["signal"] is None
     assert account["wall_ns"] > 0 and account["max_rss_kib"] > 0
+
+
+def test_the_launchers_account_has_the_fields_benchlab_reads_in_their_order() -> None:
+    """probe/src/launch.rs `Account` (serde) and benchlab.measure.account `Account` (pydantic) name the same fields."""
+    r, w = os.pipe()
+    subprocess.run(
+        [launcher_path(), "--result-fd", str(w), "--perf-counters", "--mapped", "--", "true"], pass_fds=(w,), check=True
+    )
+    os.close(w)
+    fields = json.loads(os.read(r, 65536))
+    os.close(r)
+    assert list(fields) == list(Account.model_fields)
+    assert read_account(fields).exit_code == 0
 
 
 # Geekbench 5's workloads in its sections, as the Geekbench study's table of subtests lists

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.errors import EnvironmentProblem
-from benchlab.measure.process import ACCOUNT_PROTOCOL, Launch, finished_from_account
+from benchlab.errors import EnvironmentProblem, WorkloadFailed
+from benchlab.measure.account import ACCOUNT_PROTOCOL, Account
+from benchlab.measure.process import Launch, finished_from_account
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sorted((ROOT / "src" / "benchlab").rglob("*.py"))
@@ -60,9 +61,60 @@ def test_no_python_code_takes_stderr_text_apart() -> None:
     assert found == []
 
 
+# An account as benchlab-launch writes it (probe/src/launch.rs `Account`), every field present.
+ACCOUNT = {
+    "protocol": ACCOUNT_PROTOCOL, "wall_ns": 1_500_000, "user_ns": 900_000, "sys_ns": 100_000, "max_rss_kib": 1604,
+    "minor_faults": 79, "major_faults": 0, "voluntary_switches": 2, "involuntary_switches": 1, "exit_code": 0,
+    "signal": None, "exec_error": None, "counters": {"task_clock_ns": 643738.0}, "counters_note": None,
+    "mapped": ["/usr/lib/x86_64-linux-gnu/libc.so.6"], "mapped_note": None, "tree_peak_kib": 2048,
+    "tree_peak_note": None, "memory": {"samples": 3, "rss_peak_kib": 1500},
+}  # fmt: skip
+LAUNCH = Launch(argv=("/bin/true",), env={}, cwd=None, cpus=None, timeout=30)
+
+
 def test_the_launchers_account_of_another_protocol_is_refused_not_misread() -> None:
-    launch = Launch(argv=("/bin/true",), env={}, cwd=None, cpus=None, timeout=30)
-    assert finished_from_account({"protocol": ACCOUNT_PROTOCOL, "exit_code": 0}, launch, False, b"", b"", None).ok
-    for account in ({"protocol": ACCOUNT_PROTOCOL + 1, "exit_code": 0}, {"exit_code": 0}):
+    launch = LAUNCH
+    assert finished_from_account(dict(ACCOUNT), launch, False, b"", b"", None).ok
+    for account in ({**ACCOUNT, "protocol": ACCOUNT_PROTOCOL + 1}, {k: v for k, v in ACCOUNT.items() if k != "protocol"}):
         with pytest.raises(EnvironmentProblem, match=f"account protocol .*, this benchlab reads {ACCOUNT_PROTOCOL}"):
             finished_from_account(account, launch, False, b"", b"", None)
+
+
+def test_the_account_is_read_field_for_field() -> None:
+    finished = finished_from_account(dict(ACCOUNT), LAUNCH, False, b"out", b"", "a note")
+    usage = finished.usage
+    assert (usage.wall_s, usage.user_s, usage.sys_s) == (0.0015, 0.0009, 0.0001)
+    assert (usage.max_rss_kib, usage.minor_faults, usage.voluntary_switches, usage.involuntary_switches) == (1604, 79, 2, 1)
+    assert usage.mapped == ("/usr/lib/x86_64-linux-gnu/libc.so.6",) and usage.tree_peak_kib == 2048
+    assert usage.counters == {"task_clock_ns": 643738.0} and usage.memory == {"samples": 3, "rss_peak_kib": 1500}
+    assert usage.notes == ("a note",) and finished.exit_code == 0 and finished.stdout == b"out"
+
+
+@pytest.mark.parametrize("field", list(Account.model_fields))
+def test_an_account_with_a_field_missing_is_refused_never_read_as_zero(field: str) -> None:
+    account = {k: v for k, v in ACCOUNT.items() if k != field}
+    expected = "account protocol None" if field == "protocol" else f"malformed account: {field}: Field required"
+    with pytest.raises(EnvironmentProblem, match=expected):
+        finished_from_account(account, LAUNCH, False, b"", b"", None)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("wall_ns", 1.5), ("wall_ns", "1500000"), ("wall_ns", True), ("wall_ns", -1), ("exit_code", "0"),
+     ("mapped", [7]), ("counters", {"cycles": "many"}), ("tree_peak_kib", 1.0), ("exec_error", 2)],
+)  # fmt: skip
+def test_an_account_with_a_field_of_another_type_is_refused(field: str, value: object) -> None:
+    with pytest.raises(EnvironmentProblem, match=f"malformed account: {field}"):
+        finished_from_account({**ACCOUNT, field: value}, LAUNCH, False, b"", b"", None)
+
+
+def test_an_account_with_a_field_this_benchlab_does_not_know_is_refused() -> None:
+    with pytest.raises(EnvironmentProblem, match="malformed account: cpu_temperature: Extra inputs"):
+        finished_from_account({**ACCOUNT, "cpu_temperature": 40}, LAUNCH, False, b"", b"", None)
+
+
+def test_a_run_killed_at_its_timeout_has_no_account_and_its_timeout_as_wall() -> None:
+    finished = finished_from_account(None, LAUNCH, True, b"", b"", None)
+    assert finished.timed_out and not finished.ok and finished.usage.wall_s == 30.0
+    with pytest.raises(WorkloadFailed, match="reported nothing"):
+        finished_from_account(None, LAUNCH, False, b"", b"", None)

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from benchlab.analysis.analyze import analyze
-from benchlab.errors import Interrupted, SpecError, StoreError, WorkloadFailed
-from benchlab.measure.process import Finished, Launch, Usage
+from benchlab.errors import EnvironmentProblem, Interrupted, SpecError, StoreError, WorkloadFailed
+from benchlab.measure.process import Finished, Launch, Usage, finished_from_account
 from benchlab.runner import Prepared, Runner
 from benchlab.spec.validate import spec_from_dict
 from benchlab.store import Store
 from benchlab.variants.knobs import Restoration
+from tests.unit.test_probe_protocol import ACCOUNT
 
 HOST = {"hostname": "fake", "kernel": "test"}
 
@@ -41,6 +42,18 @@ class FakeExecutor:
 
     def wall(self, launch: Launch) -> float:
         return float(launch.env.get("FAKE_WALL", "1.0"))
+
+
+class AccountExecutor(FakeExecutor):
+    """Reads a launcher's account of every run as the real executors do (`finished_from_account`)."""
+
+    def __init__(self, account: dict[str, object]) -> None:
+        super().__init__()
+        self.account = account
+
+    def run(self, launch: Launch) -> Finished:
+        self.launches.append(launch)
+        return finished_from_account(dict(self.account), launch, False, b"", b"", None)
 
 
 class FakeJournal:
@@ -237,3 +250,16 @@ def test_a_sequential_experiment_stays_sequential_on_resume_and_its_budget_canno
     assert len(executor.launches) == 10 - 7 and "budget of 5 blocks" in notes[-1]
     with pytest.raises(SpecError, match="not lower it"):
         sequential_run(store, spec(variants=noisy, until_decided={"min_blocks": 3, "max_blocks": 4}), resume=True)
+
+
+def test_an_account_without_its_wall_stops_the_runner_and_nothing_is_stored(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "r.db"))
+    exp = runner(store, AccountExecutor(ACCOUNT)).run(spec(blocks=2))
+    data = store.load(exp, every_record=True)
+    assert [r.status for r in data.records] == ["ok"] * 4
+    assert {values["wall"] for values in data.run_values().values()} == {0.0015}  # the account as read
+    broken = AccountExecutor({k: v for k, v in ACCOUNT.items() if k != "wall_ns"})
+    with pytest.raises(EnvironmentProblem, match="malformed account: wall_ns: Field required"):
+        runner(store, broken).run(spec(name="broken", blocks=2))
+    assert len(broken.launches) == 1
+    assert store.find_experiment("broken") is None  # nothing of it stored, least of all a run of wall 0

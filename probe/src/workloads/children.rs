@@ -3,7 +3,32 @@
 //! Shared by the IPC family, the pipe ping-pong and process spawn.
 
 use std::fs::File;
+use std::io;
 use std::os::fd::FromRawFd;
+
+/// Why a child could not be made or did not end cleanly, naming it (`what`) as the workload does.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    /// `fork` or `pipe2` refused.
+    #[error("{call}: {source}")]
+    Call {
+        call: &'static str,
+        source: io::Error,
+    },
+    #[error("waiting for the {what}: {source}")]
+    Wait { what: String, source: io::Error },
+    #[error("the {what} was killed by signal {signal}")]
+    Killed { what: String, signal: libc::c_int },
+    #[error("the {what} did not exit 0 (exit status {code}{})", if *.code == 127 { ": it could not exec" } else { "" })]
+    Exited { what: String, code: libc::c_int },
+}
+
+/// The workloads still say why in a String, so a child's failure reaches them through `?`.
+impl From<ChildError> for String {
+    fn from(e: ChildError) -> String {
+        e.to_string()
+    }
+}
 
 /// Forks a child that takes `mine` and runs `body` with it, while `theirs`
 /// (the parent's end) is closed in the child, so that neither process keeps
@@ -15,11 +40,14 @@ pub fn fork_with<M, T>(
     mine: M,
     theirs: T,
     body: impl FnOnce(M) -> Result<(), String>,
-) -> Result<(libc::pid_t, T), String> {
+) -> Result<(libc::pid_t, T), ChildError> {
     // SAFETY: the probe is single-threaded when it forks; the child leaves with _exit.
     let child = unsafe { libc::fork() };
     if child < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        return Err(ChildError::Call {
+            call: "fork",
+            source: io::Error::last_os_error(),
+        });
     }
     if child == 0 {
         drop(theirs);
@@ -38,42 +66,40 @@ pub fn fork_with<M, T>(
 }
 
 /// Waits for a child and says how it ended when that was not a clean exit.
-pub fn reap(pid: libc::pid_t, what: &str) -> Result<(), String> {
+pub fn reap(pid: libc::pid_t, what: &str) -> Result<(), ChildError> {
     let mut status = 0;
     // SAFETY: waiting for our own child.
     if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
-        return Err(format!(
-            "waiting for the {what}: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(ChildError::Wait {
+            what: what.into(),
+            source: io::Error::last_os_error(),
+        });
     }
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(())
     } else if libc::WIFSIGNALED(status) {
-        Err(format!(
-            "the {what} was killed by signal {}",
-            libc::WTERMSIG(status)
-        ))
+        Err(ChildError::Killed {
+            what: what.into(),
+            signal: libc::WTERMSIG(status),
+        })
     } else {
-        let code = libc::WEXITSTATUS(status);
-        let exec = if code == 127 {
-            ": it could not exec"
-        } else {
-            ""
-        };
-        Err(format!(
-            "the {what} did not exit 0 (exit status {code}{exec})"
-        ))
+        Err(ChildError::Exited {
+            what: what.into(),
+            code: libc::WEXITSTATUS(status),
+        })
     }
 }
 
 /// A pipe as (read end, write end), both close-on-exec.
-pub fn pipe() -> Result<(File, File), String> {
+pub fn pipe() -> Result<(File, File), ChildError> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills the two-element array; each end is owned by one File from here on.
     unsafe {
         if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
+            return Err(ChildError::Call {
+                call: "pipe2",
+                source: io::Error::last_os_error(),
+            });
         }
         Ok((File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])))
     }

@@ -13,7 +13,22 @@ use crate::workload::Workload;
 /// A fresh anonymous read-write mapping of `bytes`, kept for the process's life; `sharing` is
 /// `MAP_PRIVATE` (spawn's address space, the app cycle's apps) or `MAP_SHARED` (memory an IPC
 /// workload shares with the children it forks): the one way the workloads get such memory.
-pub fn map_anonymous(bytes: usize, sharing: libc::c_int) -> Result<*mut u8, String> {
+/// A mapping the kernel refused.
+#[derive(Debug, thiserror::Error)]
+#[error("mapping {bytes} bytes: {source}")]
+pub struct MapError {
+    bytes: usize,
+    source: std::io::Error,
+}
+
+/// The workloads still say why in a String, so a refused mapping reaches them through `?`.
+impl From<MapError> for String {
+    fn from(e: MapError) -> String {
+        e.to_string()
+    }
+}
+
+pub fn map_anonymous(bytes: usize, sharing: libc::c_int) -> Result<*mut u8, MapError> {
     // SAFETY: a new mapping that nothing else refers to.
     let p = unsafe {
         libc::mmap(
@@ -26,10 +41,10 @@ pub fn map_anonymous(bytes: usize, sharing: libc::c_int) -> Result<*mut u8, Stri
         )
     };
     if p == libc::MAP_FAILED {
-        return Err(format!(
-            "mapping {bytes} bytes: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(MapError {
+            bytes,
+            source: std::io::Error::last_os_error(),
+        });
     }
     Ok(p as *mut u8)
 }

@@ -31,11 +31,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from benchlab.errors import EnvironmentProblem, WorkloadFailed
+from benchlab.errors import WorkloadFailed
 from benchlab.locate import launcher_path
+from benchlab.measure.account import read_account
 from benchlab.measure.cgroup import cpu_cgroup_parent, remove_run_cgroup, run_cgroup_parent, tree_peak_unavailable
 
-ACCOUNT_PROTOCOL = 1  # the launcher's ACCOUNT_PROTOCOL (probe/src/launch.rs); both change together
 STDERR_TAIL_BYTES = 4000  # what a failed run keeps of its stderr
 OUTPUT_TAIL_BYTES = 64 * 1024  # what is read back of stderr, and of stdout that nobody parses
 STDOUT_LIMIT_BYTES = 64 * 1024 * 1024  # the most stdout read back for parsing (Google Benchmark JSON)
@@ -127,38 +127,37 @@ class Executor(Protocol):
 
 
 def finished_from_account(
-    account: dict[str, Any] | None, launch: Launch, timed_out: bool, stdout: bytes, stderr: bytes, note: str | None
+    fields: dict[str, Any] | None, launch: Launch, timed_out: bool, stdout: bytes, stderr: bytes, note: str | None
 ) -> Finished:
     """The launcher's JSON account of a run (None when it reported nothing) as a Finished; an
-    account of another version is refused rather than misread."""
-    if account is not None and account.get("protocol") != ACCOUNT_PROTOCOL:
-        raise EnvironmentProblem(
-            f"the launcher speaks account protocol {account.get('protocol')}, this benchlab reads {ACCOUNT_PROTOCOL}",
-            hint="reinstall benchlab so that its launcher is built from the same source",
-        )
-    if account is None:
+    account of another version, or with a field missing or mistyped, is refused rather than
+    misread (`measure.account`). A run killed at its timeout has no account: its wall is the timeout."""
+    if fields is None:
         if not timed_out:
             raise WorkloadFailed(
                 "the launcher reported nothing", stderr_tail=stderr[-STDERR_TAIL_BYTES:].decode(errors="replace")
             )
-        account = {"wall_ns": int(launch.timeout * 1e9)}
+        wall_s = int(launch.timeout * 1e9) / 1e9
+        usage = Usage(wall_s, 0.0, 0.0, 0, 0, 0, 0, 0, notes=tuple(filter(None, [note])))
+        return Finished(None, None, timed_out, usage, stdout, stderr)
+    account = read_account(fields)
     usage = Usage(
-        wall_s=account.get("wall_ns", 0) / 1e9,
-        user_s=account.get("user_ns", 0) / 1e9,
-        sys_s=account.get("sys_ns", 0) / 1e9,
-        max_rss_kib=account.get("max_rss_kib", 0),
-        minor_faults=account.get("minor_faults", 0),
-        major_faults=account.get("major_faults", 0),
-        voluntary_switches=account.get("voluntary_switches", 0),
-        involuntary_switches=account.get("involuntary_switches", 0),
-        counters=account.get("counters") or {},
-        counters_note=account.get("counters_note"),
-        mapped=tuple(account["mapped"]) if account.get("mapped") is not None else None,
-        tree_peak_kib=account.get("tree_peak_kib"),
-        memory=account.get("memory") or {},
-        notes=tuple(filter(None, [account.get("mapped_note"), account.get("tree_peak_note"), note])),
+        wall_s=account.wall_ns / 1e9,
+        user_s=account.user_ns / 1e9,
+        sys_s=account.sys_ns / 1e9,
+        max_rss_kib=account.max_rss_kib,
+        minor_faults=account.minor_faults,
+        major_faults=account.major_faults,
+        voluntary_switches=account.voluntary_switches,
+        involuntary_switches=account.involuntary_switches,
+        counters=account.counters,
+        counters_note=account.counters_note,
+        mapped=account.mapped,
+        tree_peak_kib=account.tree_peak_kib,
+        memory=account.memory,
+        notes=tuple(filter(None, [account.mapped_note, account.tree_peak_note, note])),
     )
-    return Finished(account.get("exit_code"), account.get("signal"), timed_out, usage, stdout, stderr, account.get("exec_error"))
+    return Finished(account.exit_code, account.signal, timed_out, usage, stdout, stderr, account.exec_error)
 
 
 def read_tail(f: IO[bytes], size: int) -> bytes:

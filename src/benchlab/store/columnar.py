@@ -2,7 +2,7 @@
 
 Python's sqlite3 builds a tuple and a Python number for every value (0.4 s for the 800,000
 metric rows of a 100,000-run report, most of loading it). For a SQLite file the same
-statements are stepped by `benchlab-columns` (probe/src/columns_main.rs), a native reader in a
+statements are stepped by `benchlab-columns` (probe/src/columns.rs), a native reader in a
 process of its own, which sends each column as raw 8-byte numbers that numpy takes as they
 are; no library does this inside Python without linking a second SQLite into the process,
 which would release the first one's locks on the file. Other databases (PostgreSQL) are read

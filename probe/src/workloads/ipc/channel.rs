@@ -277,7 +277,7 @@ fn socket_pair(kind: i32) -> Result<Pair, String> {
 
 /// Anonymous memory shared with the child-to-be, left mapped for the process's life.
 pub fn shared(len: usize) -> Result<*mut u8, String> {
-    crate::workloads::map_anonymous(len, libc::MAP_SHARED)
+    Ok(crate::workloads::map_anonymous(len, libc::MAP_SHARED)?)
 }
 
 /// One word of fresh shared memory, zero, for this process and those it forks next.

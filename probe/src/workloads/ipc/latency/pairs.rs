@@ -175,7 +175,7 @@ impl Latency {
             let served = reap(server, "server");
             match (ended, served, PairResult::from_bytes(&bytes)) {
                 (Ok(()), Ok(()), Some(result)) => pairs.push(result),
-                (Err(e), _, _) | (_, Err(e), _) => failure = failure.or(Some(e)),
+                (Err(e), _, _) | (_, Err(e), _) => failure = failure.or(Some(e.to_string())),
                 (_, _, None) => {
                     failure = failure.or(Some("a client's results arrived incomplete".into()))
                 }

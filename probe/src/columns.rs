@@ -1,4 +1,4 @@
-//! benchlab-columns: query results of a benchlab SQLite file, as binary columns.
+//! The column reader behind `benchlab-columns`: query results of a benchlab SQLite file, as binary columns.
 //!
 //! Python's sqlite3 builds a tuple and a Python number for every value it returns: 0.4 s for
 //! the 800,000 metric values of a 100,000-run report, most of loading it. This reader steps
@@ -16,7 +16,7 @@
 //! another kind (text, NULL, a real where integers belong) is such an error, never converted.
 //! It ends at the end of its input.
 
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufRead, Write};
 use std::time::Duration;
 
 use rusqlite::types::ValueRef;
@@ -24,8 +24,43 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 
 /// Bumped whenever the request or the answer changes shape; benchlab refuses any other.
-const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 1;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why the reader stops: sent as the answer's `error` field, which benchlab shows as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum ColumnsError {
+    #[error("cannot open {path}: {source}")]
+    Open {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error("cannot read a request: {0}")]
+    Read(io::Error),
+    #[error("a request that is no JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("a request without \"{0}\"")]
+    Missing(&'static str),
+    #[error("a column type {0} that is neither \"int\" nor \"real\"")]
+    Type(Value),
+    #[error("cannot prepare the query: {0}")]
+    Prepare(rusqlite::Error),
+    #[error("a statement that writes; this reader only reads")]
+    Writes,
+    #[error("the query has {found} columns, the request types {typed}")]
+    Columns { found: usize, typed: usize },
+    #[error("the stored column {name} holds {found} values where {wanted} belong")]
+    Held {
+        name: String,
+        found: &'static str,
+        wanted: &'static str,
+    },
+    #[error("cannot answer: {0}")]
+    Answer(io::Error),
+    /// SQLite failing on a statement it prepared (busy past the timeout, a damaged page).
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -34,13 +69,11 @@ enum Kind {
 }
 
 impl Kind {
-    fn parse(value: &Value) -> Result<Kind, String> {
+    fn parse(value: &Value) -> Result<Kind, ColumnsError> {
         match value.as_str() {
             Some("int") => Ok(Kind::Int),
             Some("real") => Ok(Kind::Real),
-            _ => Err(format!(
-                "a column type {value} that is neither \"int\" nor \"real\""
-            )),
+            _ => Err(ColumnsError::Type(value.clone())),
         }
     }
 
@@ -63,19 +96,20 @@ fn held(value: ValueRef<'_>) -> &'static str {
 }
 
 /// One statement's rows as columns of 8-byte little-endian numbers.
-fn query(conn: &Connection, sql: &str, kinds: &[Kind]) -> Result<(usize, Vec<Vec<u8>>), String> {
-    let mut statement = conn
-        .prepare(sql)
-        .map_err(|e| format!("cannot prepare the query: {e}"))?;
+fn query(
+    conn: &Connection,
+    sql: &str,
+    kinds: &[Kind],
+) -> Result<(usize, Vec<Vec<u8>>), ColumnsError> {
+    let mut statement = conn.prepare(sql).map_err(ColumnsError::Prepare)?;
     if !statement.readonly() {
-        return Err("a statement that writes; this reader only reads".into());
+        return Err(ColumnsError::Writes);
     }
     if statement.column_count() != kinds.len() {
-        return Err(format!(
-            "the query has {} columns, the request types {}",
-            statement.column_count(),
-            kinds.len()
-        ));
+        return Err(ColumnsError::Columns {
+            found: statement.column_count(),
+            typed: kinds.len(),
+        });
     }
     let names: Vec<String> = statement
         .column_names()
@@ -84,20 +118,20 @@ fn query(conn: &Connection, sql: &str, kinds: &[Kind]) -> Result<(usize, Vec<Vec
         .collect();
     let mut columns = vec![Vec::new(); kinds.len()];
     let mut count = 0;
-    let mut rows = statement.query([]).map_err(|e| e.to_string())?;
-    while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
         for (place, kind) in kinds.iter().enumerate() {
-            let value = row.get_ref(place).map_err(|e| e.to_string())?;
+            let value = row.get_ref(place)?;
             let bytes = match (kind, value) {
                 (Kind::Int, ValueRef::Integer(v)) => v.to_le_bytes(),
                 (Kind::Real, ValueRef::Real(v)) => v.to_le_bytes(),
                 (Kind::Real, ValueRef::Integer(v)) => (v as f64).to_le_bytes(),
                 (_, other) => {
-                    let (name, found) = (&names[place], held(other));
-                    return Err(format!(
-                        "the stored column {name} holds {found} values where {} belong",
-                        kind.plural()
-                    ));
+                    return Err(ColumnsError::Held {
+                        name: names[place].clone(),
+                        found: held(other),
+                        wanted: kind.plural(),
+                    });
                 }
             };
             columns[place].extend_from_slice(&bytes);
@@ -107,28 +141,31 @@ fn query(conn: &Connection, sql: &str, kinds: &[Kind]) -> Result<(usize, Vec<Vec
     Ok((count, columns))
 }
 
-fn answer(out: &mut impl Write, header: Value) -> io::Result<()> {
+pub fn answer(out: &mut impl Write, header: Value) -> io::Result<()> {
     serde_json::to_writer(&mut *out, &header)?;
     out.write_all(b"\n")
 }
 
-fn serve(path: &str, out: &mut impl Write) -> Result<(), String> {
+pub fn serve(path: &str, out: &mut impl Write) -> Result<(), ColumnsError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX; // no CREATE: a missing file is an error
-    let conn =
-        Connection::open_with_flags(path, flags).map_err(|e| format!("cannot open {path}: {e}"))?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
-    conn.execute_batch("BEGIN").map_err(|e| e.to_string())?; // the first read fixes the snapshot for all
+    let conn = Connection::open_with_flags(path, flags).map_err(|source| ColumnsError::Open {
+        path: path.to_string(),
+        source,
+    })?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.execute_batch("BEGIN")?; // the first read fixes the snapshot for all
     for line in io::stdin().lock().lines() {
-        let line = line.map_err(|e| format!("cannot read a request: {e}"))?;
+        let line = line.map_err(ColumnsError::Read)?;
         if line.trim().is_empty() {
             continue;
         }
-        let request: Value =
-            serde_json::from_str(&line).map_err(|e| format!("a request that is no JSON: {e}"))?;
-        let sql = request["sql"].as_str().ok_or("a request without \"sql\"")?;
+        let request: Value = serde_json::from_str(&line).map_err(ColumnsError::NotJson)?;
+        let sql = request["sql"]
+            .as_str()
+            .ok_or(ColumnsError::Missing("sql"))?;
         let kinds = request["types"]
             .as_array()
-            .ok_or("a request without \"types\"")?
+            .ok_or(ColumnsError::Missing("types"))?
             .iter()
             .map(Kind::parse)
             .collect::<Result<Vec<_>, _>>()?;
@@ -136,25 +173,7 @@ fn serve(path: &str, out: &mut impl Write) -> Result<(), String> {
         let sent = answer(out, json!({"protocol": PROTOCOL, "rows": rows}))
             .and_then(|_| columns.iter().try_for_each(|column| out.write_all(column)))
             .and_then(|_| out.flush());
-        sent.map_err(|e| format!("cannot answer: {e}"))?;
+        sent.map_err(ColumnsError::Answer)?;
     }
     Ok(()) // dropping the connection ends the read transaction
-}
-
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() != 1 || args[0].starts_with('-') {
-        eprintln!("usage: benchlab-columns DATABASE  (requests on stdin, one JSON line each)");
-        std::process::exit(2)
-    }
-    let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
-    let code = match serve(&args[0], &mut out) {
-        Ok(()) => 0,
-        Err(why) => {
-            let _ = answer(&mut out, json!({"protocol": PROTOCOL, "error": why}));
-            1
-        }
-    };
-    let _ = out.flush();
-    std::process::exit(code)
 }

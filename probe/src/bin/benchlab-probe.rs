@@ -1,18 +1,12 @@
 //! benchlab-probe: benchlab's built-in workloads in one executable that
 //! speaks Google Benchmark's JSON (see the design notes, "Probe protocol").
 
-mod histogram;
-mod protocol;
-mod report;
-mod timing;
-mod workload;
-mod workloads;
-
+use benchlab_probe::protocol::{self, Said};
+use benchlab_probe::workload::{Options, Workload};
+use benchlab_probe::{report, workloads};
 use clap::{Arg, ArgAction, Command};
-use protocol::Said;
 use serde_json::json;
 use std::collections::BTreeMap;
-use workload::{Options, Workload};
 
 fn format_arg() -> Arg {
     Arg::new("format")
@@ -121,7 +115,8 @@ fn main() {
                 .map(|v| (o.name.to_string(), v.clone()))
         })
         .collect();
-    let opts = Options::parse(about.options, given).unwrap_or_else(|msg| fail(name, as_json, &msg));
+    let opts = Options::parse(about.options, given)
+        .unwrap_or_else(|e| fail(name, as_json, &e.to_string()));
     if let Err(msg) = w.check(&opts) {
         fail(name, as_json, &msg);
     }
