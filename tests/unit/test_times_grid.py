@@ -95,3 +95,9 @@ def test_times_read_in_one_unit_per_table_and_an_operations_time_in_its_own() ->
 def test_the_times_view_renders_in_every_text_format(fmt: str) -> None:
     text = render(REPORT, fmt, "times")
     assert "1.25x slower [1.10, 1.40]" in text and "best of N" in text
+
+
+def test_an_interval_reaching_minus_100_percent_is_an_unbounded_speed_up_not_a_division_by_zero() -> None:
+    # a log ratio's bound far enough below zero underflows to a change of exactly -100%
+    assert ratio(-0.5, (-1.0, -0.2)) == "2.00x faster [1.25, inf]"
+    assert ratio(0.5, (-1.0, 2.0)) == "1.50x slower [0.00, 3.00]"

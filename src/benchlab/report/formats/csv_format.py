@@ -47,7 +47,7 @@ TIME_COLUMNS = [
 
 def _speedup(change: float | None) -> float | None:
     """The baseline's time over the variant's, as the times table says it ("1.14x faster")."""
-    return None if change is None else 1 / (1 + change)
+    return None if change is None else times_grid.speedup(change)
 
 
 def _metric_lines(report: Report, parameters: list[str]) -> Iterable[dict[str, Any]]:

@@ -6,6 +6,7 @@ that ratio (the one its verdict reads), which is the judged change turned round.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from benchlab.report.views import cells
@@ -15,6 +16,13 @@ from benchlab.report_model import MetricRow, Report
 TIMES = ("wall", "user", "sys", "real_time")
 OWN_TIME = "real_time"  # the workload's own time: the whole run's (a build), or one operation's (a benchmark)
 PER_OPERATION = 10  # an own time under a tenth of the workload's wall time is one operation's
+
+
+def speedup(change: float) -> float:
+    """The baseline's time over the variant's ("1.14x faster"). A change at -100% (a variant taking
+    no time, or an interval's bound whose log ratio underflowed to it) is an infinite speed-up,
+    never a division by zero."""
+    return math.inf if change <= -1 else 1 / (1 + change)
 
 
 def ratio(change: float | None, ci: Sequence[float | None], *, log_scale: bool = True, missing: str = "n/a") -> str:
@@ -27,14 +35,14 @@ def ratio(change: float | None, ci: Sequence[float | None], *, log_scale: bool =
         if min([change, *(c for c in ci if c is not None)]) <= -1:  # a shift down to zero time is no speed ratio
             return cells.change(change, ci, log_scale=False, missing=missing)
         return f"{ratio(change, ci, missing=missing)} {cells.SHIFT}"
-    factor = 1 / (1 + change)  # baseline time / variant time
+    factor = speedup(change)  # baseline time / variant time
     faster = factor >= 1
     word = "faster" if faster else "slower"
     shown = factor if faster else 1 / factor
     if ci[0] is None or ci[1] is None:
         return f"{shown:.2f}x {word} [{missing}]"
-    lo, hi = sorted((1 / (1 + ci[0]), 1 / (1 + ci[1])))
-    bounds = (lo, hi) if faster else (1 / hi, 1 / lo)
+    lo, hi = sorted((speedup(ci[0]), speedup(ci[1])))
+    bounds = (lo, hi) if faster else (1 / hi, math.inf if lo == 0 else 1 / lo)
     return f"{shown:.2f}x {word} [{bounds[0]:.2f}, {bounds[1]:.2f}]"
 
 
