@@ -35,7 +35,7 @@ pub(super) struct Launch {
 pub(super) const PER_LAUNCH: [&str; 4] = ["refault_anon", "refault_file", "pswpin", "allocstall"];
 
 pub(super) fn launch_counters() -> [Option<u64>; 4] {
-    let vm = vmstat();
+    let vm = vmstat_exact();
     [
         vm.get("workingset_refault_anon").copied(),
         vm.get("workingset_refault_file").copied(),

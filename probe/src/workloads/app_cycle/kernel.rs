@@ -24,6 +24,18 @@ pub fn vmstat() -> BTreeMap<String, u64> {
     numbers("/proc/vmstat")
 }
 
+/// `/proc/vmstat` with every CPU's pending changes folded in first. The kernel keeps each node
+/// counter's recent changes per CPU, up to a threshold, and folds them into the total it shows
+/// about once a second: a swapoff just before a run (a variant without swap) counted anonymous
+/// refaults that then surfaced inside the run. Writing `vm.stat_refresh` (root) folds them now.
+/// Without root the plain read stands: the totals are then late by at most the thresholds. For
+/// the deltas of a cycle and of a launch, never for the killer's polling (a fold runs on every
+/// CPU).
+pub fn vmstat_exact() -> BTreeMap<String, u64> {
+    let _ = fs::write("/proc/sys/vm/stat_refresh", "1"); // refused without root: the read below stands
+    vmstat()
+}
+
 /// Values in KiB, as meminfo writes them.
 pub fn meminfo() -> BTreeMap<String, u64> {
     numbers("/proc/meminfo")

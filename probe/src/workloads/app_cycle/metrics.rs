@@ -225,7 +225,7 @@ pub(super) struct Snapshot {
 impl Snapshot {
     pub(super) fn take() -> Snapshot {
         Snapshot {
-            vm: vmstat(),
+            vm: vmstat_exact(),
             kswapd_ns: kswapd_cpu_ns(),
             psi: psi(),
         }

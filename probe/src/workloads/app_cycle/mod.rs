@@ -31,7 +31,7 @@ use crate::timing::Stopwatch;
 use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
 use app::{Message, Profile, PAGE};
 use controller::{Controller, Launch, Settings, Slot, Start, PER_LAUNCH, STARTS};
-use kernel::{allocstall, kswapd_cpu_ns, monotonic_ns, psi, vmstat, zram_swaps, Psi};
+use kernel::{allocstall, kswapd_cpu_ns, monotonic_ns, psi, vmstat_exact, zram_swaps, Psi};
 use killers::{Killer, Kills};
 use metrics::{
     app_details, kill_metrics, launch_details, launch_metrics, reclaim_metrics, zram_metrics,
