@@ -343,6 +343,12 @@ impl Options {
 #[derive(Clone, Copy)]
 pub struct Digest(pub u64);
 
+impl Default for Digest {
+    fn default() -> Self {
+        Digest::new()
+    }
+}
+
 impl Digest {
     pub fn new() -> Self {
         Digest(0xcbf2_9ce4_8422_2325)
@@ -464,6 +470,34 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("outside 2..=10"));
+    }
+
+    #[test]
+    fn workload_errors_say_their_message_and_keep_their_cause() {
+        let cause = || std::io::Error::from_raw_os_error(libc::EPERM);
+        let io = WorkloadError::io("sched_setscheduler", cause());
+        assert_eq!(io.to_string(), format!("sched_setscheduler: {}", cause()));
+        assert!(std::error::Error::source(&io).is_some());
+        let refusal = refused!(
+            "--placement {} needs {} CPUs this run may use",
+            "different",
+            2
+        );
+        assert!(matches!(refusal, WorkloadError::Refused(_)));
+        assert_eq!(
+            refusal.to_string(),
+            "--placement different needs 2 CPUs this run may use"
+        );
+        assert_eq!(
+            failed!("round trip 3 came back altered").to_string(),
+            "round trip 3 came back altered"
+        );
+        let bad = WorkloadError::from(opts(&[("ops", "11")]).err().unwrap());
+        assert!(matches!(
+            bad,
+            WorkloadError::Option(OptionError::Outside { .. })
+        ));
+        assert_eq!(bad.to_string(), "option --ops: 11 is outside 1..=10");
     }
 
     #[test]

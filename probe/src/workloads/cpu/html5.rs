@@ -99,17 +99,17 @@ pub fn page(seed: u64) -> Input {
     let mut html =
         String::from("<!DOCTYPE html><html><head><title>benchlab</title></head><body>\n");
     for s in 0..SECTIONS {
-        let _ = write!(
+        let _ = writeln!(
             html,
-            "<div class=\"section s{s}\" id=\"sec{s}\"><h2>{}</h2>\n",
+            "<div class=\"section s{s}\" id=\"sec{s}\"><h2>{}</h2>",
             words(&mut rng, 4)
         );
         *expected.get_mut("h2").unwrap() += 1;
         for _ in 0..rng.random_range(2..6) {
             // paragraphs are left unclosed: the next <p> or block closes them
-            let _ = write!(
+            let _ = writeln!(
                 html,
-                "<p>{} <a href=\"/page/{}\">{}</a> {}\n",
+                "<p>{} <a href=\"/page/{}\">{}</a> {}",
                 words(&mut rng, 12),
                 rng.random::<u16>(),
                 words(&mut rng, 2),

@@ -182,6 +182,9 @@ struct Timed<R> {
     cpu_ns: f64,
 }
 
+/// What one thread of a shared task did: (part number, checksum) for each part it took.
+type Parts = Vec<(usize, u64)>;
+
 /// Runs `body` on `threads` threads, each with its own scratch, from a common start.
 fn timed<T: Task, R: Send>(
     task: &T,
@@ -302,7 +305,7 @@ impl<T: Task> Cpu<T> {
         input: &T::Input,
         threads: usize,
         iterations: u64,
-    ) -> Result<(u64, Timed<Vec<(usize, u64)>>), WorkloadError> {
+    ) -> Result<(u64, Timed<Parts>), WorkloadError> {
         if T::PARTS == 0 || !T::SHARES {
             return Err(refused!(
                 "{} does not split into a shared task; use --mode copies",

@@ -530,3 +530,31 @@ fn futex_slots(max: usize) -> Result<Pair, ChannelError> {
         }),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::WorkloadError;
+
+    #[test]
+    fn a_closed_end_is_named_through_every_layer() {
+        let (mut client, server) = pipes(8).unwrap();
+        drop(server);
+        let closed = client.recv(&mut [0u8; 8]).unwrap_err();
+        assert!(matches!(closed, ChannelError::Closed));
+        let said = WorkloadError::from(closed);
+        assert!(matches!(said, WorkloadError::Channel(ChannelError::Closed)));
+        assert_eq!(said.to_string(), "the other end closed");
+    }
+
+    #[test]
+    fn binder_says_why_it_is_missing_in_one_line() {
+        let text = super::super::binder::BinderError::NoDevice.to_string();
+        assert_eq!(
+            text,
+            "binder skipped: this kernel offers no binder device (/dev/binderfs/binder, /dev/binder); \
+             load binder_linux or mount binderfs where the kernel has binder (CONFIG_ANDROID_BINDER_IPC)"
+        );
+        assert!(!text.contains('\n'));
+    }
+}

@@ -200,6 +200,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn too_few_cpus_for_a_placement_is_a_refusal() {
+        let cpus = allowed_cpus().unwrap().len();
+        assert!(matches!(
+            placement_cpus("nowhere", 1),
+            Err(WorkloadError::Refused(_))
+        ));
+        if cpus < 2 {
+            let why = placement_cpus("different", 1).unwrap_err();
+            assert_eq!(
+                why.to_string(),
+                "--placement different needs 2 CPUs this run may use"
+            );
+        }
+    }
+
+    #[test]
     fn payloads_double_from_min_to_max() {
         assert_eq!(payloads(4, 64), vec![4, 8, 16, 32, 64]);
         assert_eq!(payloads(4, 65536).len(), 15);
