@@ -821,8 +821,8 @@ mod tests {
                 let i = y * CELL + x;
                 let near = [i - 1, i + 1, i - CELL, i + CELL];
                 if !hole.mask[i] && near.iter().any(|&j| hole.mask[j]) {
-                    for c in 0..3 {
-                        sum[c] += hole.truth[3 * i + c] as u32;
+                    for (s, &t) in sum.iter_mut().zip(&hole.truth[3 * i..3 * i + 3]) {
+                        *s += t as u32;
                     }
                     count += 1;
                 }

@@ -259,8 +259,8 @@ impl Task for NBody {
 /// Every body's acceleration, from a Barnes-Hut tree built over the bodies.
 fn forces(bodies: &[Body], acc: &mut [V3], stack: &mut Vec<usize>) {
     let tree = Tree::build(bodies);
-    for i in 0..bodies.len() {
-        acc[i] = tree.accel(i, bodies, stack);
+    for (i, a) in acc.iter_mut().enumerate().take(bodies.len()) {
+        *a = tree.accel(i, bodies, stack);
     }
 }
 
@@ -283,15 +283,15 @@ fn check_forces(bodies: &[Body], acc: &[V3]) -> Result<(), WorkloadError> {
 fn integrate(bodies: &mut [Body], acc: &mut [V3], stack: &mut Vec<usize>) {
     for _ in 0..STEPS {
         for (b, a) in bodies.iter_mut().zip(acc.iter()) {
-            for k in 0..3 {
-                b.vel[k] += 0.5 * DT * a[k];
-                b.pos[k] += DT * b.vel[k];
+            for ((v, p), a) in b.vel.iter_mut().zip(&mut b.pos).zip(a) {
+                *v += 0.5 * DT * a;
+                *p += DT * *v;
             }
         }
         forces(bodies, acc, stack);
         for (b, a) in bodies.iter_mut().zip(acc.iter()) {
-            for k in 0..3 {
-                b.vel[k] += 0.5 * DT * a[k];
+            for (v, a) in b.vel.iter_mut().zip(a) {
+                *v += 0.5 * DT * a;
             }
         }
     }
@@ -459,16 +459,16 @@ mod tests {
         // the leapfrog with the closing half-kick of the last step left out
         for step in 0..STEPS {
             for (b, a) in bodies.iter_mut().zip(acc.iter()) {
-                for k in 0..3 {
-                    b.vel[k] += 0.5 * DT * a[k];
-                    b.pos[k] += DT * b.vel[k];
+                for ((v, p), a) in b.vel.iter_mut().zip(&mut b.pos).zip(a) {
+                    *v += 0.5 * DT * a;
+                    *p += DT * *v;
                 }
             }
             forces(bodies, acc, stack);
             if step + 1 < STEPS {
                 for (b, a) in bodies.iter_mut().zip(acc.iter()) {
-                    for k in 0..3 {
-                        b.vel[k] += 0.5 * DT * a[k];
+                    for (v, a) in b.vel.iter_mut().zip(a) {
+                        *v += 0.5 * DT * a;
                     }
                 }
             }
