@@ -131,8 +131,11 @@ impl Default for Settings {
     }
 }
 
+/// Files of one cgroup and the values written to them.
+type Writes = Vec<(&'static str, String)>;
+
 /// What to write in the run's cgroups before the child joins: (memory group, cpu group).
-fn limits(settings: &Settings) -> (Vec<(&'static str, String)>, Vec<(&'static str, String)>) {
+fn limits(settings: &Settings) -> (Writes, Writes) {
     let (mut memory, mut cpu) = (vec![], vec![]);
     let v1 = settings.cgroup.as_ref().is_some_and(|p| {
         std::path::Path::new(p)

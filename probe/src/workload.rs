@@ -3,6 +3,7 @@
 
 use crate::protocol::Said;
 use crate::report::Entry;
+use crate::workloads::{ChannelError, ChildError, MapError};
 use std::collections::BTreeMap;
 
 pub struct OptionSpec {
@@ -92,18 +93,18 @@ pub trait Workload: Sync {
     /// Whether the options can run here, with the CPUs this process may use, without doing the
     /// work: `--check` asks only this, so benchlab refuses before running (too few CPUs to pin
     /// two pairs apart, say). Every run checks it first too.
-    fn check(&self, _opts: &Options) -> Result<(), String> {
+    fn check(&self, _opts: &Options) -> Result<(), WorkloadError> {
         Ok(())
     }
     /// The run's entries; what it has to say besides (notes, findings) goes to `said`.
-    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, String>;
+    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, WorkloadError>;
     /// The run reported in the Android latency test's JSON shape, for the
     /// workloads that reproduce it; None for the others.
     fn run_android(
         &self,
         _opts: &Options,
         _said: &mut Said,
-    ) -> Option<Result<serde_json::Value, String>> {
+    ) -> Option<Result<serde_json::Value, WorkloadError>> {
         None
     }
 }
@@ -137,13 +138,77 @@ pub enum OptionError {
     },
 }
 
-/// The workloads' own checks still say why in a String (their reasons are each their own), so a
-/// bad option reaches them through `?` as its message.
-impl From<OptionError> for String {
-    fn from(e: OptionError) -> String {
-        e.to_string()
+/// Why a workload refused or failed. The probe prints it after the workload's name, and
+/// `--check` hands it to benchlab as the `error` field (docs/protocol.md): its text is part of
+/// the protocol, so every variant displays exactly the message it carries.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// A bad option value.
+    #[error(transparent)]
+    Option(#[from] OptionError),
+    /// Memory the kernel would not map.
+    #[error(transparent)]
+    Map(#[from] MapError),
+    /// A child process that could not be made or did not end cleanly.
+    #[error(transparent)]
+    Child(#[from] ChildError),
+    /// An IPC mechanism that failed to set up or carry a message.
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    /// A system call or file operation that failed, with what it was doing.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// This machine cannot run it as asked (too few CPUs, no binder device, no toolchain, no
+    /// privilege): what `check` refuses with, before any work.
+    #[error("{0}")]
+    Refused(String),
+    /// The work itself went wrong: a wrong result, a library's error, a protocol broken.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Tests compare a result with the one expected: two errors are equal when they say the same.
+#[cfg(test)]
+impl PartialEq for WorkloadError {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
     }
 }
+
+impl WorkloadError {
+    /// `what` failed with the calling thread's last OS error.
+    pub fn last_os(what: impl Into<String>) -> WorkloadError {
+        WorkloadError::io(what, std::io::Error::last_os_error())
+    }
+
+    /// `what` failed with `source`.
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> WorkloadError {
+        WorkloadError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+/// `WorkloadError::Failed` with a `format!` reason: the work went wrong.
+macro_rules! failed {
+    ($($arg:tt)*) => {
+        $crate::workload::WorkloadError::Failed(format!($($arg)*))
+    };
+}
+
+/// `WorkloadError::Refused` with a `format!` reason: this machine cannot run it as asked.
+macro_rules! refused {
+    ($($arg:tt)*) => {
+        $crate::workload::WorkloadError::Refused(format!($($arg)*))
+    };
+}
+
+pub(crate) use {failed, refused};
 
 /// Parsed option values of one invocation, each checked against its declared kind, with
 /// typed accessors that turn a bad value into a message naming the option.
@@ -278,6 +343,12 @@ impl Options {
 #[derive(Clone, Copy)]
 pub struct Digest(pub u64);
 
+impl Default for Digest {
+    fn default() -> Self {
+        Digest::new()
+    }
+}
+
 impl Digest {
     pub fn new() -> Self {
         Digest(0xcbf2_9ce4_8422_2325)
@@ -399,6 +470,34 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("outside 2..=10"));
+    }
+
+    #[test]
+    fn workload_errors_say_their_message_and_keep_their_cause() {
+        let cause = || std::io::Error::from_raw_os_error(libc::EPERM);
+        let io = WorkloadError::io("sched_setscheduler", cause());
+        assert_eq!(io.to_string(), format!("sched_setscheduler: {}", cause()));
+        assert!(std::error::Error::source(&io).is_some());
+        let refusal = refused!(
+            "--placement {} needs {} CPUs this run may use",
+            "different",
+            2
+        );
+        assert!(matches!(refusal, WorkloadError::Refused(_)));
+        assert_eq!(
+            refusal.to_string(),
+            "--placement different needs 2 CPUs this run may use"
+        );
+        assert_eq!(
+            failed!("round trip 3 came back altered").to_string(),
+            "round trip 3 came back altered"
+        );
+        let bad = WorkloadError::from(opts(&[("ops", "11")]).err().unwrap());
+        assert!(matches!(
+            bad,
+            WorkloadError::Option(OptionError::Outside { .. })
+        ));
+        assert_eq!(bad.to_string(), "option --ops: 11 is outside 1..=10");
     }
 
     #[test]

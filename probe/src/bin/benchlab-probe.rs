@@ -118,7 +118,7 @@ fn main() {
     let opts = Options::parse(about.options, given)
         .unwrap_or_else(|e| fail(name, as_json, &e.to_string()));
     if let Err(msg) = w.check(&opts) {
-        fail(name, as_json, &msg);
+        fail(name, as_json, &msg.to_string());
     }
     if checking {
         if format != "console" {
@@ -135,7 +135,7 @@ fn main() {
                     .insert("benchlab".into(), said.to_json());
                 println!("{}", serde_json::to_string_pretty(&doc).unwrap());
             }
-            Some(Err(msg)) => fail(name, as_json, &msg),
+            Some(Err(msg)) => fail(name, as_json, &msg.to_string()),
             None => fail(
                 name,
                 as_json,
@@ -158,7 +158,7 @@ fn main() {
                 print!("{}", report::to_console(&entries));
             }
         }
-        Err(msg) => fail(name, as_json, &msg),
+        Err(msg) => fail(name, as_json, &msg.to_string()),
     }
 }
 

@@ -8,7 +8,9 @@
 use crate::protocol::Said;
 use crate::report::Entry;
 use crate::timing::Stopwatch;
-use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{
+    failed, About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, WorkloadError, SEED,
+};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -119,7 +121,7 @@ unsafe fn fill(b: &Block) {
 
 /// Reads back what `fill` wrote into `b`, of which only the first `readable`
 /// bytes still exist (less than b.size after a shrinking realloc).
-unsafe fn verify(b: &Block, readable: usize) -> Result<(), String> {
+unsafe fn verify(b: &Block, readable: usize) -> Result<(), WorkloadError> {
     let end = b.size.min(readable);
     let head_ok = (b.ptr as *const u64).read_unaligned() == b.tag;
     let tail_ok =
@@ -133,7 +135,7 @@ unsafe fn verify(b: &Block, readable: usize) -> Result<(), String> {
         off += step;
     }
     if !(head_ok && tail_ok && body_ok) {
-        return Err(format!(
+        return Err(failed!(
             "memory corruption: a block of {} bytes did not hold what was written",
             b.size
         ));
@@ -147,7 +149,7 @@ fn churn(
     ops: u64,
     slots: usize,
     max_size: usize,
-) -> Result<Digest, String> {
+) -> Result<Digest, WorkloadError> {
     let mut rng = Pcg64::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ thread);
     let hot = (slots / 10).max(1);
     let cold = (slots - hot).max(1);
@@ -178,7 +180,7 @@ fn churn(
                     if (r >> 40) % 20 == 0 {
                         let p = libc::realloc(b.ptr as *mut libc::c_void, size) as *mut u8;
                         if p.is_null() {
-                            return Err(format!("realloc of {size} bytes failed"));
+                            return Err(failed!("realloc of {size} bytes failed"));
                         }
                         b.ptr = p;
                         verify(b, size)?;
@@ -186,13 +188,13 @@ fn churn(
                         libc::free(b.ptr as *mut libc::c_void);
                         b.ptr = libc::malloc(size) as *mut u8;
                         if b.ptr.is_null() {
-                            return Err(format!("malloc of {size} bytes failed"));
+                            return Err(failed!("malloc of {size} bytes failed"));
                         }
                     }
                 } else {
                     b.ptr = libc::malloc(size) as *mut u8;
                     if b.ptr.is_null() {
-                        return Err(format!("malloc of {size} bytes failed"));
+                        return Err(failed!("malloc of {size} bytes failed"));
                     }
                 }
                 b.size = size;
@@ -221,14 +223,14 @@ impl Workload for AllocChurn {
     fn about(&self) -> About {
         About { name: "alloc.churn", description: "multi-threaded malloc/free/realloc churn of mixed sizes and lifetimes, every block verified", version: 1, options: OPTIONS, metrics: METRICS }
     }
-    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, WorkloadError> {
         let threads = opts.int("threads")?;
         let ops = opts.int("ops")?;
         let slots = opts.int("slots")? as usize;
         let max_size = opts.int("max-size")? as usize;
         let seed = opts.int("seed")?;
         let watch = Stopwatch::start(false);
-        let digests: Vec<Result<Digest, String>> = std::thread::scope(|s| {
+        let digests: Vec<Result<Digest, WorkloadError>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| s.spawn(move || churn(seed, t, ops, slots, max_size)))
                 .collect();
@@ -236,7 +238,7 @@ impl Workload for AllocChurn {
                 .into_iter()
                 .map(|h| {
                     h.join()
-                        .unwrap_or_else(|_| Err("a churn thread panicked".into()))
+                        .unwrap_or_else(|_| Err(failed!("a churn thread panicked")))
                 })
                 .collect()
         });

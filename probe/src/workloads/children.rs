@@ -2,6 +2,7 @@
 //! with a reason when they did not exit 0, and the pipes that connect them.
 //! Shared by the IPC family, the pipe ping-pong and process spawn.
 
+use crate::workload::WorkloadError;
 use std::fs::File;
 use std::io;
 use std::os::fd::FromRawFd;
@@ -23,13 +24,6 @@ pub enum ChildError {
     Exited { what: String, code: libc::c_int },
 }
 
-/// The workloads still say why in a String, so a child's failure reaches them through `?`.
-impl From<ChildError> for String {
-    fn from(e: ChildError) -> String {
-        e.to_string()
-    }
-}
-
 /// Forks a child that takes `mine` and runs `body` with it, while `theirs`
 /// (the parent's end) is closed in the child, so that neither process keeps
 /// the other's descriptors open. The child leaves with _exit: 0 when `body`
@@ -39,7 +33,7 @@ pub fn fork_with<M, T>(
     label: &str,
     mine: M,
     theirs: T,
-    body: impl FnOnce(M) -> Result<(), String>,
+    body: impl FnOnce(M) -> Result<(), WorkloadError>,
 ) -> Result<(libc::pid_t, T), ChildError> {
     // SAFETY: the probe is single-threaded when it forks; the child leaves with _exit.
     let child = unsafe { libc::fork() };

@@ -8,6 +8,9 @@ mod ipc;
 mod sys_build;
 mod sys_spawn;
 
+pub use children::ChildError;
+pub use ipc::channel::ChannelError;
+
 use crate::workload::Workload;
 
 /// A fresh anonymous read-write mapping of `bytes`, kept for the process's life; `sharing` is
@@ -19,13 +22,6 @@ use crate::workload::Workload;
 pub struct MapError {
     bytes: usize,
     source: std::io::Error,
-}
-
-/// The workloads still say why in a String, so a refused mapping reaches them through `?`.
-impl From<MapError> for String {
-    fn from(e: MapError) -> String {
-        e.to_string()
-    }
 }
 
 pub fn map_anonymous(bytes: usize, sharing: libc::c_int) -> Result<*mut u8, MapError> {

@@ -12,7 +12,10 @@
 
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
-use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{
+    failed, refused, About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, WorkloadError,
+    SEED,
+};
 use crate::workloads::children::pipe;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -160,19 +163,20 @@ impl Plan {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+fn write(path: &Path, text: &str) -> Result<(), WorkloadError> {
+    std::fs::write(path, text)
+        .map_err(|e| WorkloadError::io(format!("writing {}", path.display()), e))
 }
 
 /// Writes the project; the `.benchlab-project` stamp makes a second run reuse it.
-fn generate(root: &Path, plan: &Plan, stamp: &str) -> Result<(), String> {
+fn generate(root: &Path, plan: &Plan, stamp: &str) -> Result<(), WorkloadError> {
     let stamp_file = root.join(".benchlab-project");
     if std::fs::read_to_string(&stamp_file).is_ok_and(|s| s == stamp) {
         return Ok(());
     }
     for dir in ["include", "src", "progs", "lib", "bin"] {
         std::fs::create_dir_all(root.join(dir))
-            .map_err(|e| format!("creating {}: {e}", root.join(dir).display()))?;
+            .map_err(|e| WorkloadError::io(format!("creating {}", root.join(dir).display()), e))?;
     }
     let units = plan.mult.len();
     let headers_count = units.div_ceil(4).max(1);
@@ -272,11 +276,11 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
-fn drop_page_cache() -> Result<(), String> {
+fn drop_page_cache() -> Result<(), WorkloadError> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
-        format!("--cache cold: dropping the page cache needs root (/proc/sys/vm/drop_caches: {e})")
+        refused!("--cache cold: dropping the page cache needs root (/proc/sys/vm/drop_caches: {e})")
     })
 }
 
@@ -289,7 +293,7 @@ struct Timed {
 }
 
 /// Runs `make -jN` in `root` and waits for its whole tree, in a PID namespace where allowed.
-fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
+fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, WorkloadError> {
     let make = std::ffi::CString::new("make").unwrap();
     let args: Vec<std::ffi::CString> = [
         "make".to_string(),
@@ -298,19 +302,19 @@ fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
         format!("CC={cc}"),
     ]
     .into_iter()
-    .map(|a| std::ffi::CString::new(a).map_err(|_| "an argument with a NUL byte".to_string()))
+    .map(|a| std::ffi::CString::new(a).map_err(|_| failed!("an argument with a NUL byte")))
     .collect::<Result<_, _>>()?;
     let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let dir = std::ffi::CString::new(root.as_os_str().as_encoded_bytes())
-        .map_err(|_| "a folder with a NUL byte".to_string())?;
+        .map_err(|_| failed!("a folder with a NUL byte"))?;
     let (mut reader, writer) = pipe()?;
     let (read_fd, write_fd) = (reader.as_raw_fd(), writer.as_raw_fd());
     let started = Instant::now();
     // SAFETY: the child only makes syscalls until it execs or _exits (no allocation after fork).
     let init = unsafe { libc::fork() };
     if init < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        return Err(WorkloadError::last_os("fork"));
     }
     if init == 0 {
         // SAFETY: async-signal-safe calls only, on memory prepared before the fork.
@@ -375,18 +379,20 @@ fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
     let wall_ns = started.elapsed().as_nanos() as f64;
     match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
         (true, 0) => {}
-        (true, 126) => return Err(format!("cannot enter {}", root.display())),
+        (true, 126) => return Err(failed!("cannot enter {}", root.display())),
         (true, 127) => {
-            return Err("make could not be started (is it installed? apt-get install make)".into())
+            return Err(failed!(
+                "make could not be started (is it installed? apt-get install make)"
+            ))
         }
         (true, code) => {
-            return Err(format!(
+            return Err(failed!(
                 "the build failed: make exited {code} (rerun it by hand in {})",
                 root.display()
             ))
         }
         _ => {
-            return Err(format!(
+            return Err(failed!(
                 "the build's process was killed (wait status {status})"
             ))
         }
@@ -407,17 +413,17 @@ fn timed_make(root: &Path, jobs: usize, cc: &str) -> Result<Timed, String> {
 }
 
 /// Runs every program and compares what it prints with the generator's own computation.
-fn check(root: &Path, plan: &Plan) -> Result<Digest, String> {
+fn check(root: &Path, plan: &Plan) -> Result<Digest, WorkloadError> {
     let mut digest = Digest::new();
     for p in 0..plan.programs.len() {
         let bin = root.join(format!("bin/p{p}"));
         let out = Command::new(&bin)
             .output()
-            .map_err(|e| format!("running {}: {e}", bin.display()))?;
+            .map_err(|e| WorkloadError::io(format!("running {}", bin.display()), e))?;
         let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let expected = plan.program(p);
         if printed != expected.to_string() {
-            return Err(format!(
+            return Err(failed!(
                 "{} printed '{printed}', the project computes {expected}: a wrong build",
                 bin.display()
             ));
@@ -431,7 +437,7 @@ impl Workload for Build {
     fn about(&self) -> About {
         About { name: "sys.build", description: "a clean parallel build (cc + make -jN) of a generated C project, checked by the programs' output", version: 1, options: OPTIONS, metrics: METRICS }
     }
-    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, WorkloadError> {
         let units = opts.int("units")? as usize;
         let programs = opts.int("programs")? as usize;
         let jobs = match opts.int("jobs")? as usize {
@@ -444,7 +450,7 @@ impl Workload for Build {
         let cc = opts.text("cc").to_string();
         for (tool, package) in [(cc.as_str(), "gcc"), ("make", "make"), ("ar", "binutils")] {
             if !on_path(tool) {
-                return Err(format!("skipped: no {tool} on PATH, sys.build needs a C toolchain (apt-get install {package})"));
+                return Err(refused!("skipped: no {tool} on PATH, sys.build needs a C toolchain (apt-get install {package})"));
             }
         }
         let root = match opts.text("dir") {
@@ -464,9 +470,9 @@ impl Workload for Build {
             .args(["-s", "clean"])
             .current_dir(&root)
             .status()
-            .map_err(|e| format!("make clean: {e}"))?;
+            .map_err(|e| WorkloadError::io("make clean", e))?;
         if !cleaned.success() {
-            return Err(format!("make clean failed in {}", root.display()));
+            return Err(failed!("make clean failed in {}", root.display()));
         }
         if cold {
             drop_page_cache()?;

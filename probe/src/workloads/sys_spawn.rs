@@ -11,7 +11,9 @@
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
-use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload};
+use crate::workload::{
+    failed, refused, About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, WorkloadError,
+};
 use crate::workloads::children::reap;
 use std::ffi::CString;
 use std::time::Instant;
@@ -129,7 +131,7 @@ extern "C" fn exec_child(arg: *mut libc::c_void) -> libc::c_int {
 /// The stack a vfork-style child runs on until its exec (one per spawning thread).
 const CHILD_STACK: usize = 64 << 10;
 
-fn spawn(method: &str, program: &Program, stack: &mut [u8]) -> Result<libc::pid_t, String> {
+fn spawn(method: &str, program: &Program, stack: &mut [u8]) -> Result<libc::pid_t, WorkloadError> {
     let pid = match method {
         // SAFETY: the child only execs or _exits.
         "fork" => unsafe {
@@ -165,22 +167,22 @@ fn spawn(method: &str, program: &Program, stack: &mut [u8]) -> Result<libc::pid_
                 )
             };
             if rc != 0 {
-                return Err(format!(
-                    "posix_spawn: {}",
-                    std::io::Error::from_raw_os_error(rc)
+                return Err(WorkloadError::io(
+                    "posix_spawn",
+                    std::io::Error::from_raw_os_error(rc),
                 ));
             }
             pid
         }
     };
     if pid < 0 {
-        return Err(format!("{method}: {}", std::io::Error::last_os_error()));
+        return Err(WorkloadError::last_os(method));
     }
     Ok(pid)
 }
 
 /// One thread's share: `count` spawns, each latency in ns.
-fn spawn_many(method: &str, program: &Program, count: u64) -> Result<Vec<u64>, String> {
+fn spawn_many(method: &str, program: &Program, count: u64) -> Result<Vec<u64>, WorkloadError> {
     let child = format!("child started with {method}");
     let mut stack = vec![0u8; CHILD_STACK];
     let mut samples = Vec::with_capacity(count as usize);
@@ -194,7 +196,7 @@ fn spawn_many(method: &str, program: &Program, count: u64) -> Result<Vec<u64>, S
 }
 
 /// Maps `bytes` and writes to every page, so that fork has real page tables to copy.
-fn grow(bytes: usize) -> Result<(), String> {
+fn grow(bytes: usize) -> Result<(), WorkloadError> {
     if bytes == 0 {
         return Ok(());
     }
@@ -207,10 +209,10 @@ fn grow(bytes: usize) -> Result<(), String> {
 }
 
 /// `--methods`: each of METHODS at most once, in the order given.
-fn methods(opts: &Options) -> Result<Vec<&str>, String> {
+fn methods(opts: &Options) -> Result<Vec<&str>, WorkloadError> {
     let methods: Vec<&str> = opts.text("methods").split(',').map(str::trim).collect();
     if let Some(bad) = methods.iter().find(|m| !METHODS.contains(m)) {
-        return Err(format!(
+        return Err(refused!(
             "option --methods: '{bad}' is not one of {}",
             METHODS.join(", ")
         ));
@@ -220,7 +222,7 @@ fn methods(opts: &Options) -> Result<Vec<&str>, String> {
         .enumerate()
         .find(|(i, m)| methods[..*i].contains(m))
     {
-        return Err(format!(
+        return Err(refused!(
             "option --methods: '{twice}' is given twice (entry {})",
             i + 1
         ));
@@ -229,16 +231,16 @@ fn methods(opts: &Options) -> Result<Vec<&str>, String> {
 }
 
 /// `--program`: a file this process may execute, as every child will.
-fn program_path(opts: &Options) -> Result<CString, String> {
+fn program_path(opts: &Options) -> Result<CString, WorkloadError> {
     let path = opts.text("program");
     let c_path =
-        CString::new(path).map_err(|_| "option --program: a path without NUL bytes".to_string())?;
+        CString::new(path).map_err(|_| refused!("option --program: a path without NUL bytes"))?;
     let is_file = std::fs::metadata(path)
         .map(|m| m.is_file())
         .unwrap_or(false);
     // SAFETY: a NUL-terminated path.
     if !is_file || unsafe { libc::access(c_path.as_ptr(), libc::X_OK) } != 0 {
-        return Err(format!(
+        return Err(refused!(
             "option --program: no program at {path} that this user may execute"
         ));
     }
@@ -249,11 +251,11 @@ impl Workload for Spawn {
     fn about(&self) -> About {
         About { name: "sys.spawn", description: "a parent with a large touched address space starts short-lived children by fork+exec, vfork+exec and posix_spawn", version: 1, options: OPTIONS, metrics: METRICS }
     }
-    fn check(&self, opts: &Options) -> Result<(), String> {
+    fn check(&self, opts: &Options) -> Result<(), WorkloadError> {
         methods(opts)?;
         program_path(opts).map(|_| ())
     }
-    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, WorkloadError> {
         let bytes = opts.int("address-space")? as usize;
         let spawns = opts.int("spawns")?;
         let parallel = opts.int("parallel")?;
@@ -273,7 +275,7 @@ impl Workload for Spawn {
             let per_thread = spawns.div_ceil(parallel);
             let watch = Stopwatch::start(true);
             let started = Instant::now();
-            let shares: Vec<Result<Vec<u64>, String>> = std::thread::scope(|scope| {
+            let shares: Vec<Result<Vec<u64>, WorkloadError>> = std::thread::scope(|scope| {
                 let handles: Vec<_> = (0..parallel)
                     .map(|_| scope.spawn(|| spawn_many(method, &program, per_thread)))
                     .collect();
@@ -281,7 +283,7 @@ impl Workload for Spawn {
                     .into_iter()
                     .map(|h| {
                         h.join()
-                            .unwrap_or_else(|_| Err("a spawning thread panicked".into()))
+                            .unwrap_or_else(|_| Err(failed!("a spawning thread panicked")))
                     })
                     .collect()
             });

@@ -4,6 +4,7 @@
 //! memory cgroup (so the run's peak still covers every app) and removed when the cycle ends;
 //! a cgroup is a kernel counter, so no reclaim behaviour changes by it.
 
+use crate::workload::{refused, WorkloadError};
 use std::fs;
 use std::path::PathBuf;
 
@@ -43,18 +44,20 @@ fn own_memory_cgroup() -> Option<PathBuf> {
 impl AppCgroups {
     /// One cgroup per app inside this process's own; Err says why there are none (no memory
     /// controller, or not ours to write).
-    pub fn make(apps: usize) -> Result<AppCgroups, String> {
-        let own = own_memory_cgroup().ok_or("no memory cgroup controller holds this process")?;
+    pub fn make(apps: usize) -> Result<AppCgroups, WorkloadError> {
+        let own = own_memory_cgroup()
+            .ok_or_else(|| refused!("no memory cgroup controller holds this process"))?;
         if own.join("cgroup.controllers").exists() {
             // v2: a child gets the memory controller only where its parent hands it down; a
             // parent with processes of its own cannot, so stay without per-app accounting there
-            fs::write(own.join("cgroup.subtree_control"), "+memory")
-                .map_err(|e| format!("{}: {e}", own.join("cgroup.subtree_control").display()))?;
+            fs::write(own.join("cgroup.subtree_control"), "+memory").map_err(|e| {
+                WorkloadError::io(own.join("cgroup.subtree_control").display().to_string(), e)
+            })?;
         }
         let mut made = AppCgroups { dirs: Vec::new() };
         for app in 0..apps {
             let dir = own.join(format!("app-{app:03}"));
-            fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            fs::create_dir(&dir).map_err(|e| WorkloadError::io(dir.display().to_string(), e))?;
             made.dirs.push(dir);
         }
         Ok(made)

@@ -13,6 +13,7 @@
 //! changed fails the run instead of producing a number.
 
 use super::kernel::monotonic_ns;
+use crate::workload::{failed, WorkloadError};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -138,7 +139,7 @@ struct Region {
 }
 
 impl Region {
-    fn map(pages: usize) -> Result<Region, String> {
+    fn map(pages: usize) -> Result<Region, WorkloadError> {
         let bytes = pages.max(1) * PAGE;
         let p = crate::workloads::map_anonymous(bytes, libc::MAP_PRIVATE)?;
         // SAFETY: advice on our own mapping; failure only means huge pages stay possible.
@@ -221,8 +222,9 @@ struct Mapped {
 }
 
 impl Mapped {
-    fn map(path: &PathBuf, pages: usize, shared: bool) -> Result<Mapped, String> {
-        let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    fn map(path: &PathBuf, pages: usize, shared: bool) -> Result<Mapped, WorkloadError> {
+        let file =
+            File::open(path).map_err(|e| WorkloadError::io(path.display().to_string(), e))?;
         let flags = if shared {
             libc::MAP_SHARED
         } else {
@@ -240,11 +242,10 @@ impl Mapped {
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(format!(
-                "mapping {}: {}",
-                path.display(),
-                std::io::Error::last_os_error()
-            ));
+            return Err(WorkloadError::last_os(format!(
+                "mapping {}",
+                path.display()
+            )));
         }
         Ok(Mapped {
             base: p as *const u8,
@@ -318,7 +319,7 @@ impl Running<'_> {
 
 /// The app's life after its fork: the cold launch, READY, then commands until the controller
 /// closes the socket. Err: a failure the app reports on stderr before it exits non-zero.
-pub fn live(profile: &Profile, mut sock: UnixStream) -> Result<(), String> {
+pub fn live(profile: &Profile, mut sock: UnixStream) -> Result<(), WorkloadError> {
     let corrupt = |sock: &mut UnixStream, page: usize| {
         let _ = Message {
             kind: CORRUPT,
@@ -326,7 +327,7 @@ pub fn live(profile: &Profile, mut sock: UnixStream) -> Result<(), String> {
             ..Default::default()
         }
         .send(sock);
-        format!(
+        failed!(
             "app {}: a page of its memory came back changed (page {page})",
             profile.index
         )
@@ -353,7 +354,7 @@ pub fn live(profile: &Profile, mut sock: UnixStream) -> Result<(), String> {
         }
         .send(sock)
     };
-    ready(&mut sock, getrusage_majflt()).map_err(|e| format!("READY: {e}"))?;
+    ready(&mut sock, getrusage_majflt()).map_err(|e| WorkloadError::io("READY", e))?;
     loop {
         let command = match Message::receive(&mut sock) {
             Ok(m) => m,
@@ -390,9 +391,9 @@ pub fn live(profile: &Profile, mut sock: UnixStream) -> Result<(), String> {
                 }
                 .send(&mut sock)
             }
-            other => return Err(format!("app {}: unknown command {other}", profile.index)),
+            other => return Err(failed!("app {}: unknown command {other}", profile.index)),
         };
-        answered.map_err(|e| format!("app {}: answering: {e}", profile.index))?;
+        answered.map_err(|e| WorkloadError::io(format!("app {}: answering", profile.index), e))?;
     }
 }
 

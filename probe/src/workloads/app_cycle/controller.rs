@@ -3,6 +3,7 @@
 //! it handles the PSI events, so the killers (`killers`) act while a launch is under way.
 
 use super::*;
+use crate::workload::{failed, WorkloadError};
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub(super) enum Start {
@@ -67,7 +68,7 @@ pub(super) struct Controller {
     pub(super) settings: Settings,
     pub(super) sent: HashMap<i32, Killer>,
     pub(super) kills: Kills,
-    pub(super) corrupt: Option<String>,
+    pub(super) corrupt: Option<WorkloadError>,
     pub(super) adj_note: Option<String>,
     /// one memory cgroup per app, for accounting; None where there are none
     pub(super) cgroups: Option<accounting::AppCgroups>,
@@ -79,13 +80,13 @@ impl Controller {
     }
 
     /// Forks app `app`: it maps and fills its memory and sends READY (a cold start).
-    pub(super) fn fork_app(&mut self, app: usize) -> Result<(), String> {
-        let (mine, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    pub(super) fn fork_app(&mut self, app: usize) -> Result<(), WorkloadError> {
+        let (mine, theirs) = UnixStream::pair().map_err(|e| WorkloadError::io("socketpair", e))?;
         let parent = std::process::id() as i32;
         // SAFETY: the controller is single-threaded; the child leaves with _exit only.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
-            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+            return Err(WorkloadError::last_os("fork"));
         }
         if pid == 0 {
             let cgroup = self.cgroups.as_ref().map(|c| c.procs(app));
@@ -182,7 +183,7 @@ impl Controller {
                 let received = self.slots[app].sock.as_mut().map(Message::receive);
                 return match received {
                     Some(Ok(m)) if m.kind == app::CORRUPT => {
-                        self.corrupt.get_or_insert(format!(
+                        self.corrupt.get_or_insert(failed!(
                             "app {app}: a page of its memory came back changed (page {})",
                             m.detail
                         ));
@@ -223,7 +224,12 @@ impl Controller {
     }
 
     /// One launch of `app`, as launch number `n`: its start type and latency (None: it failed).
-    pub(super) fn launch(&mut self, app: usize, iteration: u64, n: u64) -> Result<Launch, String> {
+    pub(super) fn launch(
+        &mut self,
+        app: usize,
+        iteration: u64,
+        n: u64,
+    ) -> Result<Launch, WorkloadError> {
         let start = if !self.alive(app) {
             Start::Cold
         } else if self.slots[app].activity {
@@ -287,17 +293,17 @@ pub(super) fn become_app(
     sock: i32,
     profile: &Profile,
     cgroup: Option<PathBuf>,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     if let Some(procs) = cgroup {
         // before the app maps anything, so every page it touches is charged to its own cgroup
         fs::write(&procs, std::process::id().to_string())
-            .map_err(|e| format!("{}: {e}", procs.display()))?;
+            .map_err(|e| WorkloadError::io(procs.display().to_string(), e))?;
     }
     // SAFETY: plain system calls on this (child) process's own state.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         if libc::getppid() != parent {
-            return Err("the controller ended".into());
+            return Err(failed!("the controller ended"));
         }
         let name = std::ffi::CString::new(format!("app-{:03}", profile.index)).unwrap();
         libc::prctl(libc::PR_SET_NAME, name.as_ptr());

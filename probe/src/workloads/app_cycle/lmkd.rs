@@ -14,6 +14,7 @@
 //! (filecache_min_kb 0).
 
 use super::kernel::{meminfo, vmstat, watermarks};
+use crate::workload::WorkloadError;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
@@ -96,7 +97,7 @@ impl Lmkd {
     /// Registers both triggers. A kernel that refuses the window (one without CAP_SYS_RESOURCE
     /// takes only multiples of 2 s) gets the smallest window it takes, with the stall thresholds
     /// scaled by the same factor, and `scaled` says so. Err: no PSI here.
-    pub fn start(settings: Settings) -> Result<Lmkd, String> {
+    pub fn start(settings: Settings) -> Result<Lmkd, WorkloadError> {
         let mut factor = 1;
         let (some, full) = loop {
             let window = settings.window_ms * factor;
@@ -111,7 +112,10 @@ impl Lmkd {
                     factor += 1
                 }
                 (Err(e), _) | (_, Err(e)) => {
-                    return Err(format!("PSI triggers on /proc/pressure/memory: {e}"))
+                    return Err(WorkloadError::io(
+                        "PSI triggers on /proc/pressure/memory",
+                        e,
+                    ))
                 }
             }
         };

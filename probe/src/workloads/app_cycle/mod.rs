@@ -28,7 +28,10 @@ mod reclaim_trace;
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
-use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{
+    failed, refused, About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, WorkloadError,
+    SEED,
+};
 use app::{Message, Profile, PAGE};
 use controller::{Controller, Launch, Settings, Slot, Start, PER_LAUNCH, STARTS};
 use kernel::{allocstall, kswapd_cpu_ns, monotonic_ns, psi, vmstat_exact, zram_swaps, Psi};
@@ -98,7 +101,7 @@ const NOT_A_DISK: &[(i64, &str)] = &[
     (0x6573_5546, "fuse (virtiofs)"),
 ];
 
-fn workdir_base(opts: &Options) -> Result<PathBuf, String> {
+fn workdir_base(opts: &Options) -> Result<PathBuf, WorkloadError> {
     let given = opts.text("dir");
     let base = if !given.is_empty() {
         PathBuf::from(given)
@@ -108,21 +111,20 @@ fn workdir_base(opts: &Options) -> Result<PathBuf, String> {
         PathBuf::from("/var/tmp")
     };
     let c = std::ffi::CString::new(base.as_os_str().as_encoded_bytes())
-        .map_err(|_| "option --dir: a path without NUL bytes")?;
+        .map_err(|_| refused!("option --dir: a path without NUL bytes"))?;
     // SAFETY: statfs fills a zeroed struct we own from a NUL-terminated path.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(format!(
-            "option --dir: {}: {}",
-            base.display(),
-            std::io::Error::last_os_error()
-        ));
+        return Err(WorkloadError::last_os(format!(
+            "option --dir: {}",
+            base.display()
+        )));
     }
     if let Some((_, name)) = NOT_A_DISK
         .iter()
         .find(|(magic, _)| st.f_type as i64 == *magic)
     {
-        return Err(format!(
+        return Err(refused!(
             "option --dir: {} is on {name}, whose pages the kernel cannot evict to a disk; give a directory on a disk \
              (in a vm guest: the environment's `disk` field, mounted at /var/benchlab/disk)",
             base.display()
@@ -133,8 +135,8 @@ fn workdir_base(opts: &Options) -> Result<PathBuf, String> {
 
 /// Writes `pages` pages of seeded bytes, synced and dropped from the page cache, so that every
 /// run's first launches read them from the disk.
-fn write_file(path: &Path, pages: usize, seed: u64) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+fn write_file(path: &Path, pages: usize, seed: u64) -> Result<(), WorkloadError> {
+    let fail = |e| WorkloadError::io(path.display().to_string(), e);
     let mut f = File::create(path).map_err(fail)?;
     let mut chunk = vec![0u8; 256 * PAGE];
     let mut written = 0;
@@ -158,7 +160,7 @@ fn alive(pid: i32) -> bool {
 }
 
 /// The apps' profiles and files: sizes drawn from the seed, so every variant gets the same apps.
-fn make_apps(opts: &Options, base: &Path) -> Result<(Files, Vec<Profile>), String> {
+fn make_apps(opts: &Options, base: &Path) -> Result<(Files, Vec<Profile>), WorkloadError> {
     for stale in fs::read_dir(base).into_iter().flatten().flatten() {
         let name = stale.file_name().to_string_lossy().into_owned();
         if name
@@ -172,7 +174,8 @@ fn make_apps(opts: &Options, base: &Path) -> Result<(Files, Vec<Profile>), Strin
     let files = Files {
         dir: base.join(format!("{WORKDIR_PREFIX}{}", std::process::id())),
     };
-    fs::create_dir(&files.dir).map_err(|e| format!("{}: {e}", files.dir.display()))?;
+    fs::create_dir(&files.dir)
+        .map_err(|e| WorkloadError::io(files.dir.display().to_string(), e))?;
     let seed = opts.int("seed")?;
     let pages = |bytes: u64| (bytes as usize).div_ceil(PAGE);
     let framework = files.dir.join("framework");
@@ -232,7 +235,7 @@ impl Workload for AppCycle {
         }
     }
 
-    fn check(&self, opts: &Options) -> Result<(), String> {
+    fn check(&self, opts: &Options) -> Result<(), WorkloadError> {
         workdir_base(opts).map(drop)
     }
 
@@ -240,7 +243,7 @@ impl Workload for AppCycle {
         &[("iterations", "10")]
     }
 
-    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, WorkloadError> {
         let base = workdir_base(opts)?;
         let (_files, profiles) = make_apps(opts, &base)?;
         let apps = profiles.len();
@@ -375,7 +378,7 @@ impl Workload for AppCycle {
             traced.as_ref().map(|t| t.stalls.as_slice()),
         ));
         if launches.iter().all(|l| l.latency_ns.is_none()) {
-            return Err("no launch came up".into());
+            return Err(failed!("no launch came up"));
         }
         Ok(vec![Entry {
             name: "memory.app_cycle".into(),

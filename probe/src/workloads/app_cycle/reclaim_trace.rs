@@ -10,6 +10,7 @@
 //! hand because no crate reads a tracefs instance, and only two fields of a
 //! line matter (the thread and the timestamp).
 
+use crate::workload::{refused, WorkloadError};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -37,8 +38,8 @@ pub struct ReclaimTrace {
     dir: PathBuf,
 }
 
-fn write(path: &Path, value: &str) -> Result<(), String> {
-    fs::write(path, value).map_err(|e| format!("{}: {e}", path.display()))
+fn write(path: &Path, value: &str) -> Result<(), WorkloadError> {
+    fs::write(path, value).map_err(|e| WorkloadError::io(path.display().to_string(), e))
 }
 
 fn alive(pid: i32) -> bool {
@@ -49,19 +50,21 @@ fn alive(pid: i32) -> bool {
 impl ReclaimTrace {
     /// A new instance tracing the two events, with `buffer_kib` per CPU; instances left by a
     /// probe that was killed are removed first. Err says why there is no trace.
-    pub fn start(buffer_kib: u64) -> Result<ReclaimTrace, String> {
+    pub fn start(buffer_kib: u64) -> Result<ReclaimTrace, WorkloadError> {
         let root = ROOTS
             .iter()
             .map(Path::new)
             .find(|r| r.join("instances").is_dir())
-            .ok_or(
-                "tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)",
-            )?;
+            .ok_or_else(|| {
+                refused!(
+                    "tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)"
+                )
+            })?;
         let events = root.join("events/vmscan");
         if !EVENTS.iter().all(|e| events.join(e).is_dir()) {
-            return Err(
-                "this kernel has no vmscan:mm_vmscan_direct_reclaim_begin/end tracepoints".into(),
-            );
+            return Err(refused!(
+                "this kernel has no vmscan:mm_vmscan_direct_reclaim_begin/end tracepoints"
+            ));
         }
         let instances = root.join("instances");
         for stale in fs::read_dir(&instances).into_iter().flatten().flatten() {
@@ -74,7 +77,7 @@ impl ReclaimTrace {
             }
         }
         let dir = instances.join(format!("{PREFIX}{}", std::process::id()));
-        fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        fs::create_dir(&dir).map_err(|e| WorkloadError::io(dir.display().to_string(), e))?;
         let trace = ReclaimTrace { dir };
         write(&trace.dir.join("buffer_size_kb"), &buffer_kib.to_string())?;
         write(&trace.dir.join("trace_clock"), "mono")?;
@@ -89,10 +92,10 @@ impl ReclaimTrace {
     }
 
     /// Stops tracing and reads every stall the buffer kept.
-    pub fn finish(self) -> Result<Recorded, String> {
+    pub fn finish(self) -> Result<Recorded, WorkloadError> {
         write(&self.dir.join("tracing_on"), "0")?;
         let text = fs::read_to_string(self.dir.join("trace"))
-            .map_err(|e| format!("{}/trace: {e}", self.dir.display()))?;
+            .map_err(|e| WorkloadError::io(format!("{}/trace", self.dir.display()), e))?;
         let lost = fs::read_dir(self.dir.join("per_cpu"))
             .into_iter()
             .flatten()

@@ -9,6 +9,7 @@
 //! cannot meet. That reference is itself tested against IEEE 1619's vector 10.
 
 use super::{fold, Task};
+use crate::workload::{failed, WorkloadError};
 use aes::cipher::{BlockEncrypt, KeyInit};
 use aes::{Aes256, Block};
 use rand::{RngCore, SeedableRng};
@@ -63,7 +64,7 @@ impl Task for AesXts {
         2.0 * input.plain.len() as f64
     }
 
-    fn part(&self, input: &Input, buf: &mut Vec<u8>, index: usize) -> Result<u64, String> {
+    fn part(&self, input: &Input, buf: &mut Vec<u8>, index: usize) -> Result<u64, WorkloadError> {
         encrypt(input, buf, index);
         check(input, buf, index)
     }
@@ -112,10 +113,10 @@ fn sampled_sector(index: usize) -> usize {
 /// Checks the ciphertext of part `index` in `buf`: one sector of it must be what the
 /// hand-written XTS gives at its sector number, and all of it must decrypt back to the
 /// plaintext (which leaves the plaintext in `buf`). Returns its checksum.
-fn check(input: &Input, buf: &mut [u8], index: usize) -> Result<u64, String> {
+fn check(input: &Input, buf: &mut [u8], index: usize) -> Result<u64, WorkloadError> {
     let plain = &input.plain[index * PART..(index + 1) * PART];
     if buf[..SECTOR] == plain[..SECTOR] {
-        return Err("encryption left a sector unchanged".into());
+        return Err(failed!("encryption left a sector unchanged"));
     }
     let s = sampled_sector(index);
     let mut want = [0u8; SECTOR];
@@ -128,7 +129,7 @@ fn check(input: &Input, buf: &mut [u8], index: usize) -> Result<u64, String> {
         &mut want,
     );
     if buf[s * SECTOR..(s + 1) * SECTOR] != want {
-        return Err(format!(
+        return Err(failed!(
             "sector {} is not its XTS-AES ciphertext (IEEE 1619)",
             first_sector(index) + s as u128
         ));
@@ -138,7 +139,7 @@ fn check(input: &Input, buf: &mut [u8], index: usize) -> Result<u64, String> {
         .xts
         .decrypt_area(buf, SECTOR, first_sector(index), get_tweak_default);
     if buf[..] != *plain {
-        return Err("decryption did not give back the plaintext".into());
+        return Err(failed!("decryption did not give back the plaintext"));
     }
     Ok(checksum)
 }
@@ -162,6 +163,7 @@ mod tests {
         buf[PART / 2 + 3] ^= 0x10;
         assert!(check(&input, &mut buf, 5)
             .unwrap_err()
+            .to_string()
             .contains("decryption"));
         // a part encrypted at the next part's sector numbers (a wrong tweak)
         buf.copy_from_slice(&input.plain[5 * PART..6 * PART]);
@@ -181,6 +183,7 @@ mod tests {
         assert_eq!(back[..], input.plain[5 * PART..6 * PART]);
         assert!(check(&input, &mut buf, 5)
             .unwrap_err()
+            .to_string()
             .contains("IEEE 1619"));
         // another mode: ECB with the data key (symmetric too)
         buf.copy_from_slice(&input.plain[5 * PART..6 * PART]);
@@ -189,6 +192,7 @@ mod tests {
         }
         assert!(check(&input, &mut buf, 5)
             .unwrap_err()
+            .to_string()
             .contains("IEEE 1619"));
         // the sector numbers big-endian in the tweak
         buf.copy_from_slice(&input.plain[5 * PART..6 * PART]);
@@ -197,11 +201,13 @@ mod tests {
             .encrypt_area(&mut buf, SECTOR, first_sector(5), |n| n.to_be_bytes());
         assert!(check(&input, &mut buf, 5)
             .unwrap_err()
+            .to_string()
             .contains("IEEE 1619"));
         // the encryption skipped: the plaintext left in place
         buf.copy_from_slice(&input.plain[5 * PART..6 * PART]);
         assert!(check(&input, &mut buf, 5)
             .unwrap_err()
+            .to_string()
             .contains("unchanged"));
     }
 

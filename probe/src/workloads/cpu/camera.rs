@@ -8,6 +8,7 @@
 
 use super::image::{aligned, photo, psnr, Rgb};
 use super::{fold, Task};
+use crate::workload::{failed, WorkloadError};
 
 pub struct Camera;
 
@@ -94,7 +95,7 @@ impl Task for Camera {
         &self,
         input: &Input,
         (linear, balanced, sharp): &mut Self::Scratch,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, WorkloadError> {
         develop(&input.mosaic, linear, balanced);
         check(&input.scene, balanced)?;
         sharpen(balanced, sharp);
@@ -160,15 +161,15 @@ fn quality(a: &[u8], b: &[u8]) -> (f64, f64, Vec<u64>) {
 /// The developed image must be close to the scene the mosaic was sampled from, as a whole,
 /// in every 32x32 tile and every row (none far worse than its neighbours), and aligned
 /// with it (so that a patch painted over, a wrong row or a frame shifted by a pixel shows).
-fn check(scene: &Rgb, balanced: &[u8]) -> Result<(), String> {
+fn check(scene: &Rgb, balanced: &[u8]) -> Result<(), WorkloadError> {
     let (global, tile, rows) = quality(&scene.pixels, balanced);
     if global < MIN_GLOBAL {
-        return Err(format!(
+        return Err(failed!(
             "the demosaiced image is too far from the scene ({global:.1} dB)"
         ));
     }
     if tile < MIN_TILE {
-        return Err(format!(
+        return Err(failed!(
             "a 32x32 tile of the demosaiced image is too far from the scene ({tile:.1} dB)"
         ));
     }
@@ -179,7 +180,7 @@ fn check(scene: &Rgb, balanced: &[u8]) -> Result<(), String> {
     for y in 1..HEIGHT - 1 {
         let near = rows[y - 1].max(rows[y + 1]);
         if rows[y] > 8 * near + 64 * (WIDTH * 3) as u64 {
-            return Err(format!(
+            return Err(failed!(
                 "row {y} of the demosaiced image is far worse than its neighbours"
             ));
         }
@@ -192,7 +193,7 @@ fn check(scene: &Rgb, balanced: &[u8]) -> Result<(), String> {
 /// unsharp mask inside, the balanced value unchanged on the one-pixel border.
 const SHARP_STRIDE: usize = 101;
 
-fn check_sharp(balanced: &[u8], sharp: &[u8]) -> Result<(), String> {
+fn check_sharp(balanced: &[u8], sharp: &[u8]) -> Result<(), WorkloadError> {
     let row = WIDTH * 3;
     for i in (0..sharp.len()).step_by(SHARP_STRIDE) {
         let (y, x) = (i / row, i % row);
@@ -210,7 +211,7 @@ fn check_sharp(balanced: &[u8], sharp: &[u8]) -> Result<(), String> {
             (v + 0.6 * (v - sum / 9.0)).round().clamp(0.0, 255.0) as u8
         };
         if sharp[i] != want {
-            return Err(format!(
+            return Err(failed!(
                 "the unsharp mask gave {} at pixel ({}, {}) channel {}, not {want}",
                 sharp[i],
                 x / 3,
@@ -270,13 +271,17 @@ mod tests {
         }
         assert!(check(&input.scene, &swapped)
             .unwrap_err()
+            .to_string()
             .contains("too far"));
         // the white balance not applied
         let raw: Vec<u8> = linear
             .iter()
             .map(|v| (v / 16.0).round().clamp(0.0, 255.0) as u8)
             .collect();
-        assert!(check(&input.scene, &raw).unwrap_err().contains("too far"));
+        assert!(check(&input.scene, &raw)
+            .unwrap_err()
+            .to_string()
+            .contains("too far"));
         // a 128x128 patch blown out to white
         let mut patch = balanced.clone();
         for y in 100..228 {
@@ -297,6 +302,7 @@ mod tests {
         for y in [1, 400, HEIGHT - 2] {
             assert!(tampered(&|p| p[y * row..(y + 1) * row].fill(0))
                 .unwrap_err()
+                .to_string()
                 .contains("row"));
         }
         // the unsharp mask: right, skipped, a row black, the frame one pixel left
@@ -305,16 +311,19 @@ mod tests {
         assert!(check_sharp(balanced, &sharp).is_ok());
         assert!(check_sharp(balanced, balanced)
             .unwrap_err()
+            .to_string()
             .contains("unsharp"));
         let mut black = sharp.clone();
         black[300 * row..301 * row].fill(0);
         assert!(check_sharp(balanced, &black)
             .unwrap_err()
+            .to_string()
             .contains("unsharp"));
         let mut left = sharp.clone();
         left.copy_within(3.., 0);
         assert!(check_sharp(balanced, &left)
             .unwrap_err()
+            .to_string()
             .contains("unsharp"));
     }
 }

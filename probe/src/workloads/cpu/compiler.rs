@@ -4,6 +4,7 @@
 //! called: each must return what an interpreter of the same generated program computes.
 
 use super::Task;
+use crate::workload::{failed, WorkloadError};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, Value};
 use cranelift_codegen::settings::{self, Configurable};
@@ -148,13 +149,15 @@ fn generate(rng: &mut Pcg64) -> Program {
     }
 }
 
-fn jit() -> Result<JITModule, String> {
+fn jit() -> Result<JITModule, WorkloadError> {
     let mut flags = settings::builder();
-    flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
+    flags
+        .set("opt_level", "speed")
+        .map_err(|e| failed!("{e}"))?;
     let isa = cranelift_native::builder()
-        .map_err(|e| format!("cranelift: {e}"))?
+        .map_err(|e| failed!("cranelift: {e}"))?
         .finish(settings::Flags::new(flags))
-        .map_err(|e| format!("cranelift: {e}"))?;
+        .map_err(|e| failed!("cranelift: {e}"))?;
     Ok(JITModule::new(JITBuilder::with_isa(
         isa,
         default_libcall_names(),
@@ -183,7 +186,12 @@ impl Task for Compiler {
         input.len() as f64
     }
 
-    fn part(&self, programs: &Vec<Program>, _: &mut (), index: usize) -> Result<u64, String> {
+    fn part(
+        &self,
+        programs: &Vec<Program>,
+        _: &mut (),
+        index: usize,
+    ) -> Result<u64, WorkloadError> {
         let programs = &programs[index * PER_MODULE..(index + 1) * PER_MODULE];
         let got = compile_and_call(programs)?;
         check(programs, &got)
@@ -208,7 +216,7 @@ const CALLS: usize = ARGUMENTS.len();
 
 /// Compiles the programs into one JIT module and calls each on ARGUMENTS: what the machine
 /// code returned.
-fn compile_and_call(programs: &[Program]) -> Result<Vec<[i64; CALLS]>, String> {
+fn compile_and_call(programs: &[Program]) -> Result<Vec<[i64; CALLS]>, WorkloadError> {
     let mut module = jit()?;
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
@@ -219,16 +227,16 @@ fn compile_and_call(programs: &[Program]) -> Result<Vec<[i64; CALLS]>, String> {
         program.build(FunctionBuilder::new(&mut ctx.func, &mut fctx));
         let id = module
             .declare_function(&format!("f{n}"), Linkage::Local, &ctx.func.signature)
-            .map_err(|e| format!("cranelift: {e}"))?;
+            .map_err(|e| failed!("cranelift: {e}"))?;
         module
             .define_function(id, &mut ctx)
-            .map_err(|e| format!("cranelift: {e}"))?;
+            .map_err(|e| failed!("cranelift: {e}"))?;
         module.clear_context(&mut ctx);
         ids.push(id);
     }
     module
         .finalize_definitions()
-        .map_err(|e| format!("cranelift: {e}"))?;
+        .map_err(|e| failed!("cranelift: {e}"))?;
     let got = ids
         .into_iter()
         .map(|id| {
@@ -245,9 +253,9 @@ fn compile_and_call(programs: &[Program]) -> Result<Vec<[i64; CALLS]>, String> {
 
 /// Each compiled function must return what the interpreter computes; returns a checksum of
 /// the results.
-fn check(programs: &[Program], got: &[[i64; CALLS]]) -> Result<u64, String> {
+fn check(programs: &[Program], got: &[[i64; CALLS]]) -> Result<u64, WorkloadError> {
     if got.len() != programs.len() {
-        return Err(format!(
+        return Err(failed!(
             "{} functions ran, {} were compiled",
             got.len(),
             programs.len()
@@ -258,7 +266,7 @@ fn check(programs: &[Program], got: &[[i64; CALLS]]) -> Result<u64, String> {
         for (&(a, b), &got) in ARGUMENTS.iter().zip(results) {
             let want = program.interpret(a, b);
             if got != want {
-                return Err(format!(
+                return Err(failed!(
                     "compiled code returned {got}, the program computes {want}"
                 ));
             }
@@ -282,7 +290,10 @@ mod tests {
         assert_eq!(check(module, &got), Compiler.part(&programs, &mut (), 0));
         // one result with a bit flipped
         got[2][1] ^= 1 << 17;
-        assert!(check(module, &got).unwrap_err().contains("compiled code"));
+        assert!(check(module, &got)
+            .unwrap_err()
+            .to_string()
+            .contains("compiled code"));
         // one function miscompiled: its last add emitted as a subtract
         let mut wrong: Vec<Program> = module
             .iter()
@@ -298,10 +309,16 @@ mod tests {
             .unwrap();
         step.0 = Op::Sub;
         let got = compile_and_call(&wrong).unwrap();
-        assert!(check(module, &got).unwrap_err().contains("compiled code"));
+        assert!(check(module, &got)
+            .unwrap_err()
+            .to_string()
+            .contains("compiled code"));
         // the last function's results missing
         let got = compile_and_call(&module[..4]).unwrap();
-        assert!(check(module, &got).unwrap_err().contains("functions ran"));
+        assert!(check(module, &got)
+            .unwrap_err()
+            .to_string()
+            .contains("functions ran"));
     }
 
     /// Every single-instruction change of a program (its op replaced by the next kind):

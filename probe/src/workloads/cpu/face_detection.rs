@@ -20,6 +20,7 @@
 //! box centred in it may miss every face: found boxes equal the faces.
 
 use super::{Digest, Task};
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use rustface::{Detector, ImageData};
@@ -281,7 +282,7 @@ fn detect_band(grey: &[u8], band: usize) -> Vec<Found> {
 }
 
 /// Checks what a band found against the faces it owns; returns a checksum of their boxes.
-fn check_band(truth: &[Rect], band: usize, found: &[Found]) -> Result<u64, String> {
+fn check_band(truth: &[Rect], band: usize, found: &[Found]) -> Result<u64, WorkloadError> {
     let (from, to) = core(band);
     let owns = |t: &Rect| (from..to).contains(&t.centre_y());
     let mut matched: Vec<Option<Rect>> = vec![None; truth.len()];
@@ -296,23 +297,29 @@ fn check_band(truth: &[Rect], band: usize, found: &[Found]) -> Result<u64, Strin
         if let Some(i) = face {
             // a neighbour's face seen in the margin is that band's to find
             if owns(&truth[i]) && matched[i].replace(d.rect).is_some() {
-                return Err(format!("band {band}: face {i} was found twice"));
+                return Err(failed!("band {band}: face {i} was found twice"));
             }
         } else if (from..to).contains(&d.rect.centre_y()) {
             // (a box on nothing centred in a neighbour's rows is that band's to judge)
             let r = d.rect;
-            return Err(format!(
+            return Err(failed!(
                 "band {band}: a {}x{} box at ({}, {}) (score {:.2}) is no face",
-                r.w, r.h, r.x, r.y, d.score
+                r.w,
+                r.h,
+                r.x,
+                r.y,
+                d.score
             ));
         }
     }
     let mut digest = Digest::new();
     for (i, t) in truth.iter().enumerate().filter(|(_, t)| owns(t)) {
         let r = matched[i].ok_or_else(|| {
-            format!(
+            failed!(
                 "band {band}: the face at ({:.0}, {:.0}), {:.0} px wide, was not found",
-                t.x, t.y, t.w
+                t.x,
+                t.y,
+                t.w
             )
         })?;
         digest.word(
@@ -353,7 +360,7 @@ impl Task for FaceDetection {
         (WIDTH * HEIGHT) as f64
     }
 
-    fn part(&self, input: &Input, _scratch: &mut (), index: usize) -> Result<u64, String> {
+    fn part(&self, input: &Input, _scratch: &mut (), index: usize) -> Result<u64, WorkloadError> {
         check_band(&input.truth, index, &detect_band(&input.grey, index))
     }
 }
@@ -362,7 +369,7 @@ impl Task for FaceDetection {
 mod tests {
     use super::*;
 
-    fn round(input: &Input) -> Result<u64, String> {
+    fn round(input: &Input) -> Result<u64, WorkloadError> {
         FaceDetection.round(input, &mut ())
     }
 

@@ -12,6 +12,7 @@
 
 use super::image::photo;
 use super::Task;
+use crate::workload::{failed, WorkloadError};
 
 pub struct GaussianBlur;
 
@@ -168,7 +169,12 @@ impl Task for GaussianBlur {
         (WIDTH * HEIGHT) as f64
     }
 
-    fn part(&self, input: &Input, scratch: &mut Scratch, index: usize) -> Result<u64, String> {
+    fn part(
+        &self,
+        input: &Input,
+        scratch: &mut Scratch,
+        index: usize,
+    ) -> Result<u64, WorkloadError> {
         let (c, band) = (index / BANDS, index % BANDS);
         blur_band(
             &input.planes[c],
@@ -184,16 +190,16 @@ impl Task for GaussianBlur {
 /// Part `index`'s blurred band `out` must match the direct convolution at CHECKS pixels,
 /// a separable convolution done columns first along one full row and one full column, and
 /// every row's sum the sum the blur must give it; returns a checksum of the band.
-fn check(input: &Input, index: usize, out: &[f32]) -> Result<u64, String> {
+fn check(input: &Input, index: usize, out: &[f32]) -> Result<u64, WorkloadError> {
     let (c, band) = (index / BANDS, index % BANDS);
     let plane = &input.planes[c];
     let kernel = &input.kernel;
     let r = kernel.len() / 2;
     let y0 = band * BAND;
-    let off = |x: usize, y: usize, want: f64| -> Result<(), String> {
+    let off = |x: usize, y: usize, want: f64| -> Result<(), WorkloadError> {
         let got = out[y * WIDTH + x];
         if (got as f64 - want).abs() > 1e-5 {
-            return Err(format!(
+            return Err(failed!(
                 "blurred pixel ({x}, {}) is off by {}",
                 y0 + y,
                 got as f64 - want
@@ -263,7 +269,7 @@ fn check(input: &Input, index: usize, out: &[f32]) -> Result<u64, String> {
             .map(|(j, w)| *w as f64 * sums[mirror((y0 + y + j) as isize - r as isize, HEIGHT)])
             .sum();
         if (got - want).abs() > ROW_SUM_TOLERANCE {
-            return Err(format!(
+            return Err(failed!(
                 "blurred row {} sums to {got}, the blur keeps its sum at {want}",
                 y0 + y
             ));
@@ -298,6 +304,7 @@ mod tests {
         shifted.copy_within(WIDTH.., 0);
         assert!(check(&input, index, &shifted)
             .unwrap_err()
+            .to_string()
             .contains("blurred pixel"));
         // the band blurred by the kernel of sigma 2.5 instead of 3
         let (c, band) = (index / BANDS, index % BANDS);
@@ -315,6 +322,7 @@ mod tests {
         changed[77 * WIDTH + 500] += 0.02;
         assert!(check(&input, index, &changed)
             .unwrap_err()
+            .to_string()
             .contains(&format!("row {}", band * BAND + 77)));
         // one row left zero (a row the column pass skipped)
         let mut zeroed = out.clone();
@@ -326,6 +334,7 @@ mod tests {
         row[y * WIDTH + 600] += 5e-5;
         assert!(check(&input, index, &row)
             .unwrap_err()
+            .to_string()
             .contains("blurred pixel"));
     }
 }

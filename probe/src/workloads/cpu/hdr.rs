@@ -11,6 +11,7 @@
 //! and gamma recomputed in f64 from their radiance.
 
 use super::{fold, Task};
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -69,7 +70,7 @@ impl Task for Hdr {
         (WIDTH * HEIGHT) as f64
     }
 
-    fn round(&self, radiance: &Vec<f32>, out: &mut Vec<u8>) -> Result<u64, String> {
+    fn round(&self, radiance: &Vec<f32>, out: &mut Vec<u8>) -> Result<u64, WorkloadError> {
         let (key, white) = tone_map(radiance, out);
         check(radiance, out, key, white)
     }
@@ -133,11 +134,11 @@ fn written_luminance(o: &[u8]) -> f64 {
 /// must keep the order of sampled luminances; and sampled written pixels must be the
 /// operator recomputed in f64 from their radiance, to within one level. Returns a checksum
 /// of the image.
-fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, String> {
+fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, WorkloadError> {
     let pixels = radiance.len() / 3;
     let mean = out.iter().map(|v| *v as u64).sum::<u64>() as f64 / out.len() as f64;
     if !(40.0..=215.0).contains(&mean) {
-        return Err(format!(
+        return Err(failed!(
             "the mapped image is badly exposed (mean {mean:.0} of 255)"
         ));
     }
@@ -152,7 +153,7 @@ fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, Stri
     }
     let estimate = 0.18 / (log_sum / n as f64).exp();
     if !(key as f64 / estimate - 1.0).abs().lt(&0.005) {
-        return Err(format!(
+        return Err(failed!(
             "the key is {key}, the scene's log-average gives {estimate:.4}"
         ));
     }
@@ -175,7 +176,7 @@ fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, Stri
         .abs()
         .lt(&1e-5)
     {
-        return Err(format!(
+        return Err(failed!(
             "the white point is {white}, the brightest pixel maps to {}",
             brightest * key as f64
         ));
@@ -187,7 +188,7 @@ fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, Stri
             written_luminance(&out[3 * b..3 * b + 3]),
         );
         if lum(a) < lum(b) && ya > yb + 0.002 {
-            return Err(format!(
+            return Err(failed!(
                 "tone mapping reversed the order of two luminances (pixels {a} and {b})"
             ));
         }
@@ -203,7 +204,7 @@ fn check(radiance: &[f32], out: &[u8], key: f32, white: f32) -> Result<u64, Stri
             let want = 255.0 * v.powf(1.0 / 2.2);
             let got = out[3 * i + c] as f64;
             if (got - want).abs() > 0.75 {
-                return Err(format!(
+                return Err(failed!(
                     "written pixel {i} channel {c} is {got}, the operator gives {want:.1}"
                 ));
             }
@@ -228,6 +229,7 @@ mod tests {
         let dark: Vec<u8> = out.iter().map(|v| v / 4).collect();
         assert!(check(&radiance, &dark, key, white)
             .unwrap_err()
+            .to_string()
             .contains("badly exposed"));
         // the upper half of the image never written
         let mut half = out.clone();
@@ -247,12 +249,14 @@ mod tests {
         let inverted: Vec<u8> = out.iter().map(|v| 255 - v).collect();
         assert!(check(&radiance, &inverted, key, white)
             .unwrap_err()
+            .to_string()
             .contains("reversed the order"));
         // the key ten times too high, reported as such or as the right one
         let mut bright = out.clone();
         write(&radiance, &mut bright, 10.0 * key, 10.0 * white);
         assert!(check(&radiance, &bright, 10.0 * key, 10.0 * white)
             .unwrap_err()
+            .to_string()
             .contains("the key"));
         assert!(check(&radiance, &bright, key, white).is_err());
         // the white point of another pixel than the brightest
@@ -260,6 +264,7 @@ mod tests {
         write(&radiance, &mut flat, key, white / 2.0);
         assert!(check(&radiance, &flat, key, white / 2.0)
             .unwrap_err()
+            .to_string()
             .contains("white point"));
         // the gamma forgotten: linear values written
         let mut linear = out.clone();
@@ -271,6 +276,7 @@ mod tests {
         }
         assert!(check(&radiance, &linear, key, white)
             .unwrap_err()
+            .to_string()
             .contains("written pixel"));
         // a block of pixels two levels too bright
         let mut block = out.clone();
@@ -279,6 +285,7 @@ mod tests {
         }
         assert!(check(&radiance, &block, key, white)
             .unwrap_err()
+            .to_string()
             .contains("written pixel"));
     }
 }

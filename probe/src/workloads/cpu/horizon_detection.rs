@@ -7,6 +7,7 @@
 //! measures, and the check needs the accumulator itself.
 
 use super::Task;
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -80,7 +81,11 @@ impl Task for HorizonDetection {
         (WIDTH * HEIGHT) as f64
     }
 
-    fn round(&self, input: &Input, (magnitude, votes): &mut Self::Scratch) -> Result<u64, String> {
+    fn round(
+        &self,
+        input: &Input,
+        (magnitude, votes): &mut Self::Scratch,
+    ) -> Result<u64, WorkloadError> {
         let best = detect(input, magnitude, votes);
         check(input, votes, best)
     }
@@ -128,7 +133,7 @@ fn detect(input: &Input, magnitude: &mut [f32], votes: &mut [u32]) -> usize {
 
 /// The line in cell `best` of the accumulator must be the horizon the scene put there:
 /// within half a degree and three pixels. Returns a checksum of the cell and its votes.
-fn check(input: &Input, votes: &[u32], best: usize) -> Result<u64, String> {
+fn check(input: &Input, votes: &[u32], best: usize) -> Result<u64, WorkloadError> {
     let half = votes.len() / ANGLES / 2;
     let (angle, rho) = (
         (best / (2 * half)) as f64 * std::f64::consts::PI / ANGLES as f64,
@@ -137,7 +142,7 @@ fn check(input: &Input, votes: &[u32], best: usize) -> Result<u64, String> {
     let (want_angle, want_rho) = normal_form(input.tilt, input.offset);
     let angle_error = (angle - want_angle).abs().to_degrees();
     if angle_error > 0.5 || (rho - want_rho).abs() > 3.0 {
-        return Err(format!(
+        return Err(failed!(
             "found a line at {:.2} deg, {rho:.0} px; the horizon is at {:.2} deg, {want_rho:.0} px",
             angle.to_degrees(),
             want_angle.to_degrees()
@@ -166,6 +171,7 @@ mod tests {
                                           // a line tilted one degree more (four angle steps)
         assert!(check(&input, votes, best + 4 * cells)
             .unwrap_err()
+            .to_string()
             .contains("the horizon is at"));
         // a line five pixels lower
         assert!(check(&input, votes, best + 5).is_err());

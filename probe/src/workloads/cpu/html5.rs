@@ -8,6 +8,7 @@
 //! and a hash of it, entities decoded, against the page with its tags stripped).
 
 use super::Task;
+use crate::workload::{failed, WorkloadError};
 use html5ever::tendril::TendrilSink;
 use html5ever::{parse_document, ParseOpts};
 use markup5ever_rcdom::{Handle, NodeData, RcDom};
@@ -98,17 +99,17 @@ pub fn page(seed: u64) -> Input {
     let mut html =
         String::from("<!DOCTYPE html><html><head><title>benchlab</title></head><body>\n");
     for s in 0..SECTIONS {
-        let _ = write!(
+        let _ = writeln!(
             html,
-            "<div class=\"section s{s}\" id=\"sec{s}\"><h2>{}</h2>\n",
+            "<div class=\"section s{s}\" id=\"sec{s}\"><h2>{}</h2>",
             words(&mut rng, 4)
         );
         *expected.get_mut("h2").unwrap() += 1;
         for _ in 0..rng.random_range(2..6) {
             // paragraphs are left unclosed: the next <p> or block closes them
-            let _ = write!(
+            let _ = writeln!(
                 html,
-                "<p>{} <a href=\"/page/{}\">{}</a> {}\n",
+                "<p>{} <a href=\"/page/{}\">{}</a> {}",
                 words(&mut rng, 12),
                 rng.random::<u16>(),
                 words(&mut rng, 2),
@@ -245,7 +246,7 @@ impl Task for Html5 {
         input.html.len() as f64
     }
 
-    fn round(&self, input: &Input, _: &mut ()) -> Result<u64, String> {
+    fn round(&self, input: &Input, _: &mut ()) -> Result<u64, WorkloadError> {
         let dom = parse(&input.html);
         check(input, &dom)
     }
@@ -258,7 +259,7 @@ fn parse(html: &str) -> RcDom {
 /// Walks the DOM: it must hold the elements the generator put in the page, in the shape it
 /// built (parents and depths), every table with its rows and columns, and the page's text in
 /// document order. Returns a checksum of the element counts and the text's length and hash.
-fn check(input: &Input, dom: &RcDom) -> Result<u64, String> {
+fn check(input: &Input, dom: &RcDom) -> Result<u64, WorkloadError> {
     let mut seen = Seen {
         text: (0, FNV),
         ..Seen::default()
@@ -268,7 +269,7 @@ fn check(input: &Input, dom: &RcDom) -> Result<u64, String> {
     for (tag, want) in &input.expected {
         let got = counts.get(tag).copied().unwrap_or(0);
         if got != *want {
-            return Err(format!(
+            return Err(failed!(
                 "the DOM has {got} <{tag}> elements, the page has {want}"
             ));
         }
@@ -286,7 +287,7 @@ fn check(input: &Input, dom: &RcDom) -> Result<u64, String> {
                     .copied()
             })
             .unwrap_or(("?", "?", 0));
-        return Err(format!(
+        return Err(failed!(
             "the tree's shape differs: {} <{name}> under <{parent}> at depth {depth}, the page has {}",
             seen.shape.get(&(name, parent, depth)).copied().unwrap_or(0),
             input.shape.get(&(name, parent, depth)).copied().unwrap_or(0)
@@ -295,16 +296,19 @@ fn check(input: &Input, dom: &RcDom) -> Result<u64, String> {
     if let Some(t) = (0..input.tables.len().max(seen.tables.len()))
         .find(|t| seen.tables.get(*t) != input.tables.get(*t))
     {
-        return Err(format!(
+        return Err(failed!(
             "table {t} has rows and columns {:?}, the page {:?}",
             seen.tables.get(t),
             input.tables.get(t)
         ));
     }
     if seen.text != input.text {
-        return Err(format!(
+        return Err(failed!(
             "the text differs: {} bytes (hash {:016x}), the page has {} (hash {:016x})",
-            seen.text.0, seen.text.1, input.text.0, input.text.1
+            seen.text.0,
+            seen.text.1,
+            input.text.0,
+            input.text.1
         ));
     }
     Ok(counts
@@ -329,7 +333,11 @@ mod tests {
             html: input.html.replacen("<td>", "", 1),
             ..page(1)
         };
-        assert!(Html5.round(&broken, &mut ()).unwrap_err().contains("<td>"));
+        assert!(Html5
+            .round(&broken, &mut ())
+            .unwrap_err()
+            .to_string()
+            .contains("<td>"));
     }
 
     /// The first element named `tag` under `node` and its parent.
@@ -355,13 +363,19 @@ mod tests {
         // a cell dropped from the tree
         let (row, cell) = find(&dom.document, "td").unwrap();
         row.children.borrow_mut().retain(|c| !Rc::ptr_eq(c, &cell));
-        assert!(check(&input, &dom).unwrap_err().contains("<td>"));
+        assert!(check(&input, &dom)
+            .unwrap_err()
+            .to_string()
+            .contains("<td>"));
         // the implied tbody not inserted: its rows hung on the table itself
         let dom = parse(&input.html);
         let (table, tbody) = find(&dom.document, "tbody").unwrap();
         let rows = std::mem::take(&mut *tbody.children.borrow_mut());
         *table.children.borrow_mut() = rows;
-        assert!(check(&input, &dom).unwrap_err().contains("<tbody>"));
+        assert!(check(&input, &dom)
+            .unwrap_err()
+            .to_string()
+            .contains("<tbody>"));
     }
 
     /// Every node of `node`'s subtree, in document order.
@@ -385,7 +399,7 @@ mod tests {
             assert_eq!(check(&input, &dom), Ok(sum));
             change(&dom);
             let err = check(&input, &dom).unwrap_err();
-            assert!(err.contains(what), "{err}");
+            assert!(err.to_string().contains(what), "{err}");
         };
         // one text emptied (a cell's number)
         caught(

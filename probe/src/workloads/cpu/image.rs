@@ -2,6 +2,7 @@
 //! hard-edged objects and sensor noise, so that codecs and filters meet the mix of flat
 //! areas, edges and detail that real photos have.
 
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -64,7 +65,7 @@ pub fn psnr(squared_error: f64, samples: usize) -> f64 {
 /// error against `a` must be well below that against `a` moved by one pixel in any of the
 /// four directions (a picture shifted by one row or column fails this, while its PSNR may
 /// still look fine on a noisy photo).
-pub fn aligned(a: &[u8], b: &[u8], width: usize, height: usize) -> Result<(), String> {
+pub fn aligned(a: &[u8], b: &[u8], width: usize, height: usize) -> Result<(), WorkloadError> {
     let row = width * 3;
     let mut sse = [0u64; 5];
     for y in (8..height - 8).step_by(8) {
@@ -86,7 +87,7 @@ pub fn aligned(a: &[u8], b: &[u8], width: usize, height: usize) -> Result<(), St
         }
     }
     if sse[1..].iter().any(|s| sse[0] * 5 / 4 > *s) {
-        return Err(format!(
+        return Err(failed!(
             "the picture is shifted: its error against the original is {}, moved by a pixel {:?}",
             sse[0],
             &sse[1..]

@@ -5,6 +5,7 @@
 
 use super::image::{aligned, photo, psnr, Rgb};
 use super::{fold, Task};
+use crate::workload::{failed, WorkloadError};
 use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 
 pub struct ImageCompression;
@@ -34,14 +35,14 @@ impl Task for ImageCompression {
         (input.width * input.height) as f64
     }
 
-    fn round(&self, image: &Rgb, _: &mut ()) -> Result<u64, String> {
+    fn round(&self, image: &Rgb, _: &mut ()) -> Result<u64, WorkloadError> {
         let jpeg = encode(image)?;
         let decoded = decode(&jpeg)?;
         check(image, &jpeg, &decoded)
     }
 }
 
-fn encode(image: &Rgb) -> Result<Vec<u8>, String> {
+fn encode(image: &Rgb) -> Result<Vec<u8>, WorkloadError> {
     let mut jpeg = Vec::with_capacity(image.pixels.len() / 4);
     let mut encoder = Encoder::new(&mut jpeg, QUALITY);
     encoder.set_sampling_factor(SamplingFactor::R_4_2_0);
@@ -52,14 +53,16 @@ fn encode(image: &Rgb) -> Result<Vec<u8>, String> {
             image.height as u16,
             ColorType::Rgb,
         )
-        .map_err(|e| format!("jpeg encode: {e}"))?;
+        .map_err(|e| failed!("jpeg encode: {e}"))?;
     Ok(jpeg)
 }
 
-fn decode(jpeg: &[u8]) -> Result<Rgb, String> {
+fn decode(jpeg: &[u8]) -> Result<Rgb, WorkloadError> {
     let mut decoder = jpeg_decoder::Decoder::new(jpeg);
-    let pixels = decoder.decode().map_err(|e| format!("jpeg decode: {e}"))?;
-    let info = decoder.info().ok_or("jpeg decode: no image info")?;
+    let pixels = decoder.decode().map_err(|e| failed!("jpeg decode: {e}"))?;
+    let info = decoder
+        .info()
+        .ok_or(failed!("jpeg decode: no image info"))?;
     Ok(Rgb {
         width: info.width as usize,
         height: info.height as usize,
@@ -117,31 +120,31 @@ fn quality(a: &Rgb, b: &[u8]) -> (f64, f64, f64) {
 /// over, a wrong row or a picture shifted by a pixel shows),
 /// and the file must be smaller than a fifth of the raw pixels. Returns the checksum of
 /// both.
-fn check(image: &Rgb, jpeg: &[u8], decoded: &Rgb) -> Result<u64, String> {
+fn check(image: &Rgb, jpeg: &[u8], decoded: &Rgb) -> Result<u64, WorkloadError> {
     if (decoded.width, decoded.height) != (image.width, image.height)
         || decoded.pixels.len() != image.pixels.len()
     {
-        return Err("the decoded image has another size".into());
+        return Err(failed!("the decoded image has another size"));
     }
     let (global, block, stripe) = quality(image, &decoded.pixels);
     if global < MIN_GLOBAL {
-        return Err(format!(
+        return Err(failed!(
             "the decoded image is too far from the original ({global:.1} dB)"
         ));
     }
     if block < MIN_BLOCK {
-        return Err(format!(
+        return Err(failed!(
             "an 8x8 block of the decoded image is too far from the original ({block:.1} dB)"
         ));
     }
     if stripe < MIN_STRIPE {
-        return Err(format!(
+        return Err(failed!(
             "a stripe of 8 rows of the decoded image is too far from the original ({stripe:.1} dB)"
         ));
     }
     aligned(&image.pixels, &decoded.pixels, image.width, image.height)?;
     if jpeg.len() * 5 > image.pixels.len() {
-        return Err(format!(
+        return Err(failed!(
             "JPEG compressed only to {} of {} bytes",
             jpeg.len(),
             image.pixels.len()
@@ -175,6 +178,7 @@ mod tests {
         }
         assert!(check(&image, &jpeg, &swapped)
             .unwrap_err()
+            .to_string()
             .contains("too far"));
         // the last row missing
         let mut short = Rgb {
@@ -183,7 +187,10 @@ mod tests {
             ..decoded
         };
         short.pixels.truncate(short.width * short.height * 3);
-        assert!(check(&image, &jpeg, &short).unwrap_err().contains("size"));
+        assert!(check(&image, &jpeg, &short)
+            .unwrap_err()
+            .to_string()
+            .contains("size"));
         // the chroma planes lost: a grey picture
         let mut grey = Rgb {
             pixels: decoded.pixels.clone(),
@@ -193,7 +200,10 @@ mod tests {
             let y = ((p[0] as u32 * 77 + p[1] as u32 * 150 + p[2] as u32 * 29) >> 8) as u8;
             p.fill(y);
         }
-        assert!(check(&image, &jpeg, &grey).unwrap_err().contains("too far"));
+        assert!(check(&image, &jpeg, &grey)
+            .unwrap_err()
+            .to_string()
+            .contains("too far"));
         let row = decoded.width * 3;
         let tampered = |change: &dyn Fn(&mut Vec<u8>)| {
             let mut pixels = decoded.pixels.clone();
@@ -207,6 +217,7 @@ mod tests {
         // one row black
         assert!(tampered(&|p| p[400 * row..401 * row].fill(0))
             .unwrap_err()
+            .to_string()
             .contains("stripe"));
         // four 8x8 blocks white
         assert!(tampered(&|p| for k in 0..4 {
@@ -216,6 +227,7 @@ mod tests {
             }
         })
         .unwrap_err()
+        .to_string()
         .contains("8x8 block"));
     }
 }

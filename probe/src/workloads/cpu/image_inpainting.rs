@@ -19,6 +19,7 @@
 
 use super::image::psnr;
 use super::{fold, Task};
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -667,13 +668,13 @@ fn fill(hole: &Hole, out: &mut [u8]) {
 
 /// The fill must leave every pixel outside the hole as it was, and its PSNR over the hole
 /// against the true photo must reach MIN_PSNR and beat the naive fill by MARGIN.
-fn check(hole: &Hole, out: &[u8]) -> Result<f64, String> {
+fn check(hole: &Hole, out: &[u8]) -> Result<f64, WorkloadError> {
     let (mut error, mut samples) = (0.0f64, 0usize);
     for (i, &m) in hole.mask.iter().enumerate() {
         let (got, was) = (&out[3 * i..3 * i + 3], &hole.damaged[3 * i..3 * i + 3]);
         if !m {
             if got != was {
-                return Err(format!(
+                return Err(failed!(
                     "the fill changed pixel ({}, {}) outside the hole",
                     hole.x0 + i % CELL,
                     hole.y0 + i / CELL
@@ -688,10 +689,12 @@ fn check(hole: &Hole, out: &[u8]) -> Result<f64, String> {
     }
     let db = psnr(error, samples);
     if db < MIN_PSNR || db < hole.naive_psnr + MARGIN {
-        return Err(format!(
+        return Err(failed!(
             "the hole at ({}, {}) is filled at {db:.1} dB PSNR; it needs {MIN_PSNR} dB and \
              {MARGIN} dB over the naive fill's {:.1} dB",
-            hole.x0, hole.y0, hole.naive_psnr
+            hole.x0,
+            hole.y0,
+            hole.naive_psnr
         ));
     }
     Ok(db)
@@ -748,7 +751,7 @@ impl Task for ImageInpainting {
         (WIDTH * HEIGHT) as f64
     }
 
-    fn part(&self, input: &Input, out: &mut Vec<u8>, index: usize) -> Result<u64, String> {
+    fn part(&self, input: &Input, out: &mut Vec<u8>, index: usize) -> Result<u64, WorkloadError> {
         let hole = &input.holes[index];
         fill(hole, out);
         check(hole, out)?;
@@ -805,7 +808,10 @@ mod tests {
             }
         }
         assert!(changed >= 150, "{changed}");
-        assert!(check(hole, &tampered).unwrap_err().contains("dB PSNR"));
+        assert!(check(hole, &tampered)
+            .unwrap_err()
+            .to_string()
+            .contains("dB PSNR"));
 
         // the naive fill: every hole pixel the mean colour of the rim
         let mut naive = hole.damaged.clone();
@@ -815,8 +821,8 @@ mod tests {
                 let i = y * CELL + x;
                 let near = [i - 1, i + 1, i - CELL, i + CELL];
                 if !hole.mask[i] && near.iter().any(|&j| hole.mask[j]) {
-                    for c in 0..3 {
-                        sum[c] += hole.truth[3 * i + c] as u32;
+                    for (s, &t) in sum.iter_mut().zip(&hole.truth[3 * i..3 * i + 3]) {
+                        *s += t as u32;
                     }
                     count += 1;
                 }
@@ -835,6 +841,7 @@ mod tests {
         touched[3 * outside + 1] ^= 1;
         assert!(check(hole, &touched)
             .unwrap_err()
+            .to_string()
             .contains("outside the hole"));
     }
 }

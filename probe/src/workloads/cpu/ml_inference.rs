@@ -10,6 +10,7 @@
 
 use super::image::photo;
 use super::Task;
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -252,7 +253,7 @@ impl Task for MlInference {
         BATCH as f64
     }
 
-    fn round(&self, input: &Input, cols: &mut Vec<f32>) -> Result<u64, String> {
+    fn round(&self, input: &Input, cols: &mut Vec<f32>) -> Result<u64, WorkloadError> {
         let mut checksum = 0u64;
         for b in 0..BATCH {
             let trace = forward(input, b, cols);
@@ -326,7 +327,7 @@ const CANDIDATES: usize = 8;
 /// (positive ones to within rounding, the others zero) and every pooled value; then the pooling, dense layer and softmax recomputed in f64, and the
 /// probabilities against the direct forward pass of prepare. Returns a checksum of the top
 /// class and its probability.
-fn check(input: &Input, b: usize, trace: &Trace) -> Result<u64, String> {
+fn check(input: &Input, b: usize, trace: &Trace) -> Result<u64, WorkloadError> {
     let mut side = SIDE;
     let mut rng = Pcg64::seed_from_u64(b as u64 * 0x9e37_79b9 + 17);
     for layer in 0..3 {
@@ -347,7 +348,7 @@ fn check(input: &Input, b: usize, trace: &Trace) -> Result<u64, String> {
                 let got = y[o * side * side + py * side + px] as f64;
                 let tolerance = 1e-4 * (scale + 1e-3);
                 if (got - want.max(0.0)).abs() > tolerance {
-                    return Err(format!(
+                    return Err(failed!(
                         "convolution {} output {o} at ({py}, {px}) is {got:.5}, the direct convolution gives {:.5}",
                         layer + 1,
                         want.max(0.0)
@@ -369,7 +370,7 @@ fn check(input: &Input, b: usize, trace: &Trace) -> Result<u64, String> {
                         };
                         let want = at(0, 0).max(at(0, 1)).max(at(1, 0)).max(at(1, 1));
                         if trace.pooled[layer][o * half * half + py * half + px] != want {
-                            return Err(format!(
+                            return Err(failed!(
                                 "max pooling {} output {o} at ({py}, {px}) is not its window's maximum",
                                 layer + 1
                             ));
@@ -387,7 +388,7 @@ fn check(input: &Input, b: usize, trace: &Trace) -> Result<u64, String> {
     let probs = &trace.probs;
     for (k, want) in softmax64(&input.dense, &features).iter().enumerate() {
         if (probs[k] as f64 - want).abs() > 1e-5 {
-            return Err(format!(
+            return Err(failed!(
                 "class {k}'s probability {:.6} differs from the dense layer and softmax recomputed ({want:.6})",
                 probs[k]
             ));
@@ -395,7 +396,7 @@ fn check(input: &Input, b: usize, trace: &Trace) -> Result<u64, String> {
     }
     for (k, want) in input.want[b].iter().enumerate() {
         if (probs[k] as f64 - want).abs() > 1e-4 {
-            return Err(format!(
+            return Err(failed!(
                 "class {k}'s probability {:.6} differs from a direct forward pass ({want:.6})",
                 probs[k]
             ));
@@ -428,7 +429,7 @@ mod tests {
             let mut t = forward(&input, b, &mut Vec::new());
             change(&mut t);
             let err = check(&input, b, &t).unwrap_err();
-            assert!(err.contains(what), "{err}");
+            assert!(err.to_string().contains(what), "{err}");
         };
         // every output channel of convolution 1 holding the next one's
         let plane = SIDE * SIDE;
@@ -513,7 +514,7 @@ mod tests {
             &t,
         )
         .unwrap_err();
-        assert!(err.contains("direct forward pass"), "{err}");
+        assert!(err.to_string().contains("direct forward pass"), "{err}");
     }
 
     /// The check's share of a round (run with --ignored --nocapture).

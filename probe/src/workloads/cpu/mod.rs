@@ -38,7 +38,10 @@ mod vector_rendering;
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
-use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{
+    failed, refused, About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, WorkloadError,
+    SEED,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 
@@ -76,7 +79,11 @@ pub trait Task: Sync {
     /// Units of work one round does on this input.
     fn work(&self, input: &Self::Input) -> f64;
     /// One timed round; verifies its own result and returns a checksum of it.
-    fn round(&self, input: &Self::Input, scratch: &mut Self::Scratch) -> Result<u64, String> {
+    fn round(
+        &self,
+        input: &Self::Input,
+        scratch: &mut Self::Scratch,
+    ) -> Result<u64, WorkloadError> {
         let mut digest = Digest::new();
         for index in 0..Self::PARTS {
             digest.word(self.part(input, scratch, index)?);
@@ -93,8 +100,8 @@ pub trait Task: Sync {
         _input: &Self::Input,
         _scratch: &mut Self::Scratch,
         _index: usize,
-    ) -> Result<u64, String> {
-        Err(format!("{} does not split into parts", Self::NAME))
+    ) -> Result<u64, WorkloadError> {
+        Err(failed!("{} does not split into parts", Self::NAME))
     }
 }
 
@@ -168,19 +175,22 @@ static METRICS: &[MetricSpec] = &[
 ];
 
 /// What the timed part of a run produced: per thread, its checksum (copies) or its
-/// (part number, checksum) list (shared).
+/// (part number, checksum) list (shared); the caller drains `results` as it judges them.
 struct Timed<R> {
-    results: Vec<Result<R, String>>,
+    results: Vec<Result<R, WorkloadError>>,
     wall_ns: f64,
     cpu_ns: f64,
 }
+
+/// What one thread of a shared task did: (part number, checksum) for each part it took.
+type Parts = Vec<(usize, u64)>;
 
 /// Runs `body` on `threads` threads, each with its own scratch, from a common start.
 fn timed<T: Task, R: Send>(
     task: &T,
     input: &T::Input,
     threads: usize,
-    body: impl Fn(&mut T::Scratch) -> Result<R, String> + Sync,
+    body: impl Fn(&mut T::Scratch) -> Result<R, WorkloadError> + Sync,
 ) -> Timed<R> {
     let start = Barrier::new(threads + 1);
     std::thread::scope(|s| {
@@ -197,7 +207,10 @@ fn timed<T: Task, R: Send>(
         start.wait();
         let results = handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(failed!("a thread panicked")))
+            })
             .collect();
         let (wall_ns, cpu_ns) = watch.elapsed();
         Timed {
@@ -212,20 +225,20 @@ pub struct Cpu<T: Task>(pub T);
 
 impl<T: Task> Cpu<T> {
     /// `--part`: None for all of each round, else the one part to run (checked before running).
-    fn part_option(opts: &Options) -> Result<Option<usize>, String> {
+    fn part_option(opts: &Options) -> Result<Option<usize>, WorkloadError> {
         let text = opts.text("part");
         if text == "all" {
             return Ok(None);
         }
         if T::PARTS == 0 {
-            return Err(format!(
+            return Err(refused!(
                 "option --part: {} has no parts (only all)",
                 T::NAME
             ));
         }
         match text.parse::<usize>() {
             Ok(part) if part < T::PARTS => Ok(Some(part)),
-            _ => Err(format!(
+            _ => Err(refused!(
                 "option --part: '{text}' is not all or a part 0..={}",
                 T::PARTS - 1
             )),
@@ -238,21 +251,18 @@ impl<T: Task> Cpu<T> {
         input: &T::Input,
         threads: usize,
         iterations: u64,
-        round: impl Fn(&mut T::Scratch) -> Result<u64, String> + Sync,
-    ) -> Result<(u64, Timed<u64>), String> {
-        let timed = timed(&self.0, input, threads, |scratch| {
+        round: impl Fn(&mut T::Scratch) -> Result<u64, WorkloadError> + Sync,
+    ) -> Result<(u64, Timed<u64>), WorkloadError> {
+        let mut timed = timed(&self.0, input, threads, |scratch| {
             let mut digest = Digest::new();
             for _ in 0..iterations {
                 digest.word(round(scratch)?);
             }
             Ok(digest.0)
         });
-        let mut checksums = Vec::with_capacity(threads);
-        for r in &timed.results {
-            checksums.push(r.clone()?);
-        }
+        let checksums: Vec<u64> = timed.results.drain(..).collect::<Result<_, _>>()?;
         if checksums.iter().any(|c| *c != checksums[0]) {
-            return Err("copies of the task disagree on their result".into());
+            return Err(failed!("copies of the task disagree on their result"));
         }
         Ok((checksums[0], timed))
     }
@@ -295,16 +305,16 @@ impl<T: Task> Cpu<T> {
         input: &T::Input,
         threads: usize,
         iterations: u64,
-    ) -> Result<(u64, Timed<Vec<(usize, u64)>>), String> {
+    ) -> Result<(u64, Timed<Parts>), WorkloadError> {
         if T::PARTS == 0 || !T::SHARES {
-            return Err(format!(
+            return Err(refused!(
                 "{} does not split into a shared task; use --mode copies",
                 T::NAME
             ));
         }
         let total = T::PARTS * iterations as usize;
         let next = AtomicUsize::new(0);
-        let timed = timed(&self.0, input, threads, |scratch| {
+        let mut timed = timed(&self.0, input, threads, |scratch| {
             let mut done = Vec::new();
             loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
@@ -321,8 +331,8 @@ impl<T: Task> Cpu<T> {
             }
         });
         let mut parts = Vec::with_capacity(total);
-        for r in &timed.results {
-            parts.extend(r.clone()?);
+        for r in timed.results.drain(..) {
+            parts.extend(r?);
         }
         parts.sort_unstable();
         let mut digest = Digest::new();
@@ -363,10 +373,10 @@ impl<T: Task> Workload for Cpu<T> {
             &["copies"]
         }
     }
-    fn check(&self, opts: &Options) -> Result<(), String> {
+    fn check(&self, opts: &Options) -> Result<(), WorkloadError> {
         Self::part_option(opts).map(|_| ())
     }
-    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, WorkloadError> {
         let mut threads = opts.int("threads")? as usize;
         if threads == 0 {
             threads = std::thread::available_parallelism()
@@ -382,8 +392,9 @@ impl<T: Task> Workload for Cpu<T> {
             let bytes = self
                 .0
                 .input_file(&input)
-                .ok_or_else(|| format!("{} has no input file to save", T::NAME))?;
-            std::fs::write(path, bytes).map_err(|e| format!("cannot write {path}: {e}"))?;
+                .ok_or_else(|| failed!("{} has no input file to save", T::NAME))?;
+            std::fs::write(path, bytes)
+                .map_err(|e| WorkloadError::io(format!("cannot write {path}"), e))?;
         }
         if let Some(part) = Self::part_option(opts)? {
             let (c, t) = self.copies_of(&input, threads, iterations, |scratch| {

@@ -5,6 +5,7 @@
 //! reached intersection is entered by a road that achieves its distance.
 
 use super::Task;
+use crate::workload::{failed, WorkloadError};
 use petgraph::algo::dijkstra;
 use petgraph::graph::{NodeIndex, UnGraph};
 use petgraph::visit::EdgeRef;
@@ -70,9 +71,9 @@ pub fn certify(
     graph: &UnGraph<(), u64>,
     source: NodeIndex,
     dist: &[Option<u64>],
-) -> Result<u64, String> {
+) -> Result<u64, WorkloadError> {
     if dist[source.index()] != Some(0) {
-        return Err("the source is not at distance 0".into());
+        return Err(failed!("the source is not at distance 0"));
     }
     let mut entered = vec![false; graph.node_count()];
     entered[source.index()] = true;
@@ -82,21 +83,25 @@ pub fn certify(
             match (dist[u], dist[v]) {
                 (Some(du), Some(dv)) => {
                     if dv > du + w {
-                        return Err("a road offers a shorter route than the one found".into());
+                        return Err(failed!("a road offers a shorter route than the one found"));
                     }
                     if dv == du + w {
                         entered[v] = true;
                     }
                 }
                 (Some(_), None) => {
-                    return Err("an intersection next to a reached one was not reached".into())
+                    return Err(failed!(
+                        "an intersection next to a reached one was not reached"
+                    ))
                 }
                 _ => {}
             }
         }
     }
     if dist.iter().zip(&entered).any(|(d, e)| d.is_some() && !e) {
-        return Err("an intersection's distance is not achieved by any road".into());
+        return Err(failed!(
+            "an intersection's distance is not achieved by any road"
+        ));
     }
     Ok(dist.iter().flatten().sum())
 }
@@ -129,7 +134,7 @@ impl Task for Navigation {
     }
 
     /// One route: the part of the shared-task mode.
-    fn part(&self, input: &Input, _: &mut (), index: usize) -> Result<u64, String> {
+    fn part(&self, input: &Input, _: &mut (), index: usize) -> Result<u64, WorkloadError> {
         let source = input.sources[index];
         certify(&input.graph, source, &distances(&input.graph, source))
     }
@@ -177,6 +182,7 @@ mod tests {
         let kept = dist[far].take();
         assert!(certify(&input.graph, source, &dist)
             .unwrap_err()
+            .to_string()
             .contains("not reached"));
         // a route 10 m too long
         dist[far] = kept.map(|d| d + 10);

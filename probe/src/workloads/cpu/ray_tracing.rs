@@ -8,6 +8,7 @@
 //! bands of rows, the parts of the shared-task mode.
 
 use super::{fold, Task};
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -238,7 +239,7 @@ impl Task for RayTracing {
         scene: &Scene,
         (band, stack): &mut Self::Scratch,
         index: usize,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, WorkloadError> {
         render(scene, band, stack, index);
         check(scene, index, band)
     }
@@ -299,7 +300,7 @@ fn sample(index: usize, k: usize) -> (usize, usize) {
 
 /// The sample pixels of the band, shaded again with brute-force primary and shadow rays,
 /// must be exactly the rendered ones; returns a checksum of the band.
-fn check(scene: &Scene, index: usize, band: &[u8]) -> Result<u64, String> {
+fn check(scene: &Scene, index: usize, band: &[u8]) -> Result<u64, WorkloadError> {
     let spheres = &scene.spheres;
     for k in 0..CHECKS {
         let (x, row) = sample(index, k);
@@ -313,7 +314,7 @@ fn check(scene: &Scene, index: usize, band: &[u8]) -> Result<u64, String> {
         });
         let got = band[row * WIDTH + x];
         if got != want {
-            return Err(format!(
+            return Err(failed!(
                 "pixel ({x}, {y}) is {got}, shaded by brute force it is {want}"
             ));
         }
@@ -344,6 +345,7 @@ mod tests {
         band[row * WIDTH + x] ^= 1;
         assert!(check(&scene, index, band)
             .unwrap_err()
+            .to_string()
             .contains("brute force"));
         // a blank band (the background everywhere)
         band.fill(25);

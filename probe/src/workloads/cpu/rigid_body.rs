@@ -8,6 +8,7 @@
 //! spheres being disjoint; all pairs are tested, 45,000 distances, far cheaper than a step).
 
 use super::Task;
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use rapier3d::prelude::*;
@@ -50,7 +51,7 @@ impl Task for RigidBody {
         (input.len() * STEPS) as f64
     }
 
-    fn round(&self, starts: &Vec<[f32; 4]>, _: &mut ()) -> Result<u64, String> {
+    fn round(&self, starts: &Vec<[f32; 4]>, _: &mut ()) -> Result<u64, WorkloadError> {
         check(starts, &simulate(starts))
     }
 }
@@ -139,18 +140,18 @@ const LEAST_FALL: f32 = 0.25;
 /// No box may have sunk through the ground or left the scene, and none may still move
 /// fast; each must have fallen from its start onto the ground or another box, and no two
 /// may interpenetrate. Returns a checksum of where they ended.
-fn check(starts: &[[f32; 4]], ends: &[End]) -> Result<u64, String> {
+fn check(starts: &[[f32; 4]], ends: &[End]) -> Result<u64, WorkloadError> {
     let mut checksum = 0u64;
     let mut fastest = 0.0f32;
     for (i, end) in ends.iter().enumerate() {
         let [x, y, z] = end.at;
         if !(y > 0.5 - OVERLAP && y < 400.0 && x.abs() < 100.0 && z.abs() < 100.0) {
-            return Err(format!(
+            return Err(failed!(
                 "a box ended at ({x:.2}, {y:.2}, {z:.2}): through the ground or out of the scene"
             ));
         }
         if y > starts[i][1] - LEAST_FALL {
-            return Err(format!(
+            return Err(failed!(
                 "box {i} has not fallen: from height {:.2} to {y:.2}",
                 starts[i][1]
             ));
@@ -164,7 +165,7 @@ fn check(starts: &[[f32; 4]], ends: &[End]) -> Result<u64, String> {
     // honest runs over seeds 1..20 end with boxes at up to 3.1 m/s (a box still tumbling
     // off a pile)
     if fastest > 4.5 {
-        return Err(format!(
+        return Err(failed!(
             "a box still moves at {fastest:.1} m/s after the fall"
         ));
     }
@@ -174,7 +175,7 @@ fn check(starts: &[[f32; 4]], ends: &[End]) -> Result<u64, String> {
             let d = [0, 1, 2].map(|k| b.at[k] - a.at[k]);
             let (flat2, rise) = (d[0] * d[0] + d[2] * d[2], d[1]);
             if j > i && flat2 + rise * rise < (1.0 - OVERLAP) * (1.0 - OVERLAP) {
-                return Err(format!(
+                return Err(failed!(
                     "boxes {i} and {j} interpenetrate: their centres are {:.2} apart",
                     (flat2 + rise * rise).sqrt()
                 ));
@@ -184,7 +185,7 @@ fn check(starts: &[[f32; 4]], ends: &[End]) -> Result<u64, String> {
             supported |= rise < -0.3 && flat2 + rise * rise < 3.0;
         }
         if !supported {
-            return Err(format!(
+            return Err(failed!(
                 "box {i} at height {:.2} rests on neither the ground nor another box",
                 a.at[1]
             ));
@@ -208,16 +209,21 @@ mod tests {
         ends[40].at[1] = -0.4;
         assert!(check(&starts, &ends)
             .unwrap_err()
+            .to_string()
             .contains("through the ground"));
         // a box thrown out of the scene
         ends[40].at = [kept[0] + 150.0, kept[1], kept[2]];
         assert!(check(&starts, &ends)
             .unwrap_err()
+            .to_string()
             .contains("out of the scene"));
         ends[40].at = kept;
         // a box still sliding
         ends[250].speed = 6.0;
-        assert!(check(&starts, &ends).unwrap_err().contains("still moves"));
+        assert!(check(&starts, &ends)
+            .unwrap_err()
+            .to_string()
+            .contains("still moves"));
         ends[250].speed = 0.0;
         assert_eq!(check(&starts, &ends), Ok(sum));
         let caught = |change: &dyn Fn(&mut Vec<End>), what: &str| {
@@ -230,7 +236,7 @@ mod tests {
                 .collect();
             change(&mut wrong);
             let err = check(&starts, &wrong).unwrap_err();
-            assert!(err.contains(what), "{err}");
+            assert!(err.to_string().contains(what), "{err}");
         };
         // gravity off: every box left where it started
         caught(

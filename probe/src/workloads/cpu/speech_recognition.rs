@@ -34,7 +34,7 @@
 //! matrix, with no shared emissions, grammar, insertion penalty or word-level backtrace.
 
 use super::Task;
-use crate::workload::Digest;
+use crate::workload::{failed, Digest, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use realfft::num_complex::Complex;
@@ -775,11 +775,11 @@ fn errors(said: &[usize], decoded: &[usize]) -> usize {
 
 /// The decoded words must be the spoken ones (word error rate 0), each ending within
 /// END_TOLERANCE frames of where it was spoken to end.
-fn check(utterance: &Utterance, decoded: &[Word]) -> Result<(), String> {
+fn check(utterance: &Utterance, decoded: &[Word]) -> Result<(), WorkloadError> {
     let said = &utterance.words;
     let heard: Vec<usize> = decoded.iter().map(|w| w.word).collect();
     if heard != *said {
-        return Err(format!(
+        return Err(failed!(
             "heard \"{}\" for \"{}\" (word error rate {:.0}%)",
             sentence(heard.iter().copied()),
             sentence(said.iter().copied()),
@@ -789,7 +789,7 @@ fn check(utterance: &Utterance, decoded: &[Word]) -> Result<(), String> {
     for (w, &(early, late)) in decoded.iter().zip(&utterance.ends) {
         let centre = w.end * HOP + FRAME / 2;
         if centre < early || centre > late {
-            return Err(format!(
+            return Err(failed!(
                 "\"{}\" decoded as ending at {:.2} s, spoken to end between {:.2} and {:.2} s",
                 LEXICON[w.word].0,
                 centre as f32 / RATE,
@@ -842,10 +842,15 @@ impl Task for SpeechRecognition {
         (UTTERANCES * WORDS) as f64
     }
 
-    fn part(&self, input: &Input, scratch: &mut Scratch, index: usize) -> Result<u64, String> {
+    fn part(
+        &self,
+        input: &Input,
+        scratch: &mut Scratch,
+        index: usize,
+    ) -> Result<u64, WorkloadError> {
         let utterance = &input.utterances[index];
         let decoded = decode(input, &utterance.audio, scratch);
-        check(utterance, &decoded).map_err(|e| format!("utterance {index}: {e}"))?;
+        check(utterance, &decoded).map_err(|e| failed!("utterance {index}: {e}"))?;
         let mut digest = Digest::new();
         for w in &decoded {
             digest.word((w.word as u64) << 32 | w.end as u64);
@@ -926,6 +931,7 @@ mod tests {
         substituted[5].word = (substituted[5].word + 1) % LEXICON.len();
         assert!(check(utterance, &substituted)
             .unwrap_err()
+            .to_string()
             .contains("word error rate 5%"));
 
         let mut dropped = decoded.clone();
@@ -940,6 +946,7 @@ mod tests {
         misplaced[3].end += 2 * END_TOLERANCE;
         assert!(check(utterance, &misplaced)
             .unwrap_err()
+            .to_string()
             .contains("ending at"));
     }
 }

@@ -3,6 +3,7 @@
 //! is compared with the same sums kept in Rust while the rows were generated.
 
 use super::Task;
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use rusqlite::{params, Connection};
@@ -22,11 +23,11 @@ pub struct Input {
     lookups: Vec<usize>,
 }
 
-fn check(ok: bool, what: &str) -> Result<(), String> {
+fn check(ok: bool, what: &str) -> Result<(), WorkloadError> {
     if ok {
         Ok(())
     } else {
-        Err(format!("SQLite returned a wrong {what}"))
+        Err(failed!("SQLite returned a wrong {what}"))
     }
 }
 
@@ -76,7 +77,7 @@ impl Task for Sqlite {
         (CUSTOMERS + ORDERS + LOOKUPS + 1) as f64
     }
 
-    fn round(&self, input: &Input, _: &mut ()) -> Result<u64, String> {
+    fn round(&self, input: &Input, _: &mut ()) -> Result<u64, WorkloadError> {
         let answers = query(input)?;
         check_answers(input, &answers)
     }
@@ -90,8 +91,8 @@ struct Answers {
 }
 
 /// Loads the tables, builds the index and asks the lookups and the grouped join.
-fn query(input: &Input) -> Result<Answers, String> {
-    let err = |e: rusqlite::Error| format!("sqlite: {e}");
+fn query(input: &Input) -> Result<Answers, WorkloadError> {
+    let err = |e: rusqlite::Error| failed!("sqlite: {e}");
     let mut db = Connection::open_in_memory().map_err(err)?;
     db.execute_batch(
         "CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, city INTEGER NOT NULL);
@@ -153,7 +154,7 @@ fn query(input: &Input) -> Result<Answers, String> {
 
 /// Compares every answer with the sums kept while the rows were generated; returns their
 /// checksum.
-fn check_answers(input: &Input, answers: &Answers) -> Result<u64, String> {
+fn check_answers(input: &Input, answers: &Answers) -> Result<u64, WorkloadError> {
     let mut checksum = 0u64;
     for (&customer, &total) in input.lookups.iter().zip(&answers.totals) {
         check(
@@ -192,12 +193,14 @@ mod tests {
         answers.totals[100] += 1;
         assert!(check_answers(&input, &answers)
             .unwrap_err()
+            .to_string()
             .contains("one customer's orders"));
         answers.totals[100] -= 1;
         // the last lookup's answer missing
         let last = answers.totals.pop();
         assert!(check_answers(&input, &answers)
             .unwrap_err()
+            .to_string()
             .contains("number of lookups"));
         answers.totals.extend(last);
         // an order lost from a city's group (its count and amount)
@@ -206,12 +209,14 @@ mod tests {
         *amount -= input.orders[0].1;
         assert!(check_answers(&input, &answers)
             .unwrap_err()
+            .to_string()
             .contains("grouped join"));
         // a whole city's group missing
         let mut answers = query(&input).unwrap();
         answers.groups.remove(12);
         assert!(check_answers(&input, &answers)
             .unwrap_err()
+            .to_string()
             .contains("number of groups"));
     }
 }

@@ -40,7 +40,7 @@
 //! round's 9 ms.
 
 use super::Task;
-use crate::workload::Digest;
+use crate::workload::{failed, Digest, WorkloadError};
 use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt};
 use nalgebra::storage::Owned;
 use nalgebra::{
@@ -339,10 +339,10 @@ fn ransac(
     x: &[Vector3<f64>],
     y: &[Vector3<f64>],
     rng: &mut Pcg64,
-) -> Result<(Matrix3<f64>, Vec<bool>), String> {
+) -> Result<(Matrix3<f64>, Vec<bool>), WorkloadError> {
     let n = x.len();
     if n < 16 {
-        return Err(format!("only {n} matches for the essential matrix"));
+        return Err(failed!("only {n} matches for the essential matrix"));
     }
     let threshold = (RANSAC_PX / FOCAL).powi(2);
     let (mut best, mut best_count) = (Matrix3::zeros(), 0);
@@ -612,7 +612,7 @@ fn relative_pose(
     x: &[Vector3<f64>],
     y: &[Vector3<f64>],
     rng: &mut Pcg64,
-) -> Result<(Pose, Vec<bool>), String> {
+) -> Result<(Pose, Vec<bool>), WorkloadError> {
     let (e, mut mask) = ransac(x, y, rng)?;
     let mut pose = decompose(&e, x, y, &mask);
     for _ in 0..REFITS {
@@ -871,7 +871,7 @@ fn admit(
 }
 
 /// The timed work: matching, two-view geometry, resection, triangulation, bundle adjustment.
-fn reconstruct(input: &Input) -> Result<Reconstruction, String> {
+fn reconstruct(input: &Input) -> Result<Reconstruction, WorkloadError> {
     let mut rng = Pcg64::seed_from_u64(input.seed ^ 0x5f3d_9e37_79b9_7f4a);
     let rays: Vec<Vec<Vector3<f64>>> = input
         .views
@@ -931,7 +931,7 @@ fn reconstruct(input: &Input) -> Result<Reconstruction, String> {
         }
     }
     if known.len() < 12 {
-        return Err(format!(
+        return Err(failed!(
             "only {} points seen in all three views",
             known.len()
         ));
@@ -982,20 +982,20 @@ fn angle_deg(a: &Vector3<f64>, b: &Vector3<f64>) -> f64 {
 }
 
 /// Checks a reconstruction against the generator's truth; its checksum if it holds.
-fn check(input: &Input, rec: &Reconstruction) -> Result<u64, String> {
+fn check(input: &Input, rec: &Reconstruction) -> Result<u64, WorkloadError> {
     for view in 1..VIEWS {
         let (got, want) = (&rec.poses[view], &input.poses[view]);
         let off = Rotation3::from_matrix_unchecked(got.r * want.r.transpose())
             .angle()
             .to_degrees();
         if !within(off, ROTATION_DEG) {
-            return Err(format!(
+            return Err(failed!(
                 "view {view}'s rotation is {off:.3} deg off the truth"
             ));
         }
         let off = angle_deg(&got.t, &want.t);
         if !within(off, DIRECTION_DEG) {
-            return Err(format!(
+            return Err(failed!(
                 "view {view}'s baseline is {off:.3} deg off the truth"
             ));
         }
@@ -1004,7 +1004,7 @@ fn check(input: &Input, rec: &Reconstruction) -> Result<u64, String> {
     let unit = input.poses[1].t.norm();
     let ratio = rec.poses[2].t.norm() * unit / input.poses[2].t.norm();
     if !within((ratio - 1.0).abs(), BASELINE_RATIO) {
-        return Err(format!("view 2's baseline is {ratio:.4} times the truth's"));
+        return Err(failed!("view 2's baseline is {ratio:.4} times the truth's"));
     }
     for (pair, list) in rec.inliers.iter().enumerate() {
         let (a, b) = (&input.views[0], &input.views[pair + 1]);
@@ -1028,7 +1028,7 @@ fn check(input: &Input, rec: &Reconstruction) -> Result<u64, String> {
         if (correct as f64) < PRECISION * list.len() as f64
             || (correct as f64) < RECALL * possible as f64
         {
-            return Err(format!(
+            return Err(failed!(
                 "views 0 and {}: {correct} of {} inlier matches are right, of {possible} possible",
                 pair + 1,
                 list.len()
@@ -1057,7 +1057,7 @@ fn check(input: &Input, rec: &Reconstruction) -> Result<u64, String> {
         }
     }
     if rec.tracks.len() < POINTS / 2 || wrong as f64 > (1.0 - PRECISION) * rec.tracks.len() as f64 {
-        return Err(format!(
+        return Err(failed!(
             "{} points recovered, {wrong} of them from wrong matches",
             rec.tracks.len()
         ));
@@ -1068,7 +1068,7 @@ fn check(input: &Input, rec: &Reconstruction) -> Result<u64, String> {
             let want = &input.points[p as usize];
             let off = (t.point * scale - want).norm();
             if !within(off, POINT_DEPTH * want.z) {
-                return Err(format!(
+                return Err(failed!(
                     "point {p} is {off:.3} off the truth at depth {:.2}",
                     want.z
                 ));
@@ -1081,7 +1081,7 @@ fn check(input: &Input, rec: &Reconstruction) -> Result<u64, String> {
         .map(|o| (project(&rec.poses[o.view], &rec.tracks[o.track].point) - o.pixel).norm())
         .fold(0.0, f64::max);
     if !within(worst, REPROJECTION_PX) {
-        return Err(format!("a point reprojects {worst:.2} px off its keypoint"));
+        return Err(failed!("a point reprojects {worst:.2} px off its keypoint"));
     }
     let residual = cost(&rec.poses, &rec.tracks, &seen);
     let rms = (residual / (2 * seen.len()) as f64).sqrt();
@@ -1090,7 +1090,7 @@ fn check(input: &Input, rec: &Reconstruction) -> Result<u64, String> {
     let parameters = 3 * rec.tracks.len() + 6 * (VIEWS - 1) - 1;
     let expected = NOISE_PX * (1.0 - parameters as f64 / (2 * seen.len()) as f64).sqrt();
     if !within((rms / expected - 1.0).abs(), RMS_SLACK) {
-        return Err(format!(
+        return Err(failed!(
             "RMS reprojection error {rms:.4} px, where the noise leaves {expected:.4} px"
         ));
     }
@@ -1131,7 +1131,7 @@ impl Task for StructureFromMotion {
         input.views.iter().map(|v| v.pixels.len()).sum::<usize>() as f64
     }
 
-    fn round(&self, input: &Input, _scratch: &mut ()) -> Result<u64, String> {
+    fn round(&self, input: &Input, _scratch: &mut ()) -> Result<u64, WorkloadError> {
         check(input, &reconstruct(input)?)
     }
 }
@@ -1192,12 +1192,18 @@ mod tests {
         let mut turned = good.clone();
         let tilt = Rotation3::new(Vector3::new(0.0, 0.7f64.to_radians(), 0.0));
         turned.poses[1].r = tilt.into_inner() * turned.poses[1].r;
-        assert!(check(&input, &turned).unwrap_err().contains("rotation"));
+        assert!(check(&input, &turned)
+            .unwrap_err()
+            .to_string()
+            .contains("rotation"));
 
         let mut slid = good.clone();
         let across = slid.poses[2].t.cross(&Vector3::z()).normalize();
         slid.poses[2].t = Rotation3::new(across * 3f64.to_radians()) * slid.poses[2].t;
-        assert!(check(&input, &slid).unwrap_err().contains("baseline"));
+        assert!(check(&input, &slid)
+            .unwrap_err()
+            .to_string()
+            .contains("baseline"));
 
         let mut moved = good.clone();
         let at = moved
@@ -1207,9 +1213,15 @@ mod tests {
             .unwrap();
         let depth = moved.tracks[at].point.z;
         moved.tracks[at].point.x += 0.1 * depth;
-        assert!(check(&input, &moved).unwrap_err().contains("point"));
+        assert!(check(&input, &moved)
+            .unwrap_err()
+            .to_string()
+            .contains("point"));
         moved.tracks[at].point.x -= 0.09 * depth; // 1% of its depth: 8 px in view 0
-        assert!(check(&input, &moved).unwrap_err().contains("reprojects"));
+        assert!(check(&input, &moved)
+            .unwrap_err()
+            .to_string()
+            .contains("reprojects"));
 
         let mut mismatched = good.clone();
         for m in mismatched.inliers[0].iter_mut().step_by(10) {
@@ -1217,6 +1229,7 @@ mod tests {
         }
         assert!(check(&input, &mismatched)
             .unwrap_err()
+            .to_string()
             .contains("inlier matches"));
     }
 }

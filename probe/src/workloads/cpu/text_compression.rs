@@ -5,6 +5,7 @@
 //! `--save-input` writes, for a comparison with `zstd -b3` on the same file.
 
 use super::{fold, Task};
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use std::io::{Read, Write};
@@ -84,7 +85,7 @@ impl Task for TextCompression {
         Some(text.clone())
     }
 
-    fn part(&self, text: &Vec<u8>, _: &mut (), index: usize) -> Result<u64, String> {
+    fn part(&self, text: &Vec<u8>, _: &mut (), index: usize) -> Result<u64, WorkloadError> {
         let packed = compress(text, index)?;
         let back = decompress(&packed, index, text.len())?;
         check(text, &packed, &back, index)
@@ -94,37 +95,41 @@ impl Task for TextCompression {
 const CODECS: [&str; 2] = ["zstd", "xz"];
 
 /// The text compressed by codec `codec` (0: zstd, 1: xz).
-fn compress(text: &[u8], codec: usize) -> Result<Vec<u8>, String> {
+fn compress(text: &[u8], codec: usize) -> Result<Vec<u8>, WorkloadError> {
     if codec == 0 {
-        zstd::bulk::compress(text, ZSTD_LEVEL).map_err(|e| format!("zstd: {e}"))
+        zstd::bulk::compress(text, ZSTD_LEVEL).map_err(|e| WorkloadError::io("zstd", e))
     } else {
         let mut encoder = xz2::write::XzEncoder::new(Vec::with_capacity(text.len() / 2), XZ_PRESET);
-        encoder.write_all(text).map_err(|e| format!("xz: {e}"))?;
-        encoder.finish().map_err(|e| format!("xz: {e}"))
+        encoder
+            .write_all(text)
+            .map_err(|e| WorkloadError::io("xz", e))?;
+        encoder.finish().map_err(|e| WorkloadError::io("xz", e))
     }
 }
 
 /// `packed` decompressed by codec `codec`; `size`: the text's length.
-fn decompress(packed: &[u8], codec: usize, size: usize) -> Result<Vec<u8>, String> {
+fn decompress(packed: &[u8], codec: usize, size: usize) -> Result<Vec<u8>, WorkloadError> {
     if codec == 0 {
-        zstd::bulk::decompress(packed, size).map_err(|e| format!("zstd: {e}"))
+        zstd::bulk::decompress(packed, size).map_err(|e| WorkloadError::io("zstd", e))
     } else {
         let mut back = Vec::with_capacity(size);
         xz2::read::XzDecoder::new(packed)
             .read_to_end(&mut back)
-            .map_err(|e| format!("xz: {e}"))?;
+            .map_err(|e| WorkloadError::io("xz", e))?;
         Ok(back)
     }
 }
 
 /// The decompressed text must be the text, and the text must have compressed at least 2:1.
 /// Returns the compressed stream's checksum.
-fn check(text: &[u8], packed: &[u8], back: &[u8], codec: usize) -> Result<u64, String> {
+fn check(text: &[u8], packed: &[u8], back: &[u8], codec: usize) -> Result<u64, WorkloadError> {
     if back != text {
-        return Err(format!("{} did not give back the text", CODECS[codec]));
+        return Err(failed!("{} did not give back the text", CODECS[codec]));
     }
     if packed.len() * 2 > text.len() {
-        return Err("the corpus compressed less than 2:1; the generator is broken".into());
+        return Err(failed!(
+            "the corpus compressed less than 2:1; the generator is broken"
+        ));
     }
     Ok(fold(packed))
 }
@@ -158,7 +163,7 @@ mod tests {
             // a byte of the decompressed text corrupted (a wrong match copied, a bit flip)
             back[text.len() / 2] ^= 0x20;
             let err = check(&text, &packed, &back, codec).unwrap_err();
-            assert!(err.contains(name), "{err}");
+            assert!(err.to_string().contains(name), "{err}");
             // the last byte lost
             back[text.len() / 2] ^= 0x20;
             back.pop();

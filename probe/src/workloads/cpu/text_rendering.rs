@@ -21,7 +21,7 @@
 //! lies within a pixel of where the margin, the baseline and the glyphs' bounds put it.
 
 use super::{fold, Task};
-use crate::workload::Digest;
+use crate::workload::{failed, Digest, WorkloadError};
 use ab_glyph::{point, Font, FontRef, GlyphId, PxScale};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -255,12 +255,12 @@ impl TextRendering {
         index: usize,
         layout: &Layout,
         band: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), WorkloadError> {
         let paragraph = &input.paragraphs[index];
         let bytes = paragraph.text.as_bytes();
         let lines = layout.lines.len();
         if lines.abs_diff(paragraph.nominal_lines) > 1 {
-            return Err(format!(
+            return Err(failed!(
                 "paragraph {index} set in {lines} lines; its nominal advances give {}",
                 paragraph.nominal_lines
             ));
@@ -269,7 +269,7 @@ impl TextRendering {
         let mut next = 0usize;
         for (k, (range, width)) in layout.lines.iter().enumerate() {
             if *width as f32 * input.scale > MEASURE + 0.01 {
-                return Err(format!(
+                return Err(failed!(
                     "line {k} of paragraph {index} overflows the measure"
                 ));
             }
@@ -277,13 +277,13 @@ impl TextRendering {
                 let g = &layout.glyphs[i];
                 let c = g.cluster as usize;
                 if c < next {
-                    return Err(format!(
+                    return Err(failed!(
                         "paragraph {index}: a glyph for character {c} comes after character {next}"
                     ));
                 }
                 let skipped = &bytes[next..c];
                 if !(skipped.is_empty() || (j == 0 && k > 0 && skipped == b" ")) {
-                    return Err(format!(
+                    return Err(failed!(
                         "paragraph {index}: character {next} ({:?}) has no glyph",
                         bytes.get(next).map(|b| *b as char)
                     ));
@@ -311,7 +311,7 @@ impl TextRendering {
                     _ => false,
                 };
                 if !ok {
-                    return Err(format!(
+                    return Err(failed!(
                         "paragraph {index}: glyph {} for {:?} is not what the font maps it to",
                         g.glyph,
                         String::from_utf8_lossy(&bytes[c..end.max(c)])
@@ -321,7 +321,7 @@ impl TextRendering {
             }
         }
         if next != bytes.len() {
-            return Err(format!(
+            return Err(failed!(
                 "paragraph {index}: the text ends unset at character {next}"
             ));
         }
@@ -358,7 +358,7 @@ impl TextRendering {
             }
             let tolerance = ink_tolerance(want);
             if (ink as f64 - want).abs() > tolerance {
-                return Err(format!(
+                return Err(failed!(
                     "line {k} of paragraph {index} has ink {ink}; its glyphs have {want:.0}"
                 ));
             }
@@ -370,7 +370,7 @@ impl TextRendering {
                 || !near(first_row, top)
                 || !near(last_row + 1, bottom)
             {
-                return Err(format!(
+                return Err(failed!(
                     "line {k} of paragraph {index} is inked at x {first_col}..{}, y {first_row}..{}; \
                      its glyphs belong at x {left:.1}..{right:.1}, y {top:.1}..{bottom:.1}",
                     last_col + 1,
@@ -477,7 +477,12 @@ impl Task for TextRendering {
         input.paragraphs.iter().map(|p| p.text.len()).sum::<usize>() as f64
     }
 
-    fn part(&self, input: &Input, scratch: &mut Scratch, index: usize) -> Result<u64, String> {
+    fn part(
+        &self,
+        input: &Input,
+        scratch: &mut Scratch,
+        index: usize,
+    ) -> Result<u64, WorkloadError> {
         self.lay_out(input, index, scratch);
         self.render(input, &scratch.layout, &mut scratch.band);
         self.check(input, index, &scratch.layout, &scratch.band)?;
@@ -565,7 +570,7 @@ mod tests {
         let mut band = Vec::new();
         TextRendering.render(&input, &layout, &mut band);
         let err = TextRendering.check(&input, 0, &layout, &band).unwrap_err();
-        assert!(err.contains("has no glyph"), "{err}");
+        assert!(err.to_string().contains("has no glyph"), "{err}");
     }
 
     #[test]
@@ -590,7 +595,7 @@ mod tests {
         let err = TextRendering
             .check(&input, 0, &scratch.layout, &band)
             .unwrap_err();
-        assert!(err.contains("has ink"), "{err}");
+        assert!(err.to_string().contains("has ink"), "{err}");
     }
 
     #[test]
@@ -608,7 +613,7 @@ mod tests {
         let err = TextRendering
             .check(&input, 0, &scratch.layout, &scratch.band)
             .unwrap_err();
-        assert!(err.contains("not what the font maps"), "{err}");
+        assert!(err.to_string().contains("not what the font maps"), "{err}");
     }
 
     #[test]
@@ -624,7 +629,11 @@ mod tests {
         let err = TextRendering
             .check(&input, 0, &scratch.layout, &band)
             .unwrap_err();
-        assert!(err.contains("line 1 of paragraph 0 is inked at"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("line 1 of paragraph 0 is inked at"),
+            "{err}"
+        );
         // two pixels down
         let mut band = scratch.band.clone();
         for y in rows.rev() {
@@ -634,6 +643,6 @@ mod tests {
         let err = TextRendering
             .check(&input, 0, &scratch.layout, &band)
             .unwrap_err();
-        assert!(err.contains("line 1 of paragraph 0"), "{err}");
+        assert!(err.to_string().contains("line 1 of paragraph 0"), "{err}");
     }
 }

@@ -7,6 +7,7 @@
 //! fails.
 
 use super::{fold, Task};
+use crate::workload::{failed, WorkloadError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tiny_skia::{Color, FillRule, Paint, PathBuilder, Pixmap, Stroke, Transform};
@@ -61,7 +62,11 @@ impl Task for VectorRendering {
         2.0 * (SIZE * SIZE) as f64
     }
 
-    fn round(&self, input: &Input, (art, disks): &mut (Pixmap, Pixmap)) -> Result<u64, String> {
+    fn round(
+        &self,
+        input: &Input,
+        (art, disks): &mut (Pixmap, Pixmap),
+    ) -> Result<u64, WorkloadError> {
         draw(&input.shapes, art, disks)?;
         check(input, art, disks)
     }
@@ -129,7 +134,7 @@ fn per_side() -> usize {
 }
 
 /// Paints the shapes on `art` and the grid of circles on `disks`.
-fn draw(shapes: &[Shape], art: &mut Pixmap, disks: &mut Pixmap) -> Result<(), String> {
+fn draw(shapes: &[Shape], art: &mut Pixmap, disks: &mut Pixmap) -> Result<(), WorkloadError> {
     art.fill(Color::WHITE);
     let mut paint = Paint {
         anti_alias: true,
@@ -172,7 +177,7 @@ fn draw(shapes: &[Shape], art: &mut Pixmap, disks: &mut Pixmap) -> Result<(), St
             (i % per_side) as f32 * CELL + CELL / 2.0,
             (i / per_side) as f32 * CELL + CELL / 2.0,
         );
-        let circle = PathBuilder::from_circle(x, y, RADIUS).ok_or("no circle path")?;
+        let circle = PathBuilder::from_circle(x, y, RADIUS).ok_or(failed!("no circle path"))?;
         disks.fill_path(
             &circle,
             &paint,
@@ -188,7 +193,7 @@ fn draw(shapes: &[Shape], art: &mut Pixmap, disks: &mut Pixmap) -> Result<(), St
 /// 1885.7, 0.3% short, on every seed: the disks do not depend on it; a missing or misplaced circle
 /// fails), and the art's ink must equal the reference rendering's band by band. Returns
 /// the checksum of the art and the coverage.
-fn check(input: &Input, art: &Pixmap, disks: &Pixmap) -> Result<u64, String> {
+fn check(input: &Input, art: &Pixmap, disks: &Pixmap) -> Result<u64, WorkloadError> {
     let per_side = per_side();
     let cell = CELL as usize;
     let mut cells = vec![0u32; per_side * per_side];
@@ -201,7 +206,7 @@ fn check(input: &Input, art: &Pixmap, disks: &Pixmap) -> Result<u64, String> {
     let exact = std::f64::consts::PI * (RADIUS as f64).powi(2);
     for (i, &n) in cells.iter().enumerate() {
         if (n as f64 - exact).abs() > 0.005 * exact {
-            return Err(format!(
+            return Err(failed!(
                 "circle {i} covered {n} pixels, its area is {exact:.0}"
             ));
         }
@@ -209,7 +214,7 @@ fn check(input: &Input, art: &Pixmap, disks: &Pixmap) -> Result<u64, String> {
     let covered: u64 = cells.iter().map(|n| *n as u64).sum();
     for (band, (got, want)) in ink(art).iter().zip(&input.ink).enumerate() {
         if got != want {
-            return Err(format!(
+            return Err(failed!(
                 "the shapes' ink in rows {}..{} is {got:?}, the reference's {want:?}",
                 band * INK_BAND,
                 (band + 1) * INK_BAND
@@ -239,7 +244,10 @@ mod tests {
         // a band of 64 rows the rasteriser skipped: 16 of the 256 circles missing
         let row = 4 * SIZE as usize;
         disks.data_mut()[5 * 64 * row..6 * 64 * row].fill(0);
-        assert!(check(&input, art, disks).unwrap_err().contains("covered"));
+        assert!(check(&input, art, disks)
+            .unwrap_err()
+            .to_string()
+            .contains("covered"));
         // one circle missing
         *disks = kept.clone();
         let mut paint = Paint::default();
@@ -249,6 +257,7 @@ mod tests {
         disks.fill_rect(rect, &paint, Transform::identity(), None);
         assert!(check(&input, art, disks)
             .unwrap_err()
+            .to_string()
             .contains("circle 115"));
         // the circles drawn at half their radius (a wrong transform)
         disks.fill(Color::TRANSPARENT);
@@ -281,10 +290,16 @@ mod tests {
         let kept = art.clone();
         // no shapes drawn at all: a blank white picture
         art.fill(Color::WHITE);
-        assert!(check(&input, &art, &disks).unwrap_err().contains("ink"));
+        assert!(check(&input, &art, &disks)
+            .unwrap_err()
+            .to_string()
+            .contains("ink"));
         // the last shape skipped
         draw(&input.shapes[..SHAPES - 1], &mut art, &mut disks).unwrap();
-        assert!(check(&input, &art, &disks).unwrap_err().contains("ink"));
+        assert!(check(&input, &art, &disks)
+            .unwrap_err()
+            .to_string()
+            .contains("ink"));
         // one shape drawn twice (its translucent fill doubled)
         draw(&input.shapes, &mut art, &mut disks).unwrap();
         let mut twice: Vec<Shape> = input.shapes.iter().map(Shape::copy).collect();
@@ -297,6 +312,7 @@ mod tests {
         art.data_mut()[500 * row..501 * row].fill(255);
         assert!(check(&input, &art, &disks)
             .unwrap_err()
+            .to_string()
             .contains("rows 496..512"));
     }
 

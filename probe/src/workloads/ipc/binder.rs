@@ -11,7 +11,7 @@
 //! device: a device has one context manager, and the kernel refuses calls to
 //! it from the process that owns it, so the ends must be two processes.
 
-use super::channel::{Channel, Gate, Pair};
+use super::channel::{Channel, ChannelError, Gate, Pair};
 
 /// Where a binder device may be, binderfs first.
 pub const DEVICES: &[&str] = &["/dev/binderfs/binder", "/dev/binder"];
@@ -58,17 +58,51 @@ struct Transaction {
     offsets: u64,
 }
 
-/// The first binder device present; Err says why there is none.
-pub fn device() -> Result<&'static str, String> {
-    DEVICES.iter().copied().find(|d| std::path::Path::new(d).exists()).ok_or_else(|| {
+/// Why binder could not be used or failed a transaction.
+#[derive(Debug, thiserror::Error)]
+pub enum BinderError {
+    /// This kernel has no binder: the run is refused, not failed.
+    #[error(
         "binder skipped: this kernel offers no binder device (/dev/binderfs/binder, /dev/binder); \
          load binder_linux or mount binderfs where the kernel has binder (CONFIG_ANDROID_BINDER_IPC)"
-            .to_string()
-    })
+    )]
+    NoDevice,
+    /// A call on the device that failed, named.
+    #[error("binder {what}: {source}")]
+    Os {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Path(#[from] std::ffi::NulError),
+    #[error("binder {path} speaks protocol {version}, not {PROTOCOL_VERSION}")]
+    Protocol { path: String, version: i32 },
+    #[error("binder: the server is gone (BR_DEAD_REPLY)")]
+    DeadReply,
+    #[error("binder: the transaction failed (BR_FAILED_REPLY)")]
+    FailedReply,
+    #[error("binder: BR_ERROR {0}")]
+    Error(i32),
+    #[error("binder: {got} bytes arrived where {sent} were sent")]
+    Payload { got: u64, sent: usize },
+    #[error("binder: {0} already has a context manager (another pair, or a service manager): one pair per device")]
+    Busy(&'static str),
 }
 
-fn os_error(what: &str) -> String {
-    format!("binder {what}: {}", std::io::Error::last_os_error())
+/// The first binder device present; Err says why there is none.
+pub fn device() -> Result<&'static str, BinderError> {
+    DEVICES
+        .iter()
+        .copied()
+        .find(|d| std::path::Path::new(d).exists())
+        .ok_or(BinderError::NoDevice)
+}
+
+fn os_error(what: impl Into<String>) -> BinderError {
+    BinderError::Os {
+        what: what.into(),
+        source: std::io::Error::last_os_error(),
+    }
 }
 
 /// An open binder device with its receive mapping.
@@ -91,12 +125,12 @@ impl Drop for Device {
 }
 
 impl Device {
-    fn open(path: &str, max: usize) -> Result<Device, String> {
-        let c_path = std::ffi::CString::new(path).map_err(|e| e.to_string())?;
+    fn open(path: &str, max: usize) -> Result<Device, BinderError> {
+        let c_path = std::ffi::CString::new(path)?;
         // SAFETY: opening a device by a NUL-terminated path.
         let fd = unsafe { libc::open(c_path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
         if fd < 0 {
-            return Err(os_error(&format!("open {path}")));
+            return Err(os_error(format!("open {path}")));
         }
         let mut version: i32 = 0;
         // SAFETY: BINDER_VERSION writes one s32.
@@ -105,9 +139,10 @@ impl Device {
         {
             // SAFETY: our own descriptor.
             unsafe { libc::close(fd) };
-            return Err(format!(
-                "binder {path} speaks protocol {version}, not {PROTOCOL_VERSION}"
-            ));
+            return Err(BinderError::Protocol {
+                path: path.into(),
+                version,
+            });
         }
         let map_len = (2 * max + (64 << 10)).next_multiple_of(4096).min(4 << 20);
         // SAFETY: the receive area binder requires, read-only and private.
@@ -137,7 +172,7 @@ impl Device {
 
     /// Writes `commands` (after freeing the last buffer); when `wait_for` is
     /// given, reads until that command arrives and returns its transaction.
-    fn talk(&mut self, commands: &[u8], wait_for: Option<u32>) -> Result<Transaction, String> {
+    fn talk(&mut self, commands: &[u8], wait_for: Option<u32>) -> Result<Transaction, BinderError> {
         let mut out = Vec::with_capacity(12 + commands.len());
         if let Some(buffer) = self.to_free.take() {
             out.extend(BC_FREE_BUFFER.to_ne_bytes());
@@ -177,7 +212,7 @@ impl Device {
     }
 
     /// Walks the returned commands; Some when the awaited one is among them.
-    fn scan(&mut self, len: usize, wanted: u32) -> Result<Option<Transaction>, String> {
+    fn scan(&mut self, len: usize, wanted: u32) -> Result<Option<Transaction>, BinderError> {
         // SAFETY: the kernel filled `len` bytes of our read buffer.
         let bytes = unsafe { std::slice::from_raw_parts(self.read.as_ptr() as *const u8, len) };
         let mut at = 0;
@@ -187,15 +222,12 @@ impl Device {
             let size = ((cmd >> 16) & 0x3fff) as usize;
             let body = &bytes[at + 4..(at + 4 + size).min(len)];
             match cmd {
-                BR_DEAD_REPLY => return Err("binder: the server is gone (BR_DEAD_REPLY)".into()),
-                BR_FAILED_REPLY => {
-                    return Err("binder: the transaction failed (BR_FAILED_REPLY)".into())
-                }
+                BR_DEAD_REPLY => return Err(BinderError::DeadReply),
+                BR_FAILED_REPLY => return Err(BinderError::FailedReply),
                 BR_ERROR => {
-                    return Err(format!(
-                        "binder: BR_ERROR {}",
-                        i32::from_ne_bytes(body[..4].try_into().unwrap())
-                    ))
+                    return Err(BinderError::Error(i32::from_ne_bytes(
+                        body[..4].try_into().unwrap(),
+                    )))
                 }
                 _ if cmd == wanted && body.len() == std::mem::size_of::<Transaction>() => {
                     // SAFETY: a binder_transaction_data the kernel wrote, read unaligned.
@@ -211,13 +243,12 @@ impl Device {
         Ok(found)
     }
 
-    fn payload(&self, t: &Transaction, data: &mut [u8]) -> Result<(), String> {
+    fn payload(&self, t: &Transaction, data: &mut [u8]) -> Result<(), BinderError> {
         if t.data_size as usize != data.len() {
-            return Err(format!(
-                "binder: {} bytes arrived where {} were sent",
-                t.data_size,
-                data.len()
-            ));
+            return Err(BinderError::Payload {
+                got: t.data_size,
+                sent: data.len(),
+            });
         }
         // SAFETY: the kernel placed data_size bytes at `buffer`, inside our mapping.
         unsafe {
@@ -261,7 +292,7 @@ struct End {
 unsafe impl Send for End {}
 
 impl End {
-    fn device(&mut self) -> Result<&mut Device, String> {
+    fn device(&mut self) -> Result<&mut Device, BinderError> {
         if self.device.is_none() {
             if !self.server {
                 self.ready.wait();
@@ -279,7 +310,7 @@ impl End {
 }
 
 /// Takes the context manager, waiting a little for a previous run's release.
-fn become_manager(device: &Device, path: &str) -> Result<(), String> {
+fn become_manager(device: &Device, path: &'static str) -> Result<(), BinderError> {
     for _ in 0..100 {
         // SAFETY: BINDER_SET_CONTEXT_MGR takes an s32 by value (0).
         if unsafe { libc::ioctl(device.fd, BINDER_SET_CONTEXT_MGR, 0) } == 0 {
@@ -290,22 +321,21 @@ fn become_manager(device: &Device, path: &str) -> Result<(), String> {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    Err(format!("binder: {path} already has a context manager (another pair, or a service manager): one pair per device"))
+    Err(BinderError::Busy(path))
 }
 
 impl Channel for End {
-    fn send(&mut self, data: &[u8]) -> Result<(), String> {
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
         let code = if self.server {
             BC_REPLY
         } else {
             BC_TRANSACTION
         };
-        self.device()?
-            .talk(&command(code, &outgoing(data)), None)
-            .map(|_| ())
+        self.device()?.talk(&command(code, &outgoing(data)), None)?;
+        Ok(())
     }
 
-    fn recv(&mut self, data: &mut [u8]) -> Result<(), String> {
+    fn recv(&mut self, data: &mut [u8]) -> Result<(), ChannelError> {
         let wanted = if self.server {
             BR_TRANSACTION
         } else {
@@ -313,7 +343,7 @@ impl Channel for End {
         };
         let device = self.device()?;
         let t = device.talk(&[], Some(wanted))?;
-        device.payload(&t, data)
+        Ok(device.payload(&t, data)?)
     }
 
     fn ready(&self) -> bool {
@@ -329,7 +359,7 @@ impl Channel for End {
     }
 }
 
-pub fn binder_pair(max: usize) -> Result<Pair, String> {
+pub fn binder_pair(max: usize) -> Result<Pair, ChannelError> {
     let path = device()?;
     let ready = Gate::new()?;
     let end = |server| {

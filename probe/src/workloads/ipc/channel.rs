@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub trait Channel: Send {
     /// Sends exactly `data`.
-    fn send(&mut self, data: &[u8]) -> Result<(), String>;
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError>;
     /// Receives exactly `data.len()` bytes (the protocol fixes every message's size).
-    fn recv(&mut self, data: &mut [u8]) -> Result<(), String>;
+    fn recv(&mut self, data: &mut [u8]) -> Result<(), ChannelError>;
     /// Whether a message is waiting, without blocking (what a spinning receiver polls).
     fn ready(&self) -> bool;
 }
@@ -30,11 +30,11 @@ pub struct Spinning {
 }
 
 impl Channel for Spinning {
-    fn send(&mut self, data: &[u8]) -> Result<(), String> {
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
         self.inner.send(data)
     }
 
-    fn recv(&mut self, data: &mut [u8]) -> Result<(), String> {
+    fn recv(&mut self, data: &mut [u8]) -> Result<(), ChannelError> {
         let start = std::time::Instant::now();
         while !self.inner.ready() && start.elapsed() < self.limit {
             std::hint::spin_loop();
@@ -74,7 +74,7 @@ pub type Pair = (Box<dyn Channel>, Box<dyn Channel>);
 pub struct Mechanism {
     pub name: &'static str,
     /// (client end, server end) for messages of up to `max` bytes.
-    pub make: fn(max: usize) -> Result<Pair, String>,
+    pub make: fn(max: usize) -> Result<Pair, ChannelError>,
     /// Why only one pair may run at once, for a mechanism with that limit (binder).
     pub one_pair: Option<&'static str>,
 }
@@ -112,8 +112,36 @@ pub static MECHANISMS: &[Mechanism] = &[
     },
 ];
 
-fn os_error(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
+/// Why a channel could not be made or could not carry a message.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    /// A system call that failed, named.
+    #[error("{call}: {source}")]
+    Os {
+        call: &'static str,
+        source: std::io::Error,
+    },
+    #[error("the other end closed")]
+    Closed,
+    /// A seqpacket message the kernel split on the way out.
+    #[error("a {len}-byte message went out as {sent} bytes")]
+    SentTorn { len: usize, sent: usize },
+    /// A seqpacket message of another size than the one sent.
+    #[error("a message of {got} bytes where {len} were sent")]
+    ReceivedTorn { got: usize, len: usize },
+    #[error(transparent)]
+    Binder(#[from] super::binder::BinderError),
+    #[error(transparent)]
+    Map(#[from] crate::workloads::MapError),
+    #[error(transparent)]
+    Child(#[from] crate::workloads::ChildError),
+}
+
+fn os_error(call: &'static str) -> ChannelError {
+    ChannelError::Os {
+        call,
+        source: std::io::Error::last_os_error(),
+    }
 }
 
 fn interrupted() -> bool {
@@ -142,7 +170,7 @@ impl Drop for Fds {
 }
 
 impl Channel for Fds {
-    fn send(&mut self, data: &[u8]) -> Result<(), String> {
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
         let mut done = 0;
         while done < data.len() {
             // SAFETY: the rest of a slice we borrow.
@@ -161,16 +189,16 @@ impl Channel for Fds {
             }
             done += n as usize;
             if self.messages && done != data.len() {
-                return Err(format!(
-                    "a {}-byte message went out as {done} bytes",
-                    data.len()
-                ));
+                return Err(ChannelError::SentTorn {
+                    len: data.len(),
+                    sent: done,
+                });
             }
         }
         Ok(())
     }
 
-    fn recv(&mut self, data: &mut [u8]) -> Result<(), String> {
+    fn recv(&mut self, data: &mut [u8]) -> Result<(), ChannelError> {
         let mut done = 0;
         while done < data.len() {
             // SAFETY: the rest of a slice we borrow mutably.
@@ -188,14 +216,14 @@ impl Channel for Fds {
                 return Err(os_error("recv"));
             }
             if n == 0 {
-                return Err("the other end closed".into());
+                return Err(ChannelError::Closed);
             }
             done += n as usize;
             if self.messages && done != data.len() {
-                return Err(format!(
-                    "a message of {done} bytes where {} were sent",
-                    data.len()
-                ));
+                return Err(ChannelError::ReceivedTorn {
+                    got: done,
+                    len: data.len(),
+                });
             }
         }
         Ok(())
@@ -206,12 +234,12 @@ impl Channel for Fds {
     }
 }
 
-fn pipe() -> Result<(i32, i32), String> {
+fn pipe() -> Result<(i32, i32), ChannelError> {
     let (rx, tx) = crate::workloads::children::pipe()?;
     Ok((rx.into_raw_fd(), tx.into_raw_fd())) // owned by `Fds` from here on
 }
 
-fn pipes(_max: usize) -> Result<Pair, String> {
+fn pipes(_max: usize) -> Result<Pair, ChannelError> {
     let (down_rx, down_tx) = pipe()?;
     let (up_rx, up_tx) = pipe()?;
     Ok((
@@ -228,7 +256,7 @@ fn pipes(_max: usize) -> Result<Pair, String> {
     ))
 }
 
-fn socket_pair(kind: i32) -> Result<Pair, String> {
+fn socket_pair(kind: i32) -> Result<Pair, ChannelError> {
     let mut fds = [0; 2];
     // SAFETY: socketpair fills the two-element array.
     if unsafe {
@@ -276,12 +304,12 @@ fn socket_pair(kind: i32) -> Result<Pair, String> {
 // ---------------------------------------------------------------- shared memory
 
 /// Anonymous memory shared with the child-to-be, left mapped for the process's life.
-pub fn shared(len: usize) -> Result<*mut u8, String> {
+pub fn shared(len: usize) -> Result<*mut u8, ChannelError> {
     Ok(crate::workloads::map_anonymous(len, libc::MAP_SHARED)?)
 }
 
 /// One word of fresh shared memory, zero, for this process and those it forks next.
-pub fn shared_word() -> Result<&'static AtomicU32, String> {
+pub fn shared_word() -> Result<&'static AtomicU32, ChannelError> {
     // SAFETY: the first, aligned word of a page mapped for the process's whole life.
     Ok(unsafe { &*(shared(4096)? as *const AtomicU32) })
 }
@@ -291,7 +319,7 @@ pub fn shared_word() -> Result<&'static AtomicU32, String> {
 pub struct Gate(&'static AtomicU32);
 
 impl Gate {
-    pub fn new() -> Result<Gate, String> {
+    pub fn new() -> Result<Gate, ChannelError> {
         Ok(Gate(shared_word()?))
     }
 
@@ -329,7 +357,7 @@ impl Drop for EventShm {
 }
 
 impl Channel for EventShm {
-    fn send(&mut self, data: &[u8]) -> Result<(), String> {
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
         // SAFETY: the outbox holds `max` bytes and the protocol never sends more.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.outbox, data.len()) };
         let one = 1u64;
@@ -346,7 +374,7 @@ impl Channel for EventShm {
         }
     }
 
-    fn recv(&mut self, data: &mut [u8]) -> Result<(), String> {
+    fn recv(&mut self, data: &mut [u8]) -> Result<(), ChannelError> {
         let mut count = 0u64;
         loop {
             // SAFETY: reading eight bytes from an eventfd; blocks until the other end signals.
@@ -369,7 +397,7 @@ impl Channel for EventShm {
     }
 }
 
-fn eventfd() -> Result<i32, String> {
+fn eventfd() -> Result<i32, ChannelError> {
     // SAFETY: a new blocking eventfd.
     let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
     if fd < 0 {
@@ -378,7 +406,7 @@ fn eventfd() -> Result<i32, String> {
     Ok(fd)
 }
 
-fn dup(fd: i32) -> Result<i32, String> {
+fn dup(fd: i32) -> Result<i32, ChannelError> {
     // SAFETY: duplicating our own descriptor.
     let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
     if new < 0 {
@@ -387,7 +415,7 @@ fn dup(fd: i32) -> Result<i32, String> {
     Ok(new)
 }
 
-fn eventfd_shm(max: usize) -> Result<Pair, String> {
+fn eventfd_shm(max: usize) -> Result<Pair, ChannelError> {
     let region = shared(2 * max)?;
     let (to_server, to_client) = (eventfd()?, eventfd()?);
     // SAFETY: both halves lie inside the region.
@@ -441,7 +469,7 @@ pub fn futex(word: &AtomicU32, op: i32, value: u32) -> i64 {
 }
 
 impl Channel for FutexSlots {
-    fn send(&mut self, data: &[u8]) -> Result<(), String> {
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
         // SAFETY: the slot's data area holds `max` bytes and the protocol never sends more.
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), self.outbox.add(SLOT_HEADER), data.len())
@@ -452,7 +480,7 @@ impl Channel for FutexSlots {
         Ok(())
     }
 
-    fn recv(&mut self, data: &mut [u8]) -> Result<(), String> {
+    fn recv(&mut self, data: &mut [u8]) -> Result<(), ChannelError> {
         let seq = sequence(self.inbox);
         loop {
             let now = seq.load(Ordering::Acquire);
@@ -484,7 +512,7 @@ impl Channel for FutexSlots {
     }
 }
 
-fn futex_slots(max: usize) -> Result<Pair, String> {
+fn futex_slots(max: usize) -> Result<Pair, ChannelError> {
     let slot = SLOT_HEADER + max.next_multiple_of(64);
     let region = shared(2 * slot)?;
     // SAFETY: both slots lie inside the region.
@@ -501,4 +529,32 @@ fn futex_slots(max: usize) -> Result<Pair, String> {
             seen: 0,
         }),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::WorkloadError;
+
+    #[test]
+    fn a_closed_end_is_named_through_every_layer() {
+        let (mut client, server) = pipes(8).unwrap();
+        drop(server);
+        let closed = client.recv(&mut [0u8; 8]).unwrap_err();
+        assert!(matches!(closed, ChannelError::Closed));
+        let said = WorkloadError::from(closed);
+        assert!(matches!(said, WorkloadError::Channel(ChannelError::Closed)));
+        assert_eq!(said.to_string(), "the other end closed");
+    }
+
+    #[test]
+    fn binder_says_why_it_is_missing_in_one_line() {
+        let text = super::super::binder::BinderError::NoDevice.to_string();
+        assert_eq!(
+            text,
+            "binder skipped: this kernel offers no binder device (/dev/binderfs/binder, /dev/binder); \
+             load binder_linux or mount binderfs where the kernel has binder (CONFIG_ANDROID_BINDER_IPC)"
+        );
+        assert!(!text.contains('\n'));
+    }
 }

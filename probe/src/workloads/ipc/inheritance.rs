@@ -6,6 +6,7 @@
 //! holder at its own priority, which is the inversion. The holder's effective
 //! priority is read from /proc/self/task/TID/stat (negative = real-time).
 
+use crate::workload::{failed, WorkloadError};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
@@ -26,7 +27,7 @@ unsafe impl Sync for Mutex {}
 unsafe impl Send for Mutex {}
 
 impl Mutex {
-    fn new(protocol: i32) -> Result<Arc<Mutex>, String> {
+    fn new(protocol: i32) -> Result<Arc<Mutex>, WorkloadError> {
         let m = Arc::new(Mutex(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER)));
         // SAFETY: initialising a mutex at its final address (inside the Arc) from a fresh attribute.
         let rc = unsafe {
@@ -38,9 +39,9 @@ impl Mutex {
             rc
         };
         if rc != 0 {
-            return Err(format!(
-                "pthread_mutex_init: {}",
-                std::io::Error::from_raw_os_error(rc)
+            return Err(WorkloadError::io(
+                "pthread_mutex_init",
+                std::io::Error::from_raw_os_error(rc),
             ));
         }
         Ok(m)
@@ -74,22 +75,19 @@ fn thread_state(tid: i32) -> Option<(char, i64)> {
     ))
 }
 
-pub fn set_policy(policy: i32, priority: i32) -> Result<(), String> {
+pub fn set_policy(policy: i32, priority: i32) -> Result<(), WorkloadError> {
     let param = libc::sched_param {
         sched_priority: priority,
     };
     // SAFETY: changing the calling thread's own policy.
     if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
-        return Err(format!(
-            "sched_setscheduler: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(WorkloadError::last_os("sched_setscheduler"));
     }
     Ok(())
 }
 
 /// Runs the check with a priority-inheritance (`pi`) or plain mutex and a waiter at `priority`.
-pub fn check(lock: &str, priority: i32) -> Result<Finding, String> {
+pub fn check(lock: &str, priority: i32) -> Result<Finding, WorkloadError> {
     let mutex = Mutex::new(if lock == "pi" {
         libc::PTHREAD_PRIO_INHERIT
     } else {
@@ -114,7 +112,7 @@ pub fn check(lock: &str, priority: i32) -> Result<Finding, String> {
     let waiter_tid = Arc::new(AtomicI32::new(0));
     let waiter = {
         let (mutex, tid) = (mutex.clone(), waiter_tid.clone());
-        std::thread::spawn(move || -> Result<(), String> {
+        std::thread::spawn(move || -> Result<(), WorkloadError> {
             set_policy(libc::SCHED_FIFO, priority)?;
             tid.store(gettid(), Ordering::Release);
             mutex.lock();
@@ -143,10 +141,14 @@ pub fn check(lock: &str, priority: i32) -> Result<Finding, String> {
         std::thread::sleep(Duration::from_micros(100));
     }
     release.store(true, Ordering::Release);
-    holder.join().map_err(|_| "the holding thread panicked")?;
-    waiter.join().map_err(|_| "the waiting thread panicked")??;
+    holder
+        .join()
+        .map_err(|_| failed!("the holding thread panicked"))?;
+    waiter
+        .join()
+        .map_err(|_| failed!("the waiting thread panicked"))??;
     if !blocked && priority_seen >= 0 {
-        return Err("the SCHED_FIFO waiter never blocked on the lock".into());
+        return Err(failed!("the SCHED_FIFO waiter never blocked on the lock"));
     }
     let boosted = priority_seen < 0;
     let kind = if lock == "pi" {

@@ -57,7 +57,7 @@ mod tracing;
 
 pub use pingpong::PipePingPong;
 
-use crate::workload::Workload;
+use crate::workload::{refused, Workload, WorkloadError};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub fn all() -> Vec<&'static dyn Workload> {
@@ -72,15 +72,12 @@ pub fn all() -> Vec<&'static dyn Workload> {
 pub const PLACEMENTS: &[&str] = &["unpinned", "same", "different"];
 
 /// The CPUs this process may run on.
-fn allowed_cpus() -> Result<Vec<usize>, String> {
+fn allowed_cpus() -> Result<Vec<usize>, WorkloadError> {
     // SAFETY: reading our own affinity into a zeroed set.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(format!(
-                "sched_getaffinity: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(WorkloadError::last_os("sched_getaffinity"));
         }
         Ok((0..libc::CPU_SETSIZE as usize)
             .filter(|&c| libc::CPU_ISSET(c, &set))
@@ -93,7 +90,7 @@ fn allowed_cpus() -> Result<Vec<usize>, String> {
 pub fn placement_cpus(
     placement: &str,
     pairs: usize,
-) -> Result<Option<Vec<(usize, usize)>>, String> {
+) -> Result<Option<Vec<(usize, usize)>>, WorkloadError> {
     if placement == "unpinned" {
         return Ok(None);
     }
@@ -108,23 +105,22 @@ pub fn placement_cpus(
                 .map(|k| (cpus[2 * k % n], cpus[(2 * k + 1) % n]))
                 .collect(),
         )),
-        _ => Err(format!(
+        _ => Err(refused!(
             "--placement {placement} needs {} CPUs this run may use",
             if placement == "same" { 1 } else { 2 }
         )),
     }
 }
 
-pub fn pin(cpu: usize) -> Result<(), String> {
+pub fn pin(cpu: usize) -> Result<(), WorkloadError> {
     // SAFETY: setting our own affinity from a zeroed set with one CPU.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(format!(
-                "sched_setaffinity to CPU {cpu}: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(WorkloadError::last_os(format!(
+                "sched_setaffinity to CPU {cpu}"
+            )));
         }
     }
     Ok(())
@@ -170,7 +166,7 @@ pub struct Ledger {
 impl Ledger {
     pub const SLOTS: usize = 1024; // a latency run takes two per pair (a half each), up to 512 pairs
 
-    pub fn new() -> Result<Ledger, String> {
+    pub fn new() -> Result<Ledger, WorkloadError> {
         let page = channel::shared(Self::SLOTS * 8)?;
         // SAFETY: zeroed shared memory, aligned, mapped for the whole life of the process.
         Ok(Ledger {
@@ -202,6 +198,22 @@ pub fn payloads(min: usize, max: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn too_few_cpus_for_a_placement_is_a_refusal() {
+        let cpus = allowed_cpus().unwrap().len();
+        assert!(matches!(
+            placement_cpus("nowhere", 1),
+            Err(WorkloadError::Refused(_))
+        ));
+        if cpus < 2 {
+            let why = placement_cpus("different", 1).unwrap_err();
+            assert_eq!(
+                why.to_string(),
+                "--placement different needs 2 CPUs this run may use"
+            );
+        }
+    }
 
     #[test]
     fn payloads_double_from_min_to_max() {

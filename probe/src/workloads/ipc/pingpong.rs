@@ -12,7 +12,9 @@ use crate::histogram::Histogram;
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::{percentile, Stopwatch};
-use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{
+    failed, About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, WorkloadError, SEED,
+};
 use crate::workloads::children::{fork_with, reap};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
@@ -116,7 +118,7 @@ impl Workload for PipePingPong {
     fn about(&self) -> About {
         About { name: NAME, description: "two processes ping-pong a payload over a pair of pipes; round-trip latency distribution", version: 1, options: OPTIONS, metrics: METRICS }
     }
-    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, WorkloadError> {
         let roundtrips = opts.int("roundtrips")?;
         let warmup = opts.int("warmup")?;
         let payload = opts.int("payload")? as usize;
@@ -144,12 +146,12 @@ impl Workload for PipePingPong {
                 .and_then(|_| client.recv(&mut back))
                 .is_err()
             {
-                failure = Some("the echoing process went away".to_string());
+                failure = Some(failed!("the echoing process went away"));
                 break;
             }
             let ns = t0.elapsed().as_nanos() as u64;
             if out.iter().zip(&back).any(|(a, b)| a.wrapping_add(1) != *b) {
-                failure = Some(format!("round trip {i} came back altered"));
+                failure = Some(failed!("round trip {i} came back altered"));
                 break;
             }
             if i >= warmup {

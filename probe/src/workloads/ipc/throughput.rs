@@ -12,7 +12,9 @@ use super::{migrations_of, payloads, pin, placement_cpus, thread_cpu_ns, Ledger,
 use crate::protocol::Said;
 use crate::report::{Counter, Direction, Entry};
 use crate::timing::Stopwatch;
-use crate::workload::{About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, SEED};
+use crate::workload::{
+    failed, About, Digest, Kind, MetricSpec, OptionSpec, Options, Workload, WorkloadError, SEED,
+};
 use crate::workloads::children::{fork_with, reap};
 use rand::{RngCore, SeedableRng};
 use rand_pcg::Pcg64;
@@ -127,7 +129,7 @@ fn serve(
     warmup: u64,
     iterations: u64,
     ledger: &Ledger,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     let mut buf = vec![0u8; sizes.iter().copied().max().unwrap_or(0)];
     for (slot, &size) in sizes.iter().enumerate() {
         let msg = &mut buf[..size];
@@ -151,11 +153,11 @@ impl Workload for Throughput {
     fn about(&self) -> About {
         About { name: self.name, description: "synchronous request/reply between two processes over payloads of 4 B to 64 KiB (binder throughput test)", version: 1, options: OPTIONS, metrics: METRICS }
     }
-    fn check(&self, opts: &Options) -> Result<(), String> {
+    fn check(&self, opts: &Options) -> Result<(), WorkloadError> {
         opts.bounded("max-payload", opts.int("min-payload")?, 1 << 20)?;
         placement_cpus(opts.choice("placement")?, 1).map(drop)
     }
-    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, _said: &mut Said) -> Result<Vec<Entry>, WorkloadError> {
         let min = opts.int("min-payload")? as usize;
         let max = opts.bounded("max-payload", min as u64, 1 << 20)? as usize;
         let iterations = opts.int("iterations")?;
@@ -206,7 +208,7 @@ impl Throughput {
         warmup: u64,
         iterations: u64,
         rng: &mut Pcg64,
-    ) -> Result<Vec<Entry>, String> {
+    ) -> Result<Vec<Entry>, WorkloadError> {
         // SAFETY: getpid has no preconditions.
         let pids = [unsafe { libc::getpid() }, ends.server];
         let largest = sizes.iter().copied().max().unwrap_or(0);
@@ -231,7 +233,7 @@ impl Throughput {
                     .zip(reply.iter())
                     .any(|(q, r)| q.wrapping_add(1) != *r)
                 {
-                    return Err(format!(
+                    return Err(failed!(
                         "transaction {i} of {size} bytes over {} came back altered",
                         self.mechanism.name
                     ));

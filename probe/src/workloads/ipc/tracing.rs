@@ -7,6 +7,7 @@
 //! miss is made in a forked client, so its line is left in a shared page for
 //! the parent to read once the pairs have ended (`stopped`).
 
+use crate::workload::{refused, WorkloadError};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -29,17 +30,17 @@ pub struct Tracer {
 
 impl Tracer {
     /// Opens the trace marker and switches tracing on; Err says why there is no tracing.
-    pub fn start() -> Result<Tracer, String> {
+    pub fn start() -> Result<Tracer, WorkloadError> {
         let root = ROOTS
             .iter()
             .find(|r| std::path::Path::new(r).join("trace_marker").exists())
             .copied()
-            .ok_or("neither tracefs (/sys/kernel/tracing) nor debugfs (/sys/kernel/debug/tracing) is mounted; as root: mount -t tracefs nodev /sys/kernel/tracing")?;
+            .ok_or_else(|| refused!("neither tracefs (/sys/kernel/tracing) nor debugfs (/sys/kernel/debug/tracing) is mounted; as root: mount -t tracefs nodev /sys/kernel/tracing"))?;
         let open = |name: &str| {
             OpenOptions::new()
                 .write(true)
                 .open(format!("{root}/{name}"))
-                .map_err(|e| format!("{root}/{name}: {e}"))
+                .map_err(|e| WorkloadError::io(format!("{root}/{name}"), e))
         };
         let mut tracer = Tracer {
             root,
@@ -50,7 +51,7 @@ impl Tracer {
         tracer
             .switch
             .write_all(b"1")
-            .map_err(|e| format!("{root}/tracing_on: {e}"))?;
+            .map_err(|e| WorkloadError::io(format!("{root}/tracing_on"), e))?;
         Ok(tracer)
     }
 

@@ -3,7 +3,7 @@
 use super::super::inheritance::LOCKS;
 use super::super::{Ledger, PLACEMENTS};
 use super::wire::HEADER;
-use crate::workload::{Kind, MetricSpec, OptionSpec, Options};
+use crate::workload::{refused, Kind, MetricSpec, OptionSpec, Options, WorkloadError};
 use std::time::Duration;
 
 pub static OPTIONS: &[OptionSpec] = &[
@@ -120,7 +120,7 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn parse(opts: &Options) -> Result<Config, String> {
+    pub fn parse(opts: &Options) -> Result<Config, WorkloadError> {
         let delay = opts.int("inject-delay-us")?;
         let config = Config {
             iterations: opts.int("iterations")?,
@@ -139,7 +139,7 @@ impl Config {
         };
         let cpus = super::super::allowed_cpus()?.len();
         if config.pairs > cpus && !opts.flag("force")? {
-            return Err(format!(
+            return Err(refused!(
                 "--pair {} is more than the {cpus} CPUs this run may use: the pairs would wait for each other's CPUs, \
                  not for IPC (as Android's guidance warns); force it to run anyway (`benchlab ipc latency --force`, \
                  `force = true` in a spec)",

@@ -6,6 +6,7 @@ use super::super::tracing::Tracer;
 use super::super::{current_cpu, migrations_of, thread_cpu_ns, Ledger};
 use super::config::Config;
 use super::wire::{read_u32, read_u64, write_u32, PairResult, HEADER};
+use crate::workload::{failed, WorkloadError};
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -53,7 +54,7 @@ pub fn serve(
     halves: u64,
     ledger: &Ledger,
     pair: usize,
-) -> Result<(), String> {
+) -> Result<(), WorkloadError> {
     let mut msg = vec![0u8; config.payload];
     let (mut mark, mut cpu) = (thread_cpu_ns(), [0u64; 2]);
     let last = config.warmup + config.iterations - 1;
@@ -62,7 +63,7 @@ pub fn serve(
             channel.recv(&mut msg)?;
             let seq = 2 * i + half;
             if read_u64(&msg) != seq {
-                return Err(format!(
+                return Err(failed!(
                     "request {} arrived where {seq} was due",
                     read_u64(&msg)
                 ));
@@ -113,7 +114,7 @@ impl Client<'_> {
         channel: &mut dyn Channel,
         seq: u64,
         timed: bool,
-    ) -> Result<(u64, bool), String> {
+    ) -> Result<(u64, bool), WorkloadError> {
         self.request[..8].copy_from_slice(&seq.to_le_bytes());
         for (j, b) in self.request[HEADER..].iter_mut().enumerate() {
             *b = (seq as u8).wrapping_mul(31).wrapping_add(j as u8);
@@ -130,7 +131,7 @@ impl Client<'_> {
                 .zip(&self.reply[HEADER..])
                 .all(|(q, r)| q.wrapping_add(1) == *r);
         if !intact {
-            return Err(format!(
+            return Err(failed!(
                 "transaction {seq} over {} came back altered",
                 self.mechanism
             ));
@@ -171,7 +172,7 @@ impl Client<'_> {
         server: libc::pid_t,
         fifo: bool,
         ledger: &Ledger,
-    ) -> Result<PairResult, String> {
+    ) -> Result<PairResult, WorkloadError> {
         // SAFETY: getpid has no preconditions.
         let pids = [unsafe { libc::getpid() }, server];
         let config = self.config;

@@ -25,7 +25,7 @@ use super::channel::{Mechanism, MECHANISMS};
 use super::placement_cpus;
 use crate::protocol::Said;
 use crate::report::Entry;
-use crate::workload::{About, Options, Workload};
+use crate::workload::{About, Options, Workload, WorkloadError};
 use config::{Config, METRICS, OPTIONS};
 use serde_json::Value;
 
@@ -41,15 +41,15 @@ impl Workload for Latency {
             metrics: METRICS,
         }
     }
-    fn check(&self, opts: &Options) -> Result<(), String> {
+    fn check(&self, opts: &Options) -> Result<(), WorkloadError> {
         let config = Config::parse(opts)?;
         placement_cpus(config.placement, config.pairs).map(drop)
     }
-    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, String> {
+    fn run(&self, opts: &Options, said: &mut Said) -> Result<Vec<Entry>, WorkloadError> {
         let (config, outcome) = self.measure(opts, said)?;
         Ok(outcome.entries(self.name, &config, said))
     }
-    fn run_android(&self, opts: &Options, said: &mut Said) -> Option<Result<Value, String>> {
+    fn run_android(&self, opts: &Options, said: &mut Said) -> Option<Result<Value, WorkloadError>> {
         Some(
             self.measure(opts, said)
                 .map(|(config, outcome)| outcome.android(self.mechanism.name, &config, said)),

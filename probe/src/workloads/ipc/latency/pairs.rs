@@ -11,13 +11,14 @@ use super::ends::{describe, serve, Client};
 use super::wire::PairResult;
 use super::Latency;
 use crate::protocol::{Inheritance, Said};
+use crate::workload::{failed, refused, WorkloadError};
 use crate::workloads::children::{fork_with, pipe, reap};
 use std::io::{Read, Write};
 
 /// Whether this process may make SCHED_FIFO calls; Err says why not.
-fn fifo_permitted(priority: i32) -> Result<(), String> {
+fn fifo_permitted(priority: i32) -> Result<(), WorkloadError> {
     set_policy(libc::SCHED_FIFO, priority).map_err(|e| {
-        format!(
+        refused!(
             "no real-time privilege ({e}); run as root or grant CAP_SYS_NICE or an RLIMIT_RTPRIO"
         )
     })?;
@@ -36,10 +37,10 @@ impl Latency {
         &self,
         opts: &crate::workload::Options,
         said: &mut Said,
-    ) -> Result<(Config, Outcome), String> {
+    ) -> Result<(Config, Outcome), WorkloadError> {
         let config = Config::parse(opts)?;
         if let (Some(why), 2..) = (self.mechanism.one_pair, config.pairs) {
-            return Err(format!(
+            return Err(refused!(
                 "{} runs at most 1 pair(s) at once: {why}",
                 self.mechanism.name
             ));
@@ -81,7 +82,7 @@ impl Latency {
                     waiter_priority: config.fifo_priority,
                     text: f.text,
                 },
-                Err(why) => skipped(lock, &config, why),
+                Err(why) => skipped(lock, &config, why.to_string()),
             }),
         };
         if let Some(Inheritance {
@@ -107,7 +108,7 @@ impl Latency {
         config: &Config,
         fifo: bool,
         tracer: Option<&Tracer>,
-    ) -> Result<Vec<PairResult>, String> {
+    ) -> Result<Vec<PairResult>, WorkloadError> {
         let placement = placement_cpus(config.placement, config.pairs)?;
         let (start, missed) = (Gate::new()?, shared_word()?);
         let ledger = Ledger::new()?;
@@ -156,7 +157,7 @@ impl Latency {
                     let result = client_state.run(channel.as_mut(), server_pid, fifo, &ledger)?;
                     to_parent
                         .write_all(&result.to_bytes())
-                        .map_err(|e| format!("sending the results: {e}"))
+                        .map_err(|e| WorkloadError::io("sending the results", e))
                 },
             )?;
             children.push((client_pid, server_pid, results));
@@ -175,9 +176,9 @@ impl Latency {
             let served = reap(server, "server");
             match (ended, served, PairResult::from_bytes(&bytes)) {
                 (Ok(()), Ok(()), Some(result)) => pairs.push(result),
-                (Err(e), _, _) | (_, Err(e), _) => failure = failure.or(Some(e.to_string())),
+                (Err(e), _, _) | (_, Err(e), _) => failure = failure.or(Some(e.into())),
                 (_, _, None) => {
-                    failure = failure.or(Some("a client's results arrived incomplete".into()))
+                    failure = failure.or(Some(failed!("a client's results arrived incomplete")))
                 }
             }
         }
