@@ -8,14 +8,19 @@ from scipy import stats
 
 from benchlab.stats.correction import adjust
 from benchlab.stats.estimators import (
+    _median_rank,
     _signed_rank_cdf,
     hodges_lehmann_paired,
     hodges_lehmann_two_sample,
     median_ci,
+    paired_t,
+    paired_t_interval,
     rank_sum_test,
     signed_rank_count,
     signed_rank_test,
 )
+from benchlab.stats.sequential import paired_p
+from benchlab.terms import SMALL_N
 
 # Hollander, Wolfe & Chicken, Example 3.1 (Hamilton depression scale, before x and after y).
 X = np.array([1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30])
@@ -160,3 +165,31 @@ def test_tied_and_zero_differences_keep_the_level() -> None:
     assert rejected / trials <= 0.05
     assert signed_rank_test(np.ones(6))[0] == pytest.approx(2 / 64)
     assert signed_rank_test(np.zeros(6)) == (1.0, 1.0)
+
+
+def test_the_t_test_the_median_ranks_and_bh_equal_scipy_stats_to_the_last_bit() -> None:
+    """The core computes them on scipy.special so that judging need not import scipy.stats: the
+    same arithmetic, so every p, interval and rank is scipy.stats's, bit for bit."""
+    rng = np.random.default_rng(7)
+    for n in range(2, 30):
+        for scale in (1e-6, 1.0, 1e6):
+            d = rng.normal(rng.normal(), 1.0, n) * scale
+            mean, intervals, p = paired_t(d, (0.95, 0.9))
+            ref = stats.ttest_1samp(d, 0.0)
+            assert (mean, p) == (float(np.mean(d)), float(ref.pvalue))
+            for level, (low, high) in zip((0.95, 0.9), intervals, strict=True):
+                ci = ref.confidence_interval(confidence_level=level)
+                assert (low, high) == (float(ci.low), float(ci.high))
+            ci = ref.confidence_interval(confidence_level=1 - 0.013)
+            assert paired_t_interval(d, 0.013) == (float(ci.low), float(ci.high))
+        paths = rng.normal(size=(200, n))
+        se = paths.std(axis=1, ddof=1) / np.sqrt(n)
+        if n < SMALL_N:  # where the sequential p is the t-test's
+            assert np.array_equal(paired_p(paths), 2 * stats.t.sf(np.abs(paths.mean(axis=1)) / se, n - 1))
+        p_values = rng.uniform(size=n) ** 3
+        assert adjust(list(p_values), "bh") == [float(q) for q in stats.false_discovery_control(p_values, method="bh")]
+    for n in (*range(1, 60), 500, 5000, 20000):
+        for level in (0.5, 0.9, 0.95, 0.99):
+            tail = (1 - level) / 2
+            expected = next(k for k in range(n + 1) if stats.binom.cdf(k, n, 0.5) > tail)
+            assert _median_rank(n, level) == expected, (n, level)

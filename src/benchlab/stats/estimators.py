@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from benchlab.stats.selection import difference_order_statistics, walsh_order_statistics
 
@@ -41,13 +41,11 @@ def median_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, fl
 @functools.cache
 def _median_rank(n: int, level: float) -> int:
     """Largest k with P(B <= k - 1) <= (1 - level) / 2 for B ~ Binomial(n, 1/2); 0 if none."""
-    tail = (1 - level) / 2
-    k = int(stats.binom.ppf(tail, n, 0.5))  # smallest q with P(B <= q) >= tail
-    while k > 0 and stats.binom.cdf(k - 1, n, 0.5) > tail:
-        k -= 1
-    while stats.binom.cdf(k, n, 0.5) <= tail:
-        k += 1
-    return k
+
+    def binomial_cdf(k: int) -> float:
+        return float(special.bdtr(k, n, 0.5))  # scipy.stats.binom.cdf's own function
+
+    return _within(binomial_cdf, (1 - level) / 2, _normal_guess(n / 2, math.sqrt(n) / 2, 1 - level, n), n)
 
 
 @functools.cache
@@ -118,19 +116,33 @@ def paired_t(d: np.ndarray, levels: tuple[float, ...] = (0.95,)) -> tuple[float,
     p is 2^(1-n)); on log ratios its level holds for the symmetric differences an A/A
     comparison gives, heavy tails included (bench/verdict_calibration.py measures it).
     """
-    d = np.asarray(d, dtype=float)
-    result = stats.ttest_1samp(d, 0.0)
-    intervals = []
-    for level in levels:
-        ci = result.confidence_interval(confidence_level=level)
-        intervals.append((float(ci.low), float(ci.high)))
-    return float(np.mean(d)), intervals, float(result.pvalue)
+    mean, se, p = _one_sample_t(np.asarray(d, dtype=float))
+    return float(mean), [_t_interval(mean, se, len(d) - 1, level) for level in levels], p
 
 
 def paired_t_interval(d: np.ndarray, threshold: float) -> Interval:
     """The t interval that excludes zero exactly when the paired t's p is at most `threshold`."""
-    ci = stats.ttest_1samp(np.asarray(d, dtype=float), 0.0).confidence_interval(confidence_level=1 - threshold)
-    return float(ci.low), float(ci.high)
+    mean, se, _ = _one_sample_t(np.asarray(d, dtype=float))
+    return _t_interval(mean, se, len(d) - 1, 1 - threshold)
+
+
+def _one_sample_t(d: np.ndarray) -> tuple[np.float64, np.float64, float]:
+    """Mean, standard error and two-sided p of the one-sample t-test against zero, computed as
+    `scipy.stats.ttest_1samp` computes them, step for step and on the same `scipy.special`
+    functions: importing scipy.stats would cost every command that judges anything a third of a
+    second of CPU for these few lines (docs/design.md, "Start-up")."""
+    n = len(d)
+    mean = np.mean(d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.sqrt(np.mean((d - mean) ** 2) * np.divide(n, n - 1) / n)
+        t = np.divide(mean, se)
+    return mean, se, float(2 * special.stdtr(n - 1, -np.abs(t)))
+
+
+def _t_interval(mean: np.float64, se: np.float64, dof: int, level: float) -> Interval:
+    """scipy's `TtestResult.confidence_interval`: the t quantiles of both tails, scaled and shifted."""
+    tail = (1 - level) / 2
+    return float(special.stdtrit(dof, tail) * se + mean), float(special.stdtrit(dof, 1 - tail) * se + mean)
 
 
 # The rank tests below are read off the Hodges-Lehmann intervals themselves: a test's p is the

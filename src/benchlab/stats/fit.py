@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import special
 
 LEVEL = 0.95
 LACK_OF_FIT_ALPHA = 0.05  # a model whose lack-of-fit p is below this does not describe the points
@@ -138,7 +138,7 @@ def _pure_error(points: _Points) -> tuple[float, int] | None:
 
 
 def _interval(coef: float, var: float, dof: int) -> tuple[float, float]:
-    t = float(stats.t.ppf(0.5 + LEVEL / 2, dof))
+    t = float(special.stdtrit(dof, 0.5 + LEVEL / 2))  # scipy.stats.t.ppf's own function
     half = t * math.sqrt(max(var, 0.0))
     return coef - half, coef + half
 
@@ -151,7 +151,7 @@ def _lack_of_fit(rss: float, parameters: int, levels: int, pure: tuple[float, in
     pure_rss, pure_dof = pure
     between = max(rss - pure_rss, 0.0) / extra
     if pure_rss > 0:
-        return float(stats.f.sf(between / (pure_rss / pure_dof), extra, pure_dof))
+        return float(special.fdtrc(extra, pure_dof, between / (pure_rss / pure_dof)))  # scipy.stats.f.sf's own
     return 0.0 if between > 1e-12 * max(rss, 1.0) else 1.0  # noise-free points: a miss is a lack of fit
 
 
@@ -217,6 +217,8 @@ def _additive(points: _Points, line: LineFit, pure: tuple[float, int] | None) ->
         return ly - points.within(np.log(inside))
 
     start = np.array([math.expm1(line.intercept), math.expm1(line.slope)])
+    from scipy import optimize  # 0.2-0.3 s to import: only a sweep with an additive model pays it
+
     found = optimize.least_squares(residual, start, method="lm")
     inside = shape(found.x)
     dof = len(ly) - points.blocks - 2

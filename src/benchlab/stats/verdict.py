@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats
+from scipy import special
 
 from benchlab.stats.families import shares
 from benchlab.terms import BETTER, FIRST_LOOK, NOT_JUDGED, PRIMARY, SAME, SECONDARY, SMALL_N, UNCLEAR, WORSE
@@ -46,16 +46,16 @@ def blocks_needed(
     """
     if n < 2 or not all(map(math.isfinite, (effect, spread))) or spread <= 0:
         return None
-    z = stats.norm.ppf(POWER)
+    z = special.ndtri(POWER)
     efficiency = 1.0 if paired else 0.5  # two samples of N: the variance of a difference doubles
 
     def decides(blocks: int) -> bool:
         if blocks < SMALL_N:
-            crit, crit_same, eff = stats.t.ppf(1 - level / 2, blocks - 1), stats.t.ppf(1 - same_level, blocks - 1), 1.0
+            crit, crit_same, eff = special.stdtrit(blocks - 1, 1 - level / 2), special.stdtrit(blocks - 1, 1 - same_level), 1.0
         else:
             if 2.0 ** (1 - blocks) > level:
                 return False
-            crit, crit_same, eff = stats.norm.ppf(1 - level / 2), stats.norm.ppf(1 - same_level), 3 / math.pi
+            crit, crit_same, eff = special.ndtri(1 - level / 2), special.ndtri(1 - same_level), 3 / math.pi
         se = spread / math.sqrt(blocks * eff * efficiency)
         if abs(effect) / se >= crit + z:
             return True
