@@ -1,6 +1,7 @@
 """Shared fixtures: a private results database and knob journal per test, and the real CLI; and the
 suite's two phases (docs/design.md, "Tests"): `--phase=parallel` selects the tests that may run beside
-each other under pytest-xdist, `--phase=serial` those marked `serial`, which run alone after them."""
+each other under pytest-xdist (those sharing a costly session fixture on one worker, `--dist
+loadgroup`), `--phase=serial` those marked `serial`, which run alone after them."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ BENCHLAB = str(Path(sys.executable).parent / "benchlab")
 
 pytest_plugins = ["tests.servers"]  # the PostgreSQL and RabbitMQ servers, one of each per session
 
-# Session fixtures that start something costly and shared (a server, a guest's kernel, a root filesystem):
-# a test using one is `serial` without saying so, so that one process starts it once for every such test
-# rather than each parallel worker starting its own.
-SHARED = frozenset({"postgres_url", "rabbitmq", "guest_kernel", "rootfs"})
+# Session fixtures that start something costly and shared (a server, a guest's kernel, a root filesystem),
+# each in its group: the parallel phase runs every test of a group on one worker (pytest-xdist's
+# `--dist loadgroup`), which starts the fixture once for all of them rather than each worker its own.
+# A test that reaches one through `request.getfixturevalue` names its group: `@pytest.mark.shared(GROUP)`.
+SHARED = {"postgres_url": "servers", "rabbitmq": "servers", "guest_kernel": "guests", "rootfs": "rootfs"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,10 +38,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def shared_groups(item: pytest.Item) -> set[str]:
+    """The groups of the shared session fixtures a test uses, named or marked."""
+    groups = {SHARED[name] for name in getattr(item, "fixturenames", ()) if name in SHARED}
+    return groups | {str(mark.args[0]) for mark in item.iter_markers("shared")}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups into the test's id
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if SHARED & set(getattr(item, "fixturenames", ())):
-            item.add_marker("serial")
+        if item.get_closest_marker("serial") is None:
+            for group in sorted(shared_groups(item)):
+                item.add_marker(pytest.mark.xdist_group(group))
     phase = config.getoption("--phase")
     if phase is None:
         return

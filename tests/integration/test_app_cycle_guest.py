@@ -15,7 +15,7 @@ import pytest
 from benchlab.variants import kernels
 from tests.conftest import cli
 
-pytestmark = [pytest.mark.serial, pytest.mark.slow]  # serial: boots guests
+pytestmark = pytest.mark.slow  # boots guests (of the `guests` group: the session's kernel)
 
 CYCLE = '{ apps = 10, anon = "24m", code = "1m", framework = "4m", iterations = 2, dwell = 20 }'
 

@@ -36,7 +36,10 @@ import pytest
 from benchlab.measure import programs
 from tests.docs.doc_commands import ROOT
 
-pytestmark = [pytest.mark.serial, pytest.mark.slow]  # serial: a Debian root, its cgroups and a guest
+pytestmark = [
+    pytest.mark.shared("clean-root"),
+    pytest.mark.slow,
+]  # a worker of its own for its 4 minutes: a Debian root and a guest
 
 # What the README says a user starts with; libc6-dev is what `apt-get install gcc` brings beside it
 START_PACKAGES = ("python3", "gcc", "libc6-dev")

@@ -74,7 +74,7 @@ def test_list_and_show_describe_stored_experiments() -> None:
     assert missing.returncode == 2 and "no experiment named 'nope'" in missing.stderr
 
 
-@pytest.mark.serial  # the container example's root filesystem is the shared `rootfs`, built once by the serial phase
+@pytest.mark.shared("rootfs")  # the container example's root filesystem is the session's, built once on the group's worker
 @pytest.mark.parametrize("example", sorted(p.name for p in (Path(__file__).parents[2] / "examples").glob("*.toml")))
 def test_examples_are_valid_specs(example: str, request: pytest.FixtureRequest, private_state: Path) -> None:
     from benchlab.cli.experiment import load_spec

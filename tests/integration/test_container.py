@@ -17,8 +17,6 @@ from benchlab.runner import Prepared
 from benchlab.spec.validate import spec_from_dict
 from tests.conftest import cli
 
-pytestmark = pytest.mark.serial  # the shared root filesystem and cgroups
-
 
 def prepared(rootfs: str, **environment: object) -> Prepared:
     spec = spec_from_dict(

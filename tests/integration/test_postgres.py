@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
-import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -22,8 +21,6 @@ from benchlab.store.migrate import alembic_config
 from benchlab.store.schema import SCHEMA_VERSION, metadata
 from tests.conftest import cli, experiment_rows
 from tests.servers import fresh_database
-
-pytestmark = pytest.mark.serial  # the shared PostgreSQL
 
 
 def test_experiment_stored_and_reported_from_postgres(postgres_url: str, tmp_path: Path) -> None:

@@ -11,8 +11,6 @@ from amqp.exceptions import AccessRefused
 
 from tests.servers import CONSUMER_TIMEOUT_MS, Broker
 
-pytestmark = pytest.mark.serial  # the shared RabbitMQ
-
 
 def test_a_client_needs_the_password_and_a_refused_one_is_logged(rabbitmq: Broker) -> None:
     with kombu.Connection(rabbitmq.url) as conn:

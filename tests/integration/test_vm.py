@@ -23,7 +23,7 @@ from benchlab.measure.served import ANSWER_GRACE_S
 from benchlab.variants import kernels
 from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 
-pytestmark = [pytest.mark.serial, pytest.mark.slow]  # serial: boots guests
+pytestmark = pytest.mark.slow  # boots guests (of the `guests` group: the session's kernel)
 
 
 def _spec(

@@ -1,6 +1,6 @@
 """The suite's two phases (docs/design.md, "Tests"): `--phase` splits the tests by the `serial`
-marker, which a test using a shared server or guest gets without saying so; and the servers' ports,
-which parallel workers choose from slices of their own."""
+marker; the tests of a shared session fixture's group run in the parallel phase on one worker; and
+the servers' ports, which parallel workers choose from slices of their own."""
 
 from __future__ import annotations
 
@@ -32,10 +32,35 @@ def _collected(tmp_path: Path, *args: str) -> list[str]:
     return sorted(line.split("::")[1] for line in proc.stdout.splitlines() if "::" in line)
 
 
-def test_each_phase_selects_its_tests_and_a_shared_server_makes_a_test_serial(tmp_path: Path) -> None:
-    assert _collected(tmp_path, "--phase=parallel") == ["test_plain"]
-    assert _collected(tmp_path, "--phase=serial") == ["test_marked", "test_on_the_shared_database"]
+def test_each_phase_selects_its_tests_and_a_shared_server_stays_parallel(tmp_path: Path) -> None:
+    assert _collected(tmp_path, "--phase=parallel") == ["test_on_the_shared_database", "test_plain"]
+    assert _collected(tmp_path, "--phase=serial") == ["test_marked"]
     assert _collected(tmp_path) == ["test_marked", "test_on_the_shared_database", "test_plain"]
+
+
+def test_the_tests_of_a_shared_fixtures_group_run_on_one_worker(tmp_path: Path) -> None:
+    """Under `--dist loadgroup` (./dev test's parallel phase) every test naming a fixture of the
+    `rootfs` group, or marked with the group, runs on the same worker, which starts it once."""
+    (tmp_path / "test_groups.py").write_text(
+        "import os, pytest\n\n"
+        "@pytest.fixture(scope='session')\ndef rootfs(): return os.environ['PYTEST_XDIST_WORKER']\n\n"
+        + "".join(f"def test_named_{i}(rootfs): pass\n\n" for i in range(4))
+        + "".join(f"@pytest.mark.shared('rootfs')\ndef test_marked_{i}(): pass\n\n" for i in range(4))
+        + "".join(f"def test_free_{i}(): pass\n\n" for i in range(8))
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "-v", "-p", "no:cacheprovider", "-n", "2",
+                           "--dist", "loadgroup", "--phase=parallel", "--rootdir", str(tmp_path), str(tmp_path)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    workers = {
+        line.split("::")[1].split("@")[0].split()[0]: line.split("]")[0].lstrip("[")
+        for line in proc.stdout.splitlines()
+        if "PASSED" in line and "::" in line
+    }
+    assert len(workers) == 16, proc.stdout
+    grouped = {w for name, w in workers.items() if not name.startswith("test_free")}
+    assert len(grouped) == 1, workers
 
 
 def test_workers_take_ports_from_slices_of_their_own_below_the_ephemeral_range() -> None:
