@@ -71,7 +71,7 @@ def test_test_installs_what_the_tests_use(stubs: tuple[dict[str, str], Path]) ->
     for package in (*RUN_PACKAGES, *TEST_ONLY):
         assert package in installed
     calls = log.read_text().splitlines()
-    parallel = calls.index("uv run --frozen pytest --phase=parallel -n auto -q")  # a worker per CPU
+    parallel = calls.index("uv run --frozen pytest --phase=parallel -n auto --dist loadgroup -q")  # a worker per CPU
     assert calls.index("uv run --frozen pytest --phase=serial -q") > parallel  # then the serial tests, alone
 
 

@@ -26,13 +26,15 @@ BIN = Path(sys.executable).parent
 
 def _params(commands: list[DocCommand]) -> list[object]:
     """One test per command; after a slow one, the rest of its page is slow too, since they may
-    read what it stored (deselecting slow tests must not leave them without it)."""
+    read what it stored (deselecting slow tests must not leave them without it). A page's commands
+    are one group of the parallel phase (`--dist loadgroup`): one worker runs them in the page's order."""
     slow_pages: set[str] = set()
     params = []
     for command in commands:
         if command.slow and command.skip is None:
             slow_pages.add(command.page)
-        marks = [pytest.mark.slow] if command.page in slow_pages else []
+        marks = [pytest.mark.xdist_group(f"page:{command.page}")]
+        marks += [pytest.mark.slow] if command.page in slow_pages else []
         params.append(pytest.param(command, id=command.id, marks=marks))
     return params
 
