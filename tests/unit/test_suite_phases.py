@@ -17,6 +17,14 @@ from tests import servers
 ROOT = Path(__file__).parents[2]
 
 
+def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """pytest with this suite's conftest as a plugin, on the test files written into `tmp_path`."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider",
+                           "--rootdir", str(tmp_path), *args, str(tmp_path)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+
+
 def _collected(tmp_path: Path, *args: str) -> list[str]:
     (tmp_path / "test_mixed.py").write_text(
         "import pytest\n\n"
@@ -24,10 +32,7 @@ def _collected(tmp_path: Path, *args: str) -> list[str]:
         "def test_on_the_shared_database(postgres_url): pass\n\n"
         "@pytest.mark.serial\ndef test_marked(): pass\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "--co", "-q", "-p", "no:cacheprovider",
-                           "--rootdir", str(tmp_path), *args, str(tmp_path)],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+    proc = _pytest(tmp_path, "--co", "-q", *args)
     assert proc.returncode in (0, 5), proc.stdout + proc.stderr
     return sorted(line.split("::")[1] for line in proc.stdout.splitlines() if "::" in line)
 
@@ -48,10 +53,7 @@ def test_the_tests_of_a_shared_fixtures_group_run_on_one_worker(tmp_path: Path) 
         + "".join(f"@pytest.mark.shared('rootfs')\ndef test_marked_{i}(): pass\n\n" for i in range(4))
         + "".join(f"def test_free_{i}(): pass\n\n" for i in range(8))
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "-v", "-p", "no:cacheprovider", "-n", "2",
-                           "--dist", "loadgroup", "--phase=parallel", "--rootdir", str(tmp_path), str(tmp_path)],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+    proc = _pytest(tmp_path, "-v", "-n", "2", "--dist", "loadgroup", "--phase=parallel")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     workers = {
         line.split("::")[1].split("@")[0].split()[0]: line.split("]")[0].lstrip("[")
