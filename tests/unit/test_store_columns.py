@@ -5,6 +5,7 @@ report names one by one."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,9 @@ def test_the_native_reader_reads_the_same_columns_as_the_driver(tmp_path: Path) 
         (select(m.run_id, m.name_id, m.value).order_by(m.id), {"run_id": np.int64, "name_id": np.int64, "value": np.float64}),
         (select(r.id).where(r.experiment_id == -1), {"id": np.int64}),  # nothing: empty columns
     ]  # fmt: skip
-    with store.engine.connect() as conn, reader(conn) as read:
+    with store.engine.connect() as conn, reader(conn) as columns:
         for query, dtypes in queries:
-            native, cursor = read(query, dtypes), by_driver(conn, query, dtypes)
+            native, cursor = columns.read(query, dtypes), by_driver(conn, query, dtypes)
             assert native.keys() == cursor.keys()
             for name in native:
                 assert native[name].dtype == cursor[name].dtype == np.dtype(dtypes[name])
@@ -71,11 +72,26 @@ def test_one_load_reads_one_snapshot_and_the_next_load_sees_what_came_since(tmp_
     r = t.run.c
     query, dtypes = select(r.id).where(r.experiment_id == one.id), {"id": np.int64}
     before = len(store.load(one).runs)
-    with store.engine.connect() as conn, reader(conn) as read:
-        first = read(query, dtypes)
+    with store.engine.connect() as conn, reader(conn) as columns:
+        first = columns.read(query, dtypes)
         store.record_run(one, NewRun(host_id=store.host_id({"hostname": "h"}), workload="cmd", variant="a", block=99, warmup=False, position=999, status="ok", started_at=1.0, ended_at=2.0))  # fmt: skip
-        assert len(read(query, dtypes)["id"]) == len(first["id"]) == before  # stored meanwhile: not in this load
+        assert len(columns.read(query, dtypes)["id"]) == len(first["id"]) == before  # stored meanwhile: not in this load
     assert len(store.load(one).runs) == before + 1
+
+
+def test_a_query_asked_is_answered_later_and_one_never_read_is_dropped_with_its_reader(tmp_path: Path) -> None:
+    store, one, _ = two_experiments(tmp_path / "r.db")
+    r = t.run.c
+    query, dtypes = select(r.id, r.block).where(r.experiment_id == one.id).order_by(r.id), {"id": np.int64, "block": np.int64}
+    threads = threading.active_count()
+    with store.engine.connect() as conn, reader(conn) as columns:
+        answer = columns.ask(query, dtypes)
+        expected = by_driver(conn, query, dtypes)  # this process reads meanwhile
+        got = answer()
+        assert all(np.array_equal(got[name], expected[name]) for name in dtypes)
+        columns.ask(query, dtypes)  # never read: its watchdog goes with the reader, not 60 s later
+        assert threading.active_count() == threads + 1
+    assert threading.active_count() == threads
 
 
 def test_a_load_keeps_its_own_runs_and_names_failed_ones_and_lost_benchmarks(tmp_path: Path) -> None:

@@ -7,12 +7,14 @@ process of its own, which sends each column as raw 8-byte numbers that numpy tak
 are; no library does this inside Python without linking a second SQLite into the process,
 which would release the first one's locks on the file. Other databases (PostgreSQL) are read
 through the driver's cursor into the same columns. One `reader` reads every column of a load
-in one snapshot of the database.
+in one snapshot of the database; a query `ask`ed of it is answered while this process does
+other work (the load checks the same rows for damage meanwhile, on the other CPU).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -34,22 +36,38 @@ COLUMNS_PROTOCOL = 1  # what benchlab-columns speaks (its PROTOCOL)
 ANSWER_TIMEOUT_S = 60.0  # per query; 800,000 values take 0.4 s: as the probe's own limit, far beyond any real read
 
 Columns = dict[str, np.ndarray]
-ReadColumns = Callable[[Select[Any], Mapping[str, DTypeLike]], Columns]
+Answer = Callable[[], Columns]
+
+
+class ColumnReader:
+    """Reads queries' columns, each as an array of the dtype named for it; every query it reads
+    sees the same committed state of the database."""
+
+    def __init__(self, ask: Callable[[Select[Any], Mapping[str, DTypeLike]], Answer]) -> None:
+        self.ask = ask
+        """Sends a query; the answer's columns come when it is called (a native reader works on
+        them meanwhile, a driver's cursor has read them already)."""
+
+    def read(self, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Columns:
+        return self.ask(query, dtypes)()
 
 
 @contextlib.contextmanager
-def reader(conn: Connection) -> Iterator[ReadColumns]:
-    """A function reading a query's columns, each as an array of the dtype named for it.
-    Every query it reads sees the same committed state of the database."""
+def reader(conn: Connection) -> Iterator[ColumnReader]:
+    """A reader of the connection's database, native for a SQLite file."""
     path = conn.engine.url.database
     if conn.dialect.name != "sqlite" or not path:  # PostgreSQL, or an older file's copy in memory (url.memory_copy)
-        yield lambda query, dtypes: by_driver(conn, query, dtypes)
+        yield ColumnReader(lambda query, dtypes: _already(by_driver(conn, query, dtypes)))
         return
     native = _NativeReader(path)
     try:
-        yield lambda query, dtypes: native.read(conn, query, dtypes)
+        yield ColumnReader(lambda query, dtypes: native.ask(conn, query, dtypes))
     finally:
         native.close()
+
+
+def _already(columns: Columns) -> Answer:
+    return lambda: columns
 
 
 def by_driver(conn: Connection, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Columns:
@@ -67,35 +85,54 @@ class _NativeReader:
         self.path = path
         self.proc: subprocess.Popen[bytes] | None = None
         self.hung = False
+        self.watchdogs: list[threading.Timer] = []  # one per query asked and not yet answered
 
-    def read(self, conn: Connection, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Columns:
+    def ask(self, conn: Connection, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Answer:
+        """Sends the query now; its answer is read when the returned function is called, which
+        must be before the next query is asked (answers come in the order asked)."""
         names = list(query.selected_columns.keys())
         kinds = ["real" if np.dtype(dtypes[name]).kind == "f" else "int" for name in names]
         # the few values bound in a load are integers benchlab chose (ids, ranges), rendered by SQLAlchemy
         sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
         proc = self.proc or self._start()
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None
         watchdog = threading.Timer(ANSWER_TIMEOUT_S, self._stop_hung)  # a program that never answers
-        watchdog.start()  # ($BENCHLAB_COLUMNS) is killed, and its pipe's end read below
+        watchdog.start()  # ($BENCHLAB_COLUMNS) is killed, and its pipe's end read in `_answer`
+        self.watchdogs.append(watchdog)
         try:
-            try:
-                proc.stdin.write(json.dumps({"sql": sql, "types": kinds}).encode() + b"\n")
-                proc.stdin.flush()
-            except BrokenPipeError:
-                pass  # it ended: what it said is read below
+            proc.stdin.write(json.dumps({"sql": sql, "types": kinds}).encode() + b"\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it ended: what it said is read with the answer
+        except BaseException:
+            self._settled(watchdog)
+            raise
+        return functools.partial(self._answer, proc, watchdog, names, kinds, dtypes)
+
+    def _answer(
+        self, proc: subprocess.Popen[bytes], watchdog: threading.Timer, names: list[str], kinds: list[str],
+        dtypes: Mapping[str, DTypeLike],
+    ) -> Columns:  # fmt: skip
+        assert proc.stdout is not None
+        try:
             header = self._header(proc.stdout.readline())
             rows = header["rows"]
             data = bytearray(8 * rows * len(names))
             if _read_into(proc.stdout, data) < len(data):
                 raise self._failed("its answer ended early")
         finally:
-            watchdog.cancel()
+            self._settled(watchdog)
         return {
             name: np.frombuffer(data, dtype="<f8" if kind == "real" else "<i8", count=rows, offset=8 * rows * place).astype(
                 dtypes[name], copy=False
             )
             for place, (name, kind) in enumerate(zip(names, kinds, strict=True))
         }
+
+    def _settled(self, watchdog: threading.Timer) -> None:
+        watchdog.cancel()
+        watchdog.join()  # its thread ends at once, not with the interpreter
+        self.watchdogs.remove(watchdog)
 
     def _start(self) -> subprocess.Popen[bytes]:
         self.proc = subprocess.Popen(
@@ -139,6 +176,8 @@ class _NativeReader:
         return StoreError(f"cannot read results database {self.path}: benchlab-columns failed: {text[0]}")
 
     def close(self) -> None:
+        while self.watchdogs:  # an answer never read (the load found damage first)
+            self._settled(self.watchdogs[0])
         proc, self.proc = self.proc, None
         if proc is None:
             return

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from sqlalchemy import Connection, select
 
 from benchlab.errors import StoreError
 from benchlab.store import checks
 from benchlab.store import schema as t
-from benchlab.store.columnar import ReadColumns
+from benchlab.store.columnar import Answer, ColumnReader
 from benchlab.store.records import MetricColumns
 
 
-def metric_columns(conn: Connection, read: ReadColumns, experiment_id: int, run_ids: np.ndarray) -> MetricColumns:
-    """Metric values as columns, for numpy, of the experiment's runs (`run_ids`, ascending).
+def metric_columns(
+    conn: Connection, columns: ColumnReader, experiment_id: int, run_ids: np.ndarray
+) -> Callable[[], MetricColumns]:
+    """Metric values as columns, for numpy, of the experiment's runs (`run_ids`, ascending):
+    asked of `columns` now, read and checked when the returned function is called.
 
     The rows are those of the runs' id range, read along the index on run ids (a subquery of
     the experiment's runs costs a lookup per run); runs of other experiments stored meanwhile
@@ -31,13 +36,25 @@ def metric_columns(conn: Connection, read: ReadColumns, experiment_id: int, run_
     }
     codes = {name: code for code, name in enumerate(dict.fromkeys(names.values()))}  # one per name, across workloads
     if not len(run_ids):
-        return MetricColumns(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0), [])
+        return lambda: MetricColumns(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0), [])
+    lo, hi = int(run_ids[0]), int(run_ids[-1])
+    answer = columns.ask(
+        select(m.run_id, m.name_id, m.value).where(m.run_id.between(lo, hi)),
+        {"run_id": np.int64, "name_id": np.int64, "value": np.float64},
+    )
+    return lambda: _checked(conn, answer, names, codes, run_ids)
+
+
+def _checked(
+    conn: Connection, answer: Answer, names: dict[int, str], codes: dict[str, int], run_ids: np.ndarray
+) -> MetricColumns:
+    """The values of the experiment's runs that `answer` reads, each named by a metric name of its experiment."""
+    m = t.metric.c
     name_ids = np.array(sorted(names), dtype=np.int64)
     code_of = np.array([codes[names[int(i)]] for i in name_ids], dtype=np.int32)
     lo, hi = int(run_ids[0]), int(run_ids[-1])
-    query = select(m.run_id, m.name_id, m.value).where(m.run_id.between(lo, hi))
     try:
-        c = read(query, {"run_id": np.int64, "name_id": np.int64, "value": np.float64})
+        c = answer()
     except (StoreError, ValueError, TypeError):  # text where numbers belong (the native reader, numpy): which row
         damage = checks.damaged_metric(conn, lo, hi)
         if damage is not None:

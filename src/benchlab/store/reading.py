@@ -7,7 +7,8 @@ from collections.abc import Collection
 from typing import Any, get_args
 
 import numpy as np
-from sqlalchemy import Connection, Integer, RowMapping, and_, func, or_, select
+from numpy.typing import DTypeLike
+from sqlalchemy import Connection, Integer, RowMapping, Select, and_, func, or_, select
 
 from benchlab.metrics import Direction
 from benchlab.store import checks, columnar, driver
@@ -32,14 +33,16 @@ def load(conn: Connection, exp: ExperimentRecord, *, every_record: bool = False)
     """The experiment's runs as columns with their metric values, and the whole records of the
     runs a report names one by one (those that failed, those a benchmark failed inside), or of
     every run with `every_record` (a JSON report with its runs, a bundle)."""
-    damage = checks.damaged_run(conn, exp.id)  # every column of every run row, before any is used
-    if damage is not None:
-        raise damage
-    with columnar.reader(conn) as read:
-        runs = run_table(read, exp)
-        metrics = metric_columns(conn, read, exp.id, runs.ids)
+    with columnar.reader(conn) as columns:
+        answer = columns.ask(*run_query(exp))  # read by the native reader while the same rows are checked here
+        damage = checks.damaged_run(conn, exp.id)  # every column of every run row, before any is used
+        if damage is not None:
+            raise damage
+        runs = run_table(answer(), exp)
+        values = metric_columns(conn, columns, exp.id, runs.ids)  # read there while the records are read here
+        records = run_records(conn, exp, last=int(runs.ids[-1]) if len(runs) else 0, every=every_record)
+        metrics = values()
     _finite_values(metrics)
-    records = run_records(conn, exp, last=int(runs.ids[-1]) if len(runs) else 0, every=every_record)
     names_w = {v: k for k, v in exp.workload_ids.items()}
     m = t.metric_name.c
     info = {
@@ -67,8 +70,8 @@ def _finite_values(metrics: MetricColumns) -> None:
         raise checks.damaged(f"run {int(metrics.run_ids[at])}", f"has metric {name} = {metrics.values[at]}, not a finite number")
 
 
-def run_table(read: columnar.ReadColumns, exp: ExperimentRecord) -> RunTable:
-    """Every run of the experiment as columns, in the order stored."""
+def run_query(exp: ExperimentRecord) -> tuple[Select[Any], dict[str, DTypeLike]]:
+    """Every run of the experiment, in the order stored, and the dtype of each column."""
     r = t.run.c
     query = (
         select(
@@ -80,8 +83,12 @@ def run_table(read: columnar.ReadColumns, exp: ExperimentRecord) -> RunTable:
         .order_by(r.id)
     )  # fmt: skip
     whole, flag = np.int64, np.bool_
-    c = read(query, {"id": whole, "workload_id": whole, "variant_id": whole, "host_id": whole, "block": whole,
-                     "warmup": flag, "ok": flag, "current": flag})  # fmt: skip
+    return query, {"id": whole, "workload_id": whole, "variant_id": whole, "host_id": whole, "block": whole,
+                   "warmup": flag, "ok": flag, "current": flag}  # fmt: skip
+
+
+def run_table(c: columnar.Columns, exp: ExperimentRecord) -> RunTable:
+    """The columns of `run_query` as the analysis reads them."""
     return RunTable(
         ids=c["id"], workload=_places(c["workload_id"], exp.workload_ids), variant=_places(c["variant_id"], exp.variant_ids),
         host_id=c["host_id"], block=c["block"], warmup=c["warmup"], ok=c["ok"], current=c["current"],
