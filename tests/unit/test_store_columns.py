@@ -116,3 +116,14 @@ def test_a_stored_value_of_the_wrong_kind_is_a_one_line_error(tmp_path: Path) ->
         conn.execute("UPDATE run SET block = 'seven' WHERE id = (SELECT max(id) FROM run WHERE experiment_id = ?)", (one.id,))
     with pytest.raises(StoreError, match="^the results database is damaged: run [0-9]+ has block 'seven', which benchlab never"):
         store.load(one)
+
+
+def test_details_repeated_across_runs_are_checked_once_each_run_keeps_its_own_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    store, one, _ = two_experiments(tmp_path / "r.db")
+    records = store.load(one, every_record=True).records
+    same = [r.details for r in records if r.details == records[0].details]
+    assert len(same) > 100 and len({id(d) for d in same}) == len(same)  # equal texts, a dict per run
+    with sqlite3.connect(tmp_path / "r.db") as conn:  # the last run's details: valid JSON of another shape
+        conn.execute("UPDATE run_detail SET details = '{\"allocator\": 7}' WHERE run_id = (SELECT max(id) FROM run WHERE experiment_id = ?)", (one.id,))  # fmt: skip
+    with pytest.raises(StoreError, match=r"run [0-9]+ has details of a shape benchlab never writes"):
+        store.load(one, every_record=True)

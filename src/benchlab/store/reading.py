@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any, get_args
 
 import numpy as np
@@ -134,6 +134,7 @@ def run_records(conn: Connection, exp: ExperimentRecord, *, last: int, every: bo
             "stderr_tail", "started_at", "ended_at", "current", "details",
         )
     )  # fmt: skip
+    read_details = _details_reader()
     with driver.bulk():
         return [
             RunRecord(  # by place, in the order of its fields: keywords cost a third of building 100,000
@@ -151,10 +152,28 @@ def run_records(conn: Connection, exp: ExperimentRecord, *, last: int, every: bo
                 row[started],
                 row[ended],
                 bool(row[current]),
-                checks.document(row[detail], RunDetails, f"run {row[id_]}", "details")[0] if row[detail] is not None else None,
+                read_details(row[detail], row[id_]),
             )
             for row in driver.rows(conn, query)
         ]
+
+
+def _details_reader() -> Callable[[Any, int], dict[str, Any] | None]:
+    """Reads runs' details, each checked against `RunDetails`, but a text met before in this
+    load only parsed: most runs of an experiment store the very same details (allocator, machine
+    state), and validating each of 100,000 costs half a second; the outcome depends on the text alone."""
+    valid: set[Any] = set()
+
+    def read(text: Any, run_id: int) -> dict[str, Any] | None:
+        if text is None:
+            return None
+        if text in valid:
+            return checks.json_object(text, f"run {run_id}", "details")
+        parsed = checks.document(text, RunDetails, f"run {run_id}", "details")[0]
+        valid.add(text)
+        return parsed
+
+    return read
 
 
 def calibrations(conn: Connection, host_ids: set[int]) -> list[Calibration]:
