@@ -329,6 +329,12 @@ def test_a_folder_is_not_a_spec(tmp_path: Path) -> None:
     refused("run", str(tmp_path), mentions="cannot read")
 
 
+def test_a_missing_or_empty_spec_path_is_named_as_typed(tmp_path: Path) -> None:
+    refused("run", "", mentions="the spec's path is empty")
+    refused("bisect", "", mentions="the spec's path is empty")
+    refused("run", "./nowhere//spec.toml", mentions="no spec file at ./nowhere//spec.toml", cwd=tmp_path)
+
+
 def test_a_named_pipe_nobody_writes_is_read_as_empty_not_waited_on(tmp_path: Path) -> None:
     fifo = tmp_path / "spec.fifo"
     os.mkfifo(fifo)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 MAX_SPEC_BYTES = 1 << 20  # a spec is a page or two of TOML; a bigger file is something else
 
 
-def read_capped(path: Path, cap: int) -> bytes:
+def read_capped(path: str | Path, cap: int) -> bytes:
     """At most `cap + 1` bytes of a file a user named, which may be anything: /dev/zero, a huge
     file, a directory, or a named pipe. A pipe is opened without waiting for a writer (a FIFO
     nobody writes reads as empty, as `<(command)` still reads whole), since a plain open would
@@ -35,9 +35,11 @@ def read_capped(path: Path, cap: int) -> bytes:
         os.close(fd)
 
 
-def read_spec(path: Path) -> dict[str, Any]:
+def read_spec(path: str | Path) -> dict[str, Any]:
     """A spec file's data, its sections not yet expanded; every way reading it fails is one line.
     tomllib (with typing and datetime) loads once there is text to parse."""
+    if not str(path):  # the command line's text, which pathlib would have read as "."
+        raise SpecError("the spec's path is empty: name a TOML file")
     try:
         raw = read_capped(path, MAX_SPEC_BYTES)
     except FileNotFoundError:
