@@ -48,8 +48,18 @@ def _stored_runs(db: str) -> int:
 
 
 def _guests_running() -> list[str]:
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in ps.splitlines() if line.startswith("qemu-system") or "/qemu-system" in line.split(" ")[0]]
+    """Every qemu whose root is this machine's: the clean-root test boots guests of its own in a chroot,
+    on another worker at the same time, and those are not this module's to count."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            in_this_root = os.readlink(proc / "root") == "/"
+        except (OSError, ValueError):
+            continue  # not a process, or one that ended while read
+        if in_this_root and "qemu-system" in Path(args[0].decode(errors="replace")).name:
+            found.append(b" ".join(args).decode(errors="replace"))
+    return found
 
 
 BINDER_WORKLOADS = (
