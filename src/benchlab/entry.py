@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import sys
 
-from benchlab import interrupts
+from benchlab import blas, interrupts
 
 
 def main() -> None:
     interrupts.install()
+    blas.install()
     try:
         from benchlab.cli import main as command_line
     except KeyboardInterrupt:

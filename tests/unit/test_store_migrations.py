@@ -8,17 +8,20 @@ import json
 import shutil
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command as alembic_command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine
 
 from benchlab.errors import StoreError
 from benchlab.store import BASELINE, HEAD, Migration, Store
-from benchlab.store.migrate import MIGRATIONS
+from benchlab.store.migrate import MIGRATIONS, alembic_config
 from benchlab.store.schema import SCHEMA_VERSION, metadata
 from tests.conftest import BENCHLAB, cli
 
@@ -162,6 +165,25 @@ def test_a_new_and_a_migrated_database_have_the_schema_of_schema_py(landed: Path
             assert compare_metadata(MigrationContext.configure(conn), metadata) == []
             assert conn.exec_driver_sql("SELECT version FROM schema_version").all() == [(SCHEMA_VERSION,)]
             assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").all() == [(HEAD,)]
+
+
+def test_a_new_database_is_made_without_alembic_and_stamped_as_alembic_stamps(tmp_path: Path) -> None:
+    """Made without importing alembic (a tenth of a second every first run pays), its version table
+    is the very one `alembic stamp` makes, and alembic reads it at HEAD."""
+    made = tmp_path / "made.db"
+    probe = "import sys; from benchlab.store import Store; Store(sys.argv[1]); print(sorted(m for m in sys.modules if m.startswith('alembic')))"
+    assert subprocess.run([sys.executable, "-c", probe, str(made)], capture_output=True, text=True, check=True).stdout == "[]\n"
+    stamped = tmp_path / "stamped.db"
+    with sqlite3.connect(stamped) as conn:
+        conn.execute("CREATE TABLE placeholder (x)")  # alembic stamps an existing database
+    engine = create_engine(f"sqlite:///{stamped}")
+    with engine.begin() as conn:
+        alembic_command.stamp(alembic_config(conn), HEAD)
+    version_ddl = "SELECT type, name, sql FROM sqlite_master WHERE tbl_name = 'alembic_version' ORDER BY name"
+    with sqlite3.connect(made) as ours, sqlite3.connect(stamped) as alembics:
+        assert ours.execute(version_ddl).fetchall() == alembics.execute(version_ddl).fetchall() != []
+    with Store(str(made)).engine.connect() as conn:
+        assert MigrationContext.configure(conn).get_current_revision() == HEAD
 
 
 def test_a_database_newer_than_this_benchlab_is_refused_in_one_line(tmp_path: Path) -> None:

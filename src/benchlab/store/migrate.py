@@ -1,4 +1,4 @@
-"""Creating a database at the newest schema and migrating older ones, with alembic.
+"""Migrating older databases to the newest schema, with alembic (a new one is made by `creation`).
 
 The migrations ship inside the package (`migrations/`) and run on the store's own engine,
 so no alembic.ini is read. A SQLite file belongs to one machine and is migrated in place
@@ -10,24 +10,21 @@ Downgrades are not offered: a bundle (`benchlab export`) moves data between vers
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, insert, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from benchlab.errors import StoreError
-from benchlab.store import schema as t
+from benchlab.store.creation import create_at_head, locked
 from benchlab.store.driver import reason
 from benchlab.store.version import HEAD, Migration, gap, stamped, stored_revision
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-UPGRADE_LOCK = 0x62656E63686C6162  # PostgreSQL advisory lock: one `db upgrade` at a time
 
 
 def newer(shown: str, revision: str) -> StoreError:
@@ -60,15 +57,12 @@ def bring_to_head(engine: Engine, shown: str, *, migrate: bool, create: bool = T
     creates only what is missing, and whatever still differs from HEAD after that is a StoreError
     that changed nothing. Everything happens in one transaction that holds the database's write
     lock, so two processes opening an old database at once migrate it once."""
-    with _locked(engine) as conn:
+    with locked(engine) as conn:
         before = stored_revision(conn)
         if before is None:
             if not create:
                 raise StoreError(f"{shown} holds no benchlab tables: it is not a results database")
-            t.metadata.create_all(conn)
-            conn.execute(insert(t.schema_version).values(version=t.SCHEMA_VERSION))
-            command.stamp(alembic_config(conn), HEAD)
-            return Migration(None, HEAD)
+            return create_at_head(conn)
         if not known(before):
             raise newer(shown, before)
         lacking = gap(conn)
@@ -104,29 +98,3 @@ def _migrate(conn: Connection) -> None:
 def _named(revision: str, lacking: str | None) -> str:
     """A revision as messages name it: with what the database lacks where it names HEAD."""
     return revision if lacking is None or revision != HEAD else f"{revision} (with {lacking})"
-
-
-@contextlib.contextmanager
-def _locked(engine: Engine) -> Iterator[Connection]:
-    """One transaction holding the write lock from its first statement, committed at the end.
-
-    SQLite: foreign keys off first (a table copied by batch mode is dropped, and with them on
-    that would delete every row referring to it), `BEGIN IMMEDIATE` so that DDL is inside the
-    transaction too (the driver would begin one only before an INSERT), and foreign keys back
-    on before the connection returns to the pool. PostgreSQL: DDL is transactional; an
-    advisory lock makes a second `db upgrade` wait and then find the work done."""
-    with engine.connect() as conn:
-        if engine.dialect.name != "sqlite":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK})
-            yield conn
-            conn.commit()
-            return
-        conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
-        try:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-            yield conn
-            conn.commit()
-        finally:
-            conn.rollback()
-            conn.exec_driver_sql("PRAGMA foreign_keys=ON")
-            conn.commit()

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLA
 
 from benchlab import notes
 from benchlab.errors import AlreadyStored, DatabaseUnavailable, SpecError, StoreError
-from benchlab.store import experiments, fleet, hosts, reading, url
+from benchlab.store import creation, experiments, fleet, hosts, reading, url
 from benchlab.store import schema as t
 from benchlab.store.driver import reason
 from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
@@ -62,7 +62,11 @@ class Store:
             revision = stored_revision(conn)
             if revision == HEAD and gap(conn) is None and (reading or stamped(conn)):
                 return None
-        # alembic (a tenth of a second to import) loads only when a database is made or changed
+        if revision is None and create:  # a new database: made without alembic
+            made = creation.create(self.engine)
+            if made is not None:
+                return made
+        # alembic (a tenth of a second to import) loads only when a database is changed
         from benchlab.store import migrate as migrations
 
         if reading and sqlite and revision is not None and migrations.known(revision):

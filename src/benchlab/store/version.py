@@ -2,7 +2,8 @@
 
 Every command opens the database, and nearly always it is at HEAD already: that answer
 needs two small queries, not alembic (a tenth of a second to import), which loads only
-when a database is to be created or migrated (`benchlab.store.migrate`). A test checks
+when a database is migrated (`benchlab.store.migrate`; a new one is made without it,
+`benchlab.store.creation`). A test checks
 that HEAD is the newest revision in `migrations/versions/`.
 """
 
