@@ -2,7 +2,8 @@
 
 `python -m benchlab.spec.reference > docs/spec.md` writes it; a test renders it again and fails
 when the file differs, so the reference can never drift from what `benchlab run` accepts. Every
-key, type, bound and default comes from the schema, every description from the field's docstring.
+key, type, bound and default comes from the schema, every description from the field's docstring,
+read from the models' source here (`_Described`) rather than by pydantic as every command loads them.
 
 Rendered by hand rather than with a JSON-Schema-to-Markdown tool: the schema is small, and the
 reference should speak the spec's own terms (TOML tables, the error places `benchlab` prints such
@@ -11,11 +12,15 @@ as `variants[N].environment`) in one table per section, which no generic rendere
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from benchlab.spec.models import ExperimentSpec
 from benchlab.spec.suite import SuiteSpec
@@ -40,6 +45,43 @@ N-th `[[variants]]` table, counted from 0. Two keys are expanded before these ch
 `suite` (the CPU suite's workloads, below and in [CPU scores](commands/score.md#in-a-spec)) and
 `[sweep]` (variants, below).
 """
+
+
+def attribute_docstrings(model: type) -> dict[str, str]:
+    """The string that follows each annotated attribute in the classes' bodies, a subclass's over
+    its bases', cleaned as pydantic cleans a docstring."""
+    found: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if cls is object or cls.__module__.startswith("pydantic"):
+            continue
+        body = ast.parse(inspect.getsource(cls)).body[0]
+        assert isinstance(body, ast.ClassDef)
+        for statement, after in zip(body.body, body.body[1:], strict=False):
+            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                    and isinstance(after.value.value, str)):  # fmt: skip
+                found[statement.target.id] = inspect.cleandoc(after.value.value)
+    return found
+
+
+class _Described(GenerateJsonSchema):
+    """The JSON Schema with each field's docstring as its description."""
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        model = schema["cls"]
+        docs = attribute_docstrings(model)
+        properties = json_schema.get("properties", {})
+        for name, field in getattr(model, "model_fields", {}).items():
+            prop = properties.get(field.alias or name)
+            if prop is not None and name in docs and field.description is None:
+                prop["description"] = docs[name]
+        return json_schema
+
+
+def json_schema(model: type[BaseModel]) -> Schema:
+    """A model's JSON Schema, every field described by its docstring."""
+    return model.model_json_schema(schema_generator=_Described)
 
 
 def _plain(node: Schema) -> tuple[Schema, bool]:
@@ -155,7 +197,7 @@ def render() -> str:
     """docs/spec.md: one section per table of the spec, each with every key it takes."""
     parts = [HEADER]
     for root, model in SECTIONS:
-        schema = model.model_json_schema()
+        schema = json_schema(model)
         definitions = schema.get("$defs", {})
         order: list[tuple[str, str | None]] = [(root, None)]
         seen: set[str] = set()
