@@ -36,7 +36,6 @@ from benchlab.variants.background import background_load
 from benchlab.variants.knobs import KnobJournal, MachineLock, Restoration
 from benchlab.variants.shim import FINDING, shim_findings
 from benchlab.workloads import Workload, check_fits, resolve_workload
-from benchlab.workloads.base import RecordsDetails
 from benchlab.workloads.probe import ProbeWorkload
 from benchlab.workloads.steps import run_step
 
@@ -417,8 +416,7 @@ class Runner:
             if complaint:
                 raise WorkloadFailed(complaint, process_exit_code=finished.exit_code)
             metrics = [*usage_metrics(finished.usage), *workload.metrics(finished)]
-            if isinstance(workload, RecordsDetails):  # failed benchmarks, an app cycle's launches
-                details = {**details, **workload.details(finished)}
+            details = {**details, **workload.details(finished)}  # failed benchmarks, an app cycle's launches
             metrics += findings
         except WorkloadFailed as failure:
             tail = failure.stderr_tail or (finished.stderr_tail() if finished is not None else "")

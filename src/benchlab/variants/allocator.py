@@ -24,14 +24,18 @@ def preload_for(name: str | None, where: str) -> list[str]:
     return [path]
 
 
+# each allocator's file names up to ".so" (`libjemalloc.so.2` -> `libjemalloc.so`): every run is matched
+_FILE_PREFIXES = {name: tuple(soname.split(".so")[0] + ".so" for soname in lib.sonames) for name, lib in LIBRARIES.items()}
+
+
 def mapped_allocator(mapped: Sequence[str]) -> tuple[str, str | None]:
     """(name, library) of the malloc a process really ran, from the files it mapped: the
     allocator library it loaded (a preload comes before every other library), else glibc's
     when it mapped libc, else "static" (a statically linked program keeps its own)."""
     for path in mapped:
         base = os.path.basename(path)
-        for name, library in LIBRARIES.items():
-            if base.startswith(tuple(soname.split(".so")[0] + ".so" for soname in library.sonames)):
+        for name, prefixes in _FILE_PREFIXES.items():
+            if base.startswith(prefixes):
                 return name, path
     glibc = next((p for p in mapped if os.path.basename(p).startswith("libc.so")), None)
     return ("glibc", glibc) if glibc else ("static", None)

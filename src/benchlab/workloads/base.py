@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from benchlab.measure.process import Finished
 from benchlab.metrics import Metric
@@ -23,13 +23,10 @@ class Workload(Protocol):
         """The workload's own metrics from a successful process; raises WorkloadFailed."""
         ...
 
-
-@runtime_checkable
-class RecordsDetails(Protocol):
-    """A workload that records more than metrics with a successful run (a Google Benchmark
-    binary: which of its benchmarks failed), stored in the run's details."""
-
-    def details(self, finished: Finished) -> dict[str, Any]: ...
+    def details(self, finished: Finished) -> dict[str, Any]:
+        """What a successful run records beyond metrics, in its details (a Google Benchmark
+        binary: which of its benchmarks failed; an app cycle: its launches); often nothing."""
+        ...
 
 
 def metric_directions(spec: WorkloadSpec) -> dict[str, str]:

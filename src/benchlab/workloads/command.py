@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 from dataclasses import dataclass
+from typing import Any
 
 from benchlab.errors import SpecError
 from benchlab.measure.process import Finished
@@ -49,3 +50,6 @@ class CommandWorkload:
 
     def metrics(self, finished: Finished) -> list[Metric]:
         return []
+
+    def details(self, finished: Finished) -> dict[str, Any]:
+        return {}
