@@ -16,15 +16,17 @@ import ast
 import inspect
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import core_schema
 
 from benchlab.spec.models import ExperimentSpec
 from benchlab.spec.suite import SuiteSpec
 from benchlab.spec.sweep import SweepSpec
+
+if TYPE_CHECKING:
+    from pydantic_core import core_schema
 
 Schema = dict[str, Any]
 
