@@ -112,7 +112,9 @@ def test_a_knob_the_kernel_refuses_drops_the_experiment_it_created_and_restores_
 @root_only
 @pytest.mark.slow
 def test_a_second_knob_experiment_is_refused_naming_the_first_and_the_knob_ends_where_it_was(tmp_path: Path, knob: str) -> None:
-    first = knob_spec(tmp_path / "a.toml", "holder", str(int(knob) + 7), blocks=6, command="sleep 1.5")
+    release = tmp_path / "release"  # the holder's runs last until the checks are done, however long they take
+    holding = f"sh -c 'until [ -e {release} ]; do sleep 0.05; done'"
+    first = knob_spec(tmp_path / "a.toml", "holder", str(int(knob) + 7), blocks=6, command=holding)
     second = knob_spec(tmp_path / "b.toml", "second", str(int(knob) + 9))
     plain = tmp_path / "plain.toml"
     plain.write_text('name = "plain"\n[[workloads]]\nname = "w"\ncommand = "true"\n[[variants]]\nname = "a"\n')
@@ -126,7 +128,9 @@ def test_a_second_knob_experiment_is_refused_naming_the_first_and_the_knob_ends_
             assert "'holder'" in other.stderr and f"pid {proc.pid}" in other.stderr, other.stderr
         busy = cli("restore")  # would write the running experiment's originals under it
         assert busy.returncode == 3 and "'holder'" in busy.stderr, busy.stderr
+        assert proc.poll() is None  # every check above met the holder running
     finally:
+        release.touch()
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert Path(KNOB).read_text().strip() == knob
