@@ -11,20 +11,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from sqlalchemy import Column, Connection, Engine, MetaData, PrimaryKeyConstraint, String, Table, insert, text
+from sqlalchemy import Connection, Engine, insert, text
 
 from benchlab.store import schema as t
-from benchlab.store.version import HEAD, VERSION_TABLE, Migration, stored_revision
+from benchlab.store.version import ALEMBIC_VERSION, HEAD, Migration, stored_revision
 
 UPGRADE_LOCK = 0x62656E63686C6162  # PostgreSQL advisory lock: one creation or `db upgrade` at a time
-
-# alembic's own version table (alembic.ddl.impl.DefaultImpl.version_table_impl), kept out of
-# benchlab's metadata: `version.gap` compares a database with benchlab's tables only
-ALEMBIC_VERSION = Table(
-    VERSION_TABLE, MetaData(),
-    Column("version_num", String(32), nullable=False),
-    PrimaryKeyConstraint("version_num", name=f"{VERSION_TABLE}_pkc"),
-)  # fmt: skip
 
 
 def create_at_head(conn: Connection) -> Migration:

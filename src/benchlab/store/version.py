@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, inspect, select, text
+from sqlalchemy import Column, Connection, MetaData, PrimaryKeyConstraint, String, Table, func, inspect, select
 
 from benchlab.store import schema as t
 
@@ -20,6 +20,14 @@ BASELINE = "0001_baseline"  # release 0.1.0's schema, which predates alembic
 VERSION_TABLE = "alembic_version"
 # the revision each schema_version number was raised by, for a database whose alembic_version is empty
 BY_NUMBER = {1: BASELINE, 2: "0002_drop_run_attempt", 3: HEAD}
+
+# alembic's own version table (alembic.ddl.impl.DefaultImpl.version_table_impl), kept out of
+# benchlab's metadata: `gap` compares a database with benchlab's tables only
+ALEMBIC_VERSION = Table(
+    VERSION_TABLE, MetaData(),
+    Column("version_num", String(32), nullable=False),
+    PrimaryKeyConstraint("version_num", name=f"{VERSION_TABLE}_pkc"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,7 @@ def stored_revision(conn: Connection) -> str | None:
     What it says is not trusted to be what it holds: see `gap`."""
     tables = set(inspect(conn).get_table_names())
     if VERSION_TABLE in tables:
-        stamped = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+        stamped = conn.execute(select(ALEMBIC_VERSION.c.version_num)).scalar()
         if stamped is not None:
             return str(stamped)
     if t.schema_version.name not in tables:
@@ -51,7 +59,7 @@ def stamped(conn: Connection) -> bool:
     """Whether alembic_version names the revision (an empty one is filled in by a migration)."""
     if not inspect(conn).has_table(VERSION_TABLE):
         return False
-    return conn.execute(text(f"SELECT count(*) FROM {VERSION_TABLE}")).scalar() == 1
+    return conn.execute(select(func.count()).select_from(ALEMBIC_VERSION)).scalar() == 1
 
 
 def gap(conn: Connection) -> str | None:
