@@ -6,8 +6,10 @@ thousand blocks that is tens of millions of values per metric, too many to
 sort for every row of a report. No library offers this selection, so it is
 written here: an even grid of the pairs brackets each wanted rank, exact
 counts (binary searches over the sorted data) confirm the bracket, and only
-the pairs inside it are formed and sorted. The answer is exact; only the
-running time is random.
+the pairs inside it are formed and sorted. The answer is exact to the last
+bit, ties and rounding included: a count is of the values as formed in
+floating point (`_settle`), so the values formed inside a bracket are exactly
+those between its ends; only the running time is random.
 """
 
 from __future__ import annotations
@@ -29,16 +31,13 @@ def _select(
     ranks: list[int],
     count_le: Callable[[float], int],
     between: Callable[[float, float], np.ndarray],
-    splits: Callable[[float], bool],
     sample: np.ndarray,
     smallest: float,
     largest: float,
 ) -> list[float]:
     """The values of the given 1-based ranks among `total` implicit values in [smallest, largest].
-    `count_le(v)` counts the values at or under v, `between(lo, hi)` forms those counted at hi and
-    not at lo, and `splits(v)` says whether the values counted at v are, as formed in floating
-    point, none larger than those not counted (a bound amid values that differ only in their
-    last bits, as sums of tied data do, may split them out of order)."""
+    `count_le(v)` counts the values at or under v, as formed in floating point, and `between(lo, hi)`
+    forms those counted at hi and not at lo."""
     span = abs(largest - smallest) + 1.0
     last = len(sample) - 1
     found: dict[int, float] = {}
@@ -67,7 +66,7 @@ def _select(
                 missed += group  # the sample misjudged this bracket: widen it and look again
                 continue
             for cluster in _clusters(group):
-                c_lo, c_hi, c_below, _ = _narrow(lo, hi, below, upto, cluster, count_le, splits)
+                c_lo, c_hi, c_below, _ = _narrow(lo, hi, below, upto, cluster, count_le)
                 kth = [rank - c_below - 1 for rank in cluster]
                 inside = np.partition(between(c_lo, c_hi), kth)
                 found.update({rank: float(inside[k]) for rank, k in zip(cluster, kth, strict=True)})
@@ -94,14 +93,12 @@ def _narrow(
     upto: int,
     ranks: list[int],
     count_le: Callable[[float], int],
-    splits: Callable[[float], bool],
 ) -> tuple[float, float, int, int]:
     """The bracket (lo, hi] with `below` values at or under lo and `upto` at or under hi, shrunk
     around `ranks` by counting at values interpolated between its ends: a count costs a binary
     search per data point, forming the values inside one step per value, so a wide bracket is
-    narrowed first. A new end must split the values cleanly (`splits`) and keep every wanted rank
-    inside (below < ranks, ranks <= upto): the values inside are then the same ranks of the same
-    values as without narrowing, to the last bit. With ties a count may not move; the steps are bounded."""
+    narrowed first. A new end must keep every wanted rank inside (below < ranks, ranks <= upto).
+    With ties a count may not move; the steps are bounded."""
     first, last = ranks[0], ranks[-1]
     margin = NARROW_TO // 8
     for _ in range(NARROW_STEPS):
@@ -114,8 +111,6 @@ def _narrow(
             if not lo < v < hi:
                 continue
             count = count_le(v)
-            if not splits(v):
-                continue
             if count < first:
                 lo, below = v, count
             elif count >= last:
@@ -131,6 +126,25 @@ def _index_ranges(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.n
     return counts, cols
 
 
+def _settle(
+    end: np.ndarray, rows: np.ndarray, padded: np.ndarray, inside: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """Per row value, the length of the prefix of the sorted values (`padded`: with +inf after
+    the last) that `inside(row, value)` holds for, from a binary search's guess `end` (changed in
+    place). The search compared with a bound worked out in floating point (2v - d_i), not with the
+    value each pair forms ((d_i + d_j) / 2), so near the bound it can be off by the values within a
+    rounding of it: an end moves past whole runs of equal values (they form equal values) until
+    its last counted value is inside and its first uncounted one is not. `inside` is monotone
+    along a row, so each end moves one way and stops where the formed values do; in the common
+    case nothing moves and this costs two gathers."""
+    values = padded[:-1]
+    while (at := np.flatnonzero((end > 0) & ~inside(rows, padded[end - 1]))).size:
+        end[at] = np.searchsorted(values, padded[end[at] - 1], side="left")
+    while (at := np.flatnonzero(inside(rows, padded[end]))).size:
+        end[at] = np.searchsorted(values, padded[end[at]], side="right")
+    return end
+
+
 def walsh_order_statistics(d: np.ndarray, ranks: list[int]) -> list[float]:
     """Values at 1-based `ranks` among the Walsh averages (d_i + d_j) / 2, i <= j."""
     d = np.sort(np.asarray(d, dtype=float))
@@ -141,26 +155,22 @@ def walsh_order_statistics(d: np.ndarray, ranks: list[int]) -> list[float]:
         walsh = np.partition((d[i] + d[j]) / 2, [r - 1 for r in ranks])
         return [float(walsh[r - 1]) for r in ranks]
     index = np.arange(n)
+    padded = np.append(d, np.inf)
     flipped = d[::-1]  # 2v - d searched as ascending keys: numpy's search then starts from the last hit, 10x faster
 
     @functools.lru_cache(maxsize=CACHED_SEARCHES)  # a bracket's ends are counted, then their values formed
     def partners(v: float) -> np.ndarray:
-        """Per i, how many j have d_i + d_j <= 2v; searched only for the k values d_i <= v. For
-        the others no j >= i is counted (that count is at most k <= i) and every use below takes
-        the larger of it and i, so i stands in for it: half the binary searches of a count."""
+        """Per i, how many j have (d_i + d_j) / 2 <= v as formed; searched only for the k values
+        d_i <= v. For the others no j >= i is counted (d_i + d_j >= 2 d_i > 2v, and rounding
+        keeps that order) and every use below takes the larger of it and i, so i stands in for
+        it: half the binary searches of a count."""
         k = int(np.searchsorted(d, v, side="right"))
-        return np.concatenate([np.searchsorted(d, 2 * v - flipped[n - k :], side="right")[::-1], index[k:]])
+        guess = np.searchsorted(d, 2 * v - flipped[n - k :], side="right")[::-1]
+        counted = _settle(guess, d[:k], padded, lambda di, dj: (di + dj) / 2 <= v)
+        return np.concatenate([counted, index[k:]])
 
     def count_le(v: float) -> int:
         return int(np.maximum(partners(v) - index, 0).sum())
-
-    def splits(v: float) -> bool:  # counted: i <= j < partners; not counted: j >= max(partners, i)
-        counted = partners(v) - 1
-        has = counted >= index
-        rest = np.maximum(counted + 1, index)
-        more = rest < n
-        largest = (d[has] + d[counted[has]]).max(initial=-np.inf)
-        return bool(largest <= (d[more] + d[rest[more]]).min(initial=np.inf))
 
     def between(lo: float, hi: float) -> np.ndarray:
         first = np.maximum(partners(lo), index)
@@ -170,7 +180,7 @@ def walsh_order_statistics(d: np.ndarray, ranks: list[int]) -> list[float]:
 
     grid = d[np.linspace(0, n - 1, GRID).astype(int)]
     sample = np.add.outer(grid, grid).ravel() / 2
-    return _select(total, ranks, count_le, between, splits, sample, float(d[0]), float(d[-1]))
+    return _select(total, ranks, count_le, between, sample, float(d[0]), float(d[-1]))
 
 
 def difference_order_statistics(x: np.ndarray, y: np.ndarray, ranks: list[int]) -> list[float]:
@@ -178,23 +188,18 @@ def difference_order_statistics(x: np.ndarray, y: np.ndarray, ranks: list[int]) 
     x = np.sort(np.asarray(x, dtype=float))
     y = np.sort(np.asarray(y, dtype=float))
     total = len(x) * len(y)
+    padded = np.append(y, np.inf)
     if total <= MATERIALISE_BELOW:
         diffs = np.partition(np.subtract.outer(x, y).ravel(), [r - 1 for r in ranks])
         return [float(diffs[r - 1]) for r in ranks]
 
     @functools.lru_cache(maxsize=CACHED_SEARCHES)
     def below(v: float) -> np.ndarray:
-        """Per i, how many j have y_j < x_i - v (x_i - y_j <= v for the others)."""
-        return np.searchsorted(y, x - v, side="left")
+        """Per i, how many j have x_i - y_j > v as formed (the smallest y; the others are counted)."""
+        return _settle(np.searchsorted(y, x - v, side="left"), x, padded, lambda xi, yj: xi - yj > v)
 
     def count_le(v: float) -> int:
         return int((len(y) - below(v)).sum())
-
-    def splits(v: float) -> bool:  # counted: j >= below (x_i - y_j the largest at j = below); not: j < below
-        b = below(v)
-        has, more = b < len(y), b > 0
-        largest = (x[has] - y[b[has]]).max(initial=-np.inf)
-        return bool(largest <= (x[more] - y[b[more] - 1]).min(initial=np.inf))
 
     def between(lo: float, hi: float) -> np.ndarray:
         first = below(hi)
@@ -205,4 +210,4 @@ def difference_order_statistics(x: np.ndarray, y: np.ndarray, ranks: list[int]) 
     sample = np.subtract.outer(
         x[np.linspace(0, len(x) - 1, GRID).astype(int)], y[np.linspace(0, len(y) - 1, GRID).astype(int)]
     ).ravel()
-    return _select(total, ranks, count_le, between, splits, sample, float(x[0] - y[-1]), float(x[-1] - y[0]))
+    return _select(total, ranks, count_le, between, sample, float(x[0] - y[-1]), float(x[-1] - y[0]))
