@@ -27,11 +27,14 @@ LIMIT = 3.0  # issue 30: at most 3x the CPU time of `python -c pass`
 def cases(folder: Path) -> dict[str, list[str]]:
     from benchlab.cli import parser
     from benchlab.cli.parser import walk
+    from benchlab.store import Store
 
     bad_toml = folder / "bad.toml"
     bad_toml.write_text('name = "x"\n[[workloads]\n')  # not TOML
     bad_content = folder / "content.toml"
     bad_content.write_text('name = "x"\nruns = "five"\n[[workloads]]\nname = "w"\n')
+    stored = str(folder / "results.db")  # a database at this benchlab's schema, holding no experiment
+    Store(stored).engine.dispose()
     shown = {"--version": ["--version"], "--help": ["--help"]}
     shown |= {f"{name} --help": [*name.split(), "--help"] for name, _ in walk(parser())}
     shown |= {
@@ -42,6 +45,8 @@ def cases(folder: Path) -> dict[str, list[str]]:
         "refused: an unknown format": ["report", "x", "--format", "xml"],
         "refused: an unknown command": ["frobnicate"],
         "refused: a spec whose contents are wrong (pydantic)": ["run", str(bad_content)],
+        "refused: report an experiment the database does not hold": ["report", "absent", "--db", stored],
+        "refused: show an experiment the database does not hold": ["show", "absent", "--db", stored],
     }
     return shown
 

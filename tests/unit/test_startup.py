@@ -13,6 +13,7 @@ import pytest
 
 from benchlab.cli import parser
 from benchlab.cli.parser import walk
+from tests.conftest import cli, experiment_rows
 
 HEAVY = (
     "numpy", "scipy", "pandas", "pydantic", "sqlalchemy", "alembic", "rich", "matplotlib", "celery", "otava",
@@ -83,3 +84,49 @@ def test_the_formats_a_command_accepts_are_the_ones_rendered() -> None:
     from benchlab.report.renderers import RENDERERS
 
     assert tuple(RENDERERS) == FORMATS
+
+
+STORE_PACKAGE = ("benchlab.store", "benchlab.store.files")  # the lazy package and the file's own reader
+LANDED = Path(__file__).resolve().parents[1] / "fixtures" / "landed"
+
+
+def stored_db(tmp_path: Path) -> str:
+    """A database at this benchlab's schema holding one experiment, 'present'."""
+    from benchlab.store import Store
+
+    db = str(tmp_path / "r.db")
+    spec = {"name": "present", "workloads": [{"name": "w", "command": ["true"]}], "variants": [{"name": "a"}]}
+    Store(db).create_experiment(**experiment_rows(spec))
+    return db
+
+
+@pytest.mark.parametrize("command", ["report", "show", "export"])
+def test_a_name_the_database_does_not_hold_is_refused_before_anything_reads_it(tmp_path: Path, command: str) -> None:
+    """The mistyped name is refused in the Store's own words, with the standard library's sqlite3:
+    of the heavy modules only the store's package (lazy) and its file reader load."""
+    from benchlab.errors import SpecError
+    from benchlab.store import Store
+
+    db = stored_db(tmp_path)
+    exit_code, modules = started(tmp_path, command, "absent", "--db", db)
+    assert exit_code == 2
+    loaded = [m for m in modules if any(m == h or m.startswith(f"{h}.") for h in HEAVY) and m not in STORE_PACKAGE]
+    assert not loaded, f"benchlab {command} absent loaded {loaded}"
+    said = cli(command, "absent", "--db", db, cwd=tmp_path).stderr
+    with pytest.raises(SpecError) as refused:
+        Store(db, create=False).require_experiment("absent")
+    assert said == f"benchlab: {refused.value}\n"
+
+
+def test_a_stored_name_and_an_older_database_go_to_the_store_as_before(tmp_path: Path) -> None:
+    """Only a file at this benchlab's schema that surely lacks the name is refused early: a name it
+    holds is read, and a database of an earlier release (read through a migrated copy) is asked by
+    the Store, which refuses the same way."""
+    db = stored_db(tmp_path)
+    exit_code, modules = started(tmp_path, "show", "present", "--db", db)
+    assert exit_code in (0, None) and "sqlalchemy" in modules
+    for landed in sorted(LANDED.glob("*.db")):
+        before = landed.read_bytes()
+        exit_code, modules = started(tmp_path, "report", "absent", "--db", str(landed))
+        assert exit_code == 2 and "sqlalchemy" in modules, landed.name
+        assert landed.read_bytes() == before

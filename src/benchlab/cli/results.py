@@ -51,8 +51,6 @@ def check_exports(exports: Exports, view: View = "auto") -> None:
     """Before anything runs or is read: every export's format takes the view, no file is named
     twice, and every file's folder is there to write in, so that a long run is never made for
     an export that could not then be written."""
-    from benchlab.cli.outputs import check_writable
-
     seen: set[Path] = set()
     for fmt, paths in exports.items():
         check_format(fmt, _export_view(fmt, view))
@@ -61,6 +59,8 @@ def check_exports(exports: Exports, view: View = "auto") -> None:
             if path.absolute() in seen:
                 raise SpecError(f"{path} is named by two exports: give each its own file", where=flag)
             seen.add(path.absolute())
+            from benchlab.cli.outputs import check_writable  # only where a file is named: its walk loads then
+
             check_writable(path, where=flag)
 
 
@@ -107,6 +107,14 @@ def load_for_report(store: Store, experiment: ExperimentRecord, *, every_record:
     return data
 
 
+def refuse_unknown_experiment(db: str | None, name: str) -> None:
+    """A name the database surely does not hold, refused with the standard library's sqlite3 alone:
+    SQLAlchemy, numpy and scipy cost sixty times a bare Python's start (`benchlab.store.files`)."""
+    from benchlab.store.files import refuse_unknown_experiment as refuse
+
+    refuse(db, name)
+
+
 def open_store(db: str | None, *, create: bool = True) -> Store:
     """The results database; commands that only read pass `create=False`, so a mistyped
     --db path or a first `benchlab report` is refused (exit 4) instead of leaving an empty file."""
@@ -145,6 +153,7 @@ def report(
         from benchlab.cli.outputs import check_writable
 
         check_writable(output, where="--output")
+    refuse_unknown_experiment(db, name)  # a mistyped name, before what reading it needs loads (store/files.py)
     from benchlab.analysis.analyze import analyze  # scipy loads only for commands that judge
 
     store = open_store(db, create=False)
@@ -173,6 +182,7 @@ def show(name: str, *, db: str | None) -> None:
     """Show an experiment's spec, hosts and runs."""
     import json
 
+    refuse_unknown_experiment(db, name)
     from rich.table import Table
 
     store = open_store(db, create=False)
@@ -204,13 +214,14 @@ def export(name: str, *, output: Path | None, db: str | None) -> None:
     import json
     from pathlib import Path
 
+    refuse_unknown_experiment(db, name)
     from benchlab.cli.outputs import check_writable, write_whole
     from benchlab.store import export_bundle
 
-    store = open_store(db, create=False)
     # a stored name may come from another machine's bundle: it names a file here, never a folder
     path = output or Path(safe.file_name(name) + ".benchlab.json")
     check_writable(path, where="--output" if output else None)  # before reading every run
+    store = open_store(db, create=False)
     bundle = export_bundle(store, name)
     write_whole(path, json.dumps(bundle).encode(), where="--output" if output else None)
     err().print(safe.text(f"wrote {len(bundle['runs'])} runs to {path}", limit=safe.LINE_MAX), highlight=False)

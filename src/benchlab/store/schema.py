@@ -27,6 +27,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from benchlab.store.files import SCHEMA_TABLE
+
 # What `schema_version` holds. Release 0.1.0 knew nothing of alembic and read only this number: it
 # refuses any higher one ("newer than this benchlab; upgrade benchlab") instead of writing into a
 # database whose columns it does not know, so every migration raises it.
@@ -34,7 +36,7 @@ SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
-schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
+schema_version = Table(SCHEMA_TABLE, metadata, Column("version", Integer, nullable=False))
 
 host = Table(
     "host",

@@ -14,8 +14,8 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from benchlab import notes
-from benchlab.errors import AlreadyStored, DatabaseUnavailable, SpecError, StoreError
-from benchlab.store import creation, experiments, fleet, hosts, reading, url
+from benchlab.errors import AlreadyStored, DatabaseUnavailable, StoreError
+from benchlab.store import creation, experiments, files, fleet, hosts, reading, url
 from benchlab.store import schema as t
 from benchlab.store.driver import reason
 from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
@@ -34,7 +34,7 @@ class Store:
         SQLite file is read through a copy in memory migrated there. `migrate`: bring an older
         schema to this benchlab's in place; by default a SQLite file is when `create` (a command
         that stores), a shared PostgreSQL database only by `benchlab db upgrade`."""
-        self.target = url.default_db() if target is None else target
+        self.target = files.default_db() if target is None else target
         self.shown = url.shown(self.target)
         made: Path | None = None  # a SQLite file this call creates: removed again if it cannot be set up
         try:
@@ -162,7 +162,7 @@ class Store:
     def require_experiment(self, name: str) -> ExperimentRecord:
         record = self.find_experiment(name)
         if record is None:
-            raise SpecError(f"no experiment named '{name}' in {self.target}", hint="`benchlab list` shows what is stored")
+            raise files.unknown_experiment(name, self.target)
         return record
 
     def list_experiments(self, name: str | None = None) -> list[dict[str, Any]]:
@@ -266,7 +266,7 @@ class Store:
 def revision_of(target: str | None = None) -> str | None:
     """The schema revision a database is at, read without creating or migrating it; one stamped
     at HEAD that lacks part of it is named with what it lacks (`db upgrade` mends it)."""
-    target = url.default_db() if target is None else target
+    target = files.default_db() if target is None else target
     engine = url.open_engine(url.engine_url(target, create=False))
     try:
         with engine.connect() as conn:

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from sqlalchemy import Column, Connection, MetaData, PrimaryKeyConstraint, String, Table, func, inspect, select
 
 from benchlab.store import schema as t
+from benchlab.store.files import BASELINE, HEAD, VERSION_TABLE
 
-HEAD = "0003_fleet_task"
-BASELINE = "0001_baseline"  # release 0.1.0's schema, which predates alembic
-VERSION_TABLE = "alembic_version"
 # the revision each schema_version number was raised by, for a database whose alembic_version is empty
 BY_NUMBER = {1: BASELINE, 2: "0002_drop_run_attempt", 3: HEAD}
 
