@@ -218,3 +218,24 @@ def test_the_table_names_the_intervals_it_shows_and_raw_intervals_shows_the_unad
     raw = report.with_raw_intervals()
     assert raw.intervals == "raw" and all(r.change_ci == r.change_ci95 for r in raw.rows)
     assert "b change [95% CI]" in render(raw, "table") and "--raw-intervals" in render(raw, "table")
+
+
+def test_rows_judged_on_threads_are_the_rows_judged_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows, and then their intervals once every family's threshold is known, are worked out on a
+    thread per CPU where there are many: what they hold is what judging them in turn gives."""
+    from benchlab.stats import judge as judging
+
+    rng = np.random.default_rng(7)
+    cases = []
+    while len(cases) < 20:
+        series, variants = _experiment(rng)
+        if len(series) * (len(variants) - 1) > 8:  # enough rows for threads
+            cases.append((series, variants))
+    settings = Settings(baseline="A", correction="bh", margin=0.02)
+    threaded = [judge(series, variants, settings) for series, variants in cases]
+    monkeypatch.setattr(judging, "_each", lambda work, items: [work(item) for item in items])
+    in_turn = [judge(series, variants, settings) for series, variants in cases]
+    fields = ("workload", "metric", "variant", "change", "change_ci", "change_ci_level", "p", "q", "verdict", "note")
+    for (rows_a, geo_a), (rows_b, geo_b) in zip(threaded, in_turn, strict=True):
+        for a, b in zip([*rows_a, *geo_a], [*rows_b, *geo_b], strict=True):
+            assert repr([getattr(a, f, None) for f in fields]) == repr([getattr(b, f, None) for f in fields])  # NaN too

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -39,6 +40,9 @@ from benchlab.stats.families import JUDGED, shares
 from benchlab.stats.sequential import nominal_level, nominal_threshold, sequential_p
 from benchlab.stats.verdict import DECIDED, blocks_needed, verdict
 from benchlab.terms import FIRST_LOOK, GEOMEAN, NOT_JUDGED, PARAMETRIC, PRIMARY, SMALL_N, UNCLEAR
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 LEVELS = (0.95, 0.90)  # the change's unadjusted interval, and the one TOST compares with the margin
 RAW_LEVEL = LEVELS[0]
@@ -356,14 +360,19 @@ def judge(series_list: list[Series], variants: list[str], settings: Settings) ->
     if not others:  # a lone variant is measured, not compared
         return [_describe(s, settings.baseline) for s in series_list], []
     pairs = [(s, v) for s in series_list for v in others]
-    if len(pairs) > 8:  # numpy's selection and sorting release the GIL: rows judge in parallel
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            rows = list(pool.map(lambda pair: _compare(pair[0], pair[1], settings), pairs))
-    else:
-        rows = [_compare(s, v, settings) for s, v in pairs]
+    rows = _each(lambda pair: _compare(pair[0], pair[1], settings), pairs)
     geomeans = _geomeans(series_list, settings, others)
     decide([r for r in rows if r.family in JUDGED and r.direction != "none"], geomeans, settings)
     return rows, geomeans
+
+
+def _each(work: Callable[[Item], Result], items: list[Item]) -> list[Result]:
+    """`work` on every item, in order; on a thread per CPU where there are many: numpy's selection
+    and sorting (most of a row's judging, and of its interval) release the GIL."""
+    if len(items) <= 8:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return list(pool.map(work, items))
 
 
 def _cannot_reach(row: Judged, level: float, p_min: float) -> str:
@@ -407,6 +416,7 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
         can = [key for key, level in first_split.items() if any(p_min[id(r)] <= level for r in families[key])]
         levels = dict(zip(can, shares(settings.alpha, [f for _, f in can]), strict=True))
     same_level = (1 - settings.levels()[1]) / 2
+    shows: list[tuple[Row | GeomeanRow, float, float]] = []  # each judged row, its interval's threshold, its level
     for key, members in families.items():
         level = levels.get(key)
         testable: list[Row | GeomeanRow]
@@ -432,8 +442,10 @@ def decide(rows: list[Row], geomeans: list[GeomeanRow], settings: Settings) -> N
             if id(r) not in testable_ids:
                 r.q = NAN
                 r.note = _cannot_reach(r, level, p_min[id(r)])
-            _show_interval(r, shown if id(r) in testable_ids else min(shown, cutoff), seq)
-            _verdict(r, settings, row_level, same_level)
+            shows.append((r, shown if id(r) in testable_ids else min(shown, cutoff), row_level))
+    _each(lambda show: _show_interval(show[0], show[1], seq), shows)  # every threshold is known: the intervals
+    for r, _, row_level in shows:
+        _verdict(r, settings, row_level, same_level)
     _explain_geomeans(rows, geomeans)
 
 
