@@ -14,9 +14,11 @@
 //! followed by the columns in order, each N little-endian i64 ("int") or f64 ("real"); or
 //! `{"protocol": 1, "error": "why"}`, after which the reader ends (exit 1). A value of
 //! another kind (text, NULL, a real where integers belong) is such an error, never converted.
-//! It ends at the end of its input.
+//! Answers come in the order asked, and a request may be sent before the answer before it is
+//! read: it is stepped meanwhile (one answer waits in memory at most). It ends at the end of its input.
 
 use std::io::{self, BufRead, Write};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use rusqlite::types::ValueRef;
@@ -95,12 +97,11 @@ fn held(value: ValueRef<'_>) -> &'static str {
     }
 }
 
+/// A statement's row count and its columns, each of 8-byte little-endian numbers.
+type Columns = (usize, Vec<Vec<u8>>);
+
 /// One statement's rows as columns of 8-byte little-endian numbers.
-fn query(
-    conn: &Connection,
-    sql: &str,
-    kinds: &[Kind],
-) -> Result<(usize, Vec<Vec<u8>>), ColumnsError> {
+fn query(conn: &Connection, sql: &str, kinds: &[Kind]) -> Result<Columns, ColumnsError> {
     let mut statement = conn.prepare(sql).map_err(ColumnsError::Prepare)?;
     if !statement.readonly() {
         return Err(ColumnsError::Writes);
@@ -154,26 +155,50 @@ pub fn serve(path: &str, out: &mut impl Write) -> Result<(), ColumnsError> {
     })?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.execute_batch("BEGIN")?; // the first read fixes the snapshot for all
-    for line in io::stdin().lock().lines() {
-        let line = line.map_err(ColumnsError::Read)?;
-        if line.trim().is_empty() {
-            continue;
+                                  // Requests are read and stepped on a thread of their own, answers written here: a query asked
+                                  // before the last answer was read (benchlab asks for a load's metric values while it checks
+                                  // its runs) is stepped while that answer waits in the pipe. One answer waits at most.
+    let (answers, stepped) = mpsc::sync_channel::<Result<Columns, ColumnsError>>(1);
+    std::thread::spawn(move || {
+        for request in io::stdin().lock().lines() {
+            let answer = match request
+                .map_err(ColumnsError::Read)
+                .and_then(|line| step(&conn, &line))
+            {
+                Ok(None) => continue, // a blank line
+                Ok(Some(columns)) => Ok(columns),
+                Err(why) => Err(why),
+            };
+            let failed = answer.is_err();
+            if answers.send(answer).is_err() || failed {
+                return; // the writer stopped, or this answer ends the reader
+            }
         }
-        let request: Value = serde_json::from_str(&line).map_err(ColumnsError::NotJson)?;
-        let sql = request["sql"]
-            .as_str()
-            .ok_or(ColumnsError::Missing("sql"))?;
-        let kinds = request["types"]
-            .as_array()
-            .ok_or(ColumnsError::Missing("types"))?
-            .iter()
-            .map(Kind::parse)
-            .collect::<Result<Vec<_>, _>>()?;
-        let (rows, columns) = query(&conn, sql, &kinds)?;
-        let sent = answer(out, json!({"protocol": PROTOCOL, "rows": rows}))
+    }); // dropping the connection with the thread ends the read transaction
+    for answer in stepped {
+        let (rows, columns) = answer?;
+        let sent = self::answer(out, json!({"protocol": PROTOCOL, "rows": rows}))
             .and_then(|_| columns.iter().try_for_each(|column| out.write_all(column)))
             .and_then(|_| out.flush());
         sent.map_err(ColumnsError::Answer)?;
     }
-    Ok(()) // dropping the connection ends the read transaction
+    Ok(())
+}
+
+/// One request line stepped: its rows as columns; None for a blank line, which asks nothing.
+fn step(conn: &Connection, line: &str) -> Result<Option<Columns>, ColumnsError> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let request: Value = serde_json::from_str(line).map_err(ColumnsError::NotJson)?;
+    let sql = request["sql"]
+        .as_str()
+        .ok_or(ColumnsError::Missing("sql"))?;
+    let kinds = request["types"]
+        .as_array()
+        .ok_or(ColumnsError::Missing("types"))?
+        .iter()
+        .map(Kind::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    query(conn, sql, &kinds).map(Some)
 }

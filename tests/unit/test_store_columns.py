@@ -94,6 +94,29 @@ def test_a_query_asked_is_answered_later_and_one_never_read_is_dropped_with_its_
     assert threading.active_count() == threads
 
 
+def test_queries_asked_before_the_answers_are_read_are_answered_in_order(tmp_path: Path) -> None:
+    """A load asks for its runs and their values at once: the reader steps the second while the
+    first answer (here larger than a pipe holds) waits to be read, the answers come in the order
+    asked, and one that fails does so in its turn, after the answers before it."""
+    store, one, _ = two_experiments(tmp_path / "r.db")
+    r, m = t.run.c, t.metric.c
+    other = t.metric.alias("other")
+    crossed = select(m.value, other.c.value.label("again")).join_from(t.metric, other, m.id >= 0)
+    queries: list[tuple[Any, dict[str, Any]]] = [
+        (crossed, {"value": np.float64, "again": np.float64}),  # 409,600 rows: 6.5 MB of columns
+        (select(r.id, r.block).where(r.experiment_id == one.id).order_by(r.id), {"id": np.int64, "block": np.int64}),
+    ]  # fmt: skip
+    with store.engine.connect() as conn, reader(conn) as columns:
+        answers = [columns.ask(query, dtypes) for query, dtypes in queries]
+        failing = columns.ask(select(r.status), {"status": np.int64})  # text where numbers belong
+        for answer, (query, dtypes) in zip(answers, queries, strict=True):
+            got, expected = answer(), by_driver(conn, query, dtypes)
+            assert all(np.array_equal(got[name], expected[name]) for name in dtypes)
+        assert len(got["id"]) == 160 and len(expected["id"]) == 160
+        with pytest.raises(StoreError, match="status"):
+            failing()
+
+
 def test_a_load_keeps_its_own_runs_and_names_failed_ones_and_lost_benchmarks(tmp_path: Path) -> None:
     store, one, two = two_experiments(tmp_path / "r.db")
     whole = store.load(one, every_record=True)

@@ -8,7 +8,8 @@ are; no library does this inside Python without linking a second SQLite into the
 which would release the first one's locks on the file. Other databases (PostgreSQL) are read
 through the driver's cursor into the same columns. One `reader` reads every column of a load
 in one snapshot of the database; a query `ask`ed of it is answered while this process does
-other work (the load checks the same rows for damage meanwhile, on the other CPU).
+other work (a load asks for the runs and their metric values at once, and checks the same run
+rows for damage meanwhile, on the other CPU).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class ColumnReader:
     def __init__(self, ask: Callable[[Select[Any], Mapping[str, DTypeLike]], Answer]) -> None:
         self.ask = ask
         """Sends a query; the answer's columns come when it is called (a native reader works on
-        them meanwhile, a driver's cursor has read them already)."""
+        them meanwhile, a driver's cursor has read them already). Answers are called in the
+        order their queries were asked; a query may be asked before the one before is answered."""
 
     def read(self, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Columns:
         return self.ask(query, dtypes)()
@@ -88,8 +90,8 @@ class _NativeReader:
         self.watchdogs: list[threading.Timer] = []  # one per query asked and not yet answered
 
     def ask(self, conn: Connection, query: Select[Any], dtypes: Mapping[str, DTypeLike]) -> Answer:
-        """Sends the query now; its answer is read when the returned function is called, which
-        must be before the next query is asked (answers come in the order asked)."""
+        """Sends the query now; its answer is read when the returned function is called, in the
+        order asked (the reader steps a query while the answer before it waits in the pipe)."""
         names = list(query.selected_columns.keys())
         kinds = ["real" if np.dtype(dtypes[name]).kind == "f" else "int" for name in names]
         # the few values bound in a load are integers benchlab chose (ids, ranges), rendered by SQLAlchemy

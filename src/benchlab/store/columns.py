@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from benchlab.errors import StoreError
 from benchlab.store import checks
@@ -14,18 +14,18 @@ from benchlab.store.columnar import Answer, ColumnReader
 from benchlab.store.records import MetricColumns
 
 
-def metric_columns(
-    conn: Connection, columns: ColumnReader, experiment_id: int, run_ids: np.ndarray
-) -> Callable[[], MetricColumns]:
-    """Metric values as columns, for numpy, of the experiment's runs (`run_ids`, ascending):
-    asked of `columns` now, read and checked when the returned function is called.
+def metric_columns(conn: Connection, columns: ColumnReader, experiment_id: int) -> Callable[[np.ndarray], MetricColumns]:
+    """Metric values as columns, for numpy, of the experiment's runs: asked of `columns` now, read
+    and checked when the returned function is called with the runs' ids (ascending), as read
+    by the same reader.
 
     The rows are those of the runs' id range, read along the index on run ids (a subquery of
-    the experiment's runs costs a lookup per run); runs of other experiments stored meanwhile
-    can fall inside it, and are left out here. A value of one of its runs whose name is not one
-    of its metric names (a row another program wrote) is refused, not left out unseen.
+    the experiment's runs costs a lookup per run); the range's ends are asked of the same
+    snapshot, so that the values are asked before the runs are read. Runs of other experiments
+    stored meanwhile can fall inside it, and are left out here. A value of one of its runs whose
+    name is not one of its metric names (a row another program wrote) is refused, not left out unseen.
     """
-    m, names_c = t.metric.c, t.metric_name.c
+    m, names_c, r = t.metric.c, t.metric_name.c, t.run.c
     names = {
         row.id: row.name
         for row in conn.execute(
@@ -35,14 +35,12 @@ def metric_columns(
         )
     }
     codes = {name: code for code, name in enumerate(dict.fromkeys(names.values()))}  # one per name, across workloads
-    if not len(run_ids):
-        return lambda: MetricColumns(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0), [])
-    lo, hi = int(run_ids[0]), int(run_ids[-1])
+    first, last = (select(end(r.id)).where(r.experiment_id == experiment_id).scalar_subquery() for end in (func.min, func.max))
     answer = columns.ask(
-        select(m.run_id, m.name_id, m.value).where(m.run_id.between(lo, hi)),
+        select(m.run_id, m.name_id, m.value).where(m.run_id.between(first, last)),
         {"run_id": np.int64, "name_id": np.int64, "value": np.float64},
     )
-    return lambda: _checked(conn, answer, names, codes, run_ids)
+    return lambda run_ids: _checked(conn, answer, names, codes, run_ids)
 
 
 def _checked(
@@ -50,6 +48,9 @@ def _checked(
 ) -> MetricColumns:
     """The values of the experiment's runs that `answer` reads, each named by a metric name of its experiment."""
     m = t.metric.c
+    if not len(run_ids):  # the range was empty too: its answer is read all the same, in its turn
+        answer()
+        return MetricColumns(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0), [])
     name_ids = np.array(sorted(names), dtype=np.int64)
     code_of = np.array([codes[names[int(i)]] for i in name_ids], dtype=np.int32)
     lo, hi = int(run_ids[0]), int(run_ids[-1])

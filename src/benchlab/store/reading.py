@@ -34,14 +34,14 @@ def load(conn: Connection, exp: ExperimentRecord, *, every_record: bool = False)
     runs a report names one by one (those that failed, those a benchmark failed inside), or of
     every run with `every_record` (a JSON report with its runs, a bundle)."""
     with columnar.reader(conn) as columns:
-        answer = columns.ask(*run_query(exp))  # read by the native reader while the same rows are checked here
+        answer = columns.ask(*run_query(exp))  # the runs and their values, read by the native reader
+        values = metric_columns(conn, columns, exp.id)  # while the same run rows are checked here
         damage = checks.damaged_run(conn, exp.id)  # every column of every run row, before any is used
         if damage is not None:
             raise damage
         runs = run_table(answer(), exp)
-        values = metric_columns(conn, columns, exp.id, runs.ids)  # read there while the records are read here
         records = run_records(conn, exp, last=int(runs.ids[-1]) if len(runs) else 0, every=every_record)
-        metrics = values()
+        metrics = values(runs.ids)
     _finite_values(metrics)
     names_w = {v: k for k, v in exp.workload_ids.items()}
     m = t.metric_name.c
