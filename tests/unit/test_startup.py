@@ -130,3 +130,12 @@ def test_a_stored_name_and_an_older_database_go_to_the_store_as_before(tmp_path:
         exit_code, modules = started(tmp_path, "report", "absent", "--db", str(landed))
         assert exit_code == 2 and "sqlalchemy" in modules, landed.name
         assert landed.read_bytes() == before
+
+
+def test_listing_the_experiments_reads_no_runs_and_no_spec(tmp_path: Path) -> None:
+    """`benchlab list` needs the database and a table: not numpy, scipy, the store's run reader or
+    the spec's models, which reading an experiment's runs or its spec loads."""
+    exit_code, modules = started(tmp_path, "list", "--db", stored_db(tmp_path))
+    assert exit_code in (0, None) and "sqlalchemy" in modules
+    heavy = ("numpy", "scipy", "benchlab.spec.models", "benchlab.store.reading", "benchlab.stats", "matplotlib")
+    assert not [m for m in modules if any(m == h or m.startswith(f"{h}.") for h in heavy)]

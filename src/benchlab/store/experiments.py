@@ -1,21 +1,23 @@
-"""An experiment's rows: the experiment, its workloads and its variants, written and found."""
+"""An experiment's rows: the experiment, its workloads and its variants, written, found and listed."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Integer, delete, insert, select, type_coerce
+from sqlalchemy import Connection, Integer, delete, func, insert, select, type_coerce
 
 from benchlab.errors import StoreError
-from benchlab.spec.models import ExperimentSpec, VariantSpec
-from benchlab.spec.stored import StoredVersionError, read_stored_spec
 from benchlab.store import checks
 from benchlab.store import schema as t
 from benchlab.store.records import ExperimentRecord
+
+if TYPE_CHECKING:  # the spec's models load with the first experiment found, not for `benchlab list`
+    from benchlab.spec.models import ExperimentSpec
 
 
 def spec_digest(spec: dict[str, Any]) -> str:
@@ -84,6 +86,8 @@ def experiment_in(conn: Connection, name: str) -> ExperimentRecord | None:
 
 def _stored_spec(stored: dict[str, Any], where: str) -> ExperimentSpec:
     """The row's spec read once, of any version this release reads (`spec.stored`)."""
+    from benchlab.spec.stored import StoredVersionError, read_stored_spec
+
     try:
         return checks.shaped(stored, read_stored_spec, where, "spec")
     except StoredVersionError as exc:
@@ -95,6 +99,8 @@ def _agrees(where: str, name: Any, spec: ExperimentSpec, workloads: Sequence[Any
     workloads (name and kind), its variants in order with their configs and the baseline. What
     reads them takes one for the other (a report finds a workload's metrics in the spec, its
     baseline by name among the variants), so a row another program changed alone is refused."""
+    from benchlab.spec.models import VariantSpec
+
     if spec.name != name:
         raise checks.damaged(where, f"has a spec of experiment {checks.shown(spec.name)}, not of {checks.shown(name)}")
     kinds = {w.name: w.kind for w in spec.workloads}
@@ -126,3 +132,34 @@ def replace_spec(conn: Connection, exp: ExperimentRecord, spec: dict[str, Any]) 
         .where(t.experiment.c.id == exp.id)
         .values(spec=json.dumps(spec, sort_keys=True), spec_hash=spec_digest(spec))
     )
+
+
+def experiment_list(conn: Connection, name: str | None = None) -> list[dict[str, Any]]:
+    """Every experiment (or the one of `name`) with its run counts and last run, oldest first."""
+    r, e = t.run.c, t.experiment.c
+    counts = (
+        select(
+            r.experiment_id,
+            func.count().label("runs"),
+            func.sum((r.status != "ok").cast(Integer)).label("failed"),
+            func.max(r.ended_at).label("last"),
+        )
+        .group_by(r.experiment_id)
+        .subquery()
+    )
+    query = (
+        select(e.id, e.name, e.created_at, counts.c.runs, counts.c.failed, counts.c.last)
+        .select_from(t.experiment.outerjoin(counts, counts.c.experiment_id == e.id))
+        .order_by(e.created_at)
+    )
+    if name is not None:
+        query = query.where(e.name == name)
+    listed = [dict(row) for row in conn.execute(query).mappings()]
+    for row in listed:
+        where = f"experiment {row['id']}"
+        checks.text(row["name"], where, "name")
+        checks.number(row["created_at"], where, "created_at")
+        if row["last"] is not None and (type(row["last"]) not in (int, float) or not math.isfinite(row["last"])):
+            damage = checks.damaged_run(conn, row["id"])  # which run: its ended_at, or another column
+            raise damage or checks.damaged(where, f"has a run ended at {checks.shown(row['last'])}")
+    return listed

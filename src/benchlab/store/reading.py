@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection
 from typing import Any, get_args
 
 import numpy as np
 from numpy.typing import DTypeLike
-from sqlalchemy import Connection, Integer, RowMapping, Select, and_, func, or_, select
+from sqlalchemy import Connection, RowMapping, Select, and_, or_, select
 
 from benchlab.metrics import Direction
 from benchlab.store import checks, columnar, driver
@@ -201,37 +200,6 @@ def _calibration(row: RowMapping) -> Calibration:
         blocks=checks.whole(row["blocks"], where, "blocks"),
         created_at=checks.number(row["created_at"], where, "created_at"),
     )
-
-
-def experiment_list(conn: Connection, name: str | None = None) -> list[dict[str, Any]]:
-    """Every experiment (or the one of `name`) with its run counts and last run, oldest first."""
-    r, e = t.run.c, t.experiment.c
-    counts = (
-        select(
-            r.experiment_id,
-            func.count().label("runs"),
-            func.sum((r.status != "ok").cast(Integer)).label("failed"),
-            func.max(r.ended_at).label("last"),
-        )
-        .group_by(r.experiment_id)
-        .subquery()
-    )
-    query = (
-        select(e.id, e.name, e.created_at, counts.c.runs, counts.c.failed, counts.c.last)
-        .select_from(t.experiment.outerjoin(counts, counts.c.experiment_id == e.id))
-        .order_by(e.created_at)
-    )
-    if name is not None:
-        query = query.where(e.name == name)
-    listed = [dict(row) for row in conn.execute(query).mappings()]
-    for row in listed:
-        where = f"experiment {row['id']}"
-        checks.text(row["name"], where, "name")
-        checks.number(row["created_at"], where, "created_at")
-        if row["last"] is not None and (type(row["last"]) not in (int, float) or not math.isfinite(row["last"])):
-            damage = checks.damaged_run(conn, row["id"])  # which run: its ended_at, or another column
-            raise damage or checks.damaged(where, f"has a run ended at {checks.shown(row['last'])}")
-    return listed
 
 
 def stored_keys(

@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
-
 from benchlab.metrics import Metric
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy's arrays are only named here: `benchlab list` reads no columns
+    import numpy as np
+
     from benchlab.spec.models import ExperimentSpec
 
 # A Google Benchmark binary (workload kind "gbench") can lose a benchmark inside a run that

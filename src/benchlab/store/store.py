@@ -15,7 +15,7 @@ from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLA
 
 from benchlab import notes
 from benchlab.errors import AlreadyStored, DatabaseUnavailable, StoreError
-from benchlab.store import creation, experiments, files, fleet, hosts, reading, url
+from benchlab.store import creation, experiments, files, fleet, hosts, url
 from benchlab.store import schema as t
 from benchlab.store.driver import reason
 from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
@@ -167,7 +167,7 @@ class Store:
 
     def list_experiments(self, name: str | None = None) -> list[dict[str, Any]]:
         with self.reading() as conn:
-            return reading.experiment_list(conn, name)
+            return experiments.experiment_list(conn, name)
 
     # -- runs ----------------------------------------------------------------
     def stored_keys(
@@ -179,6 +179,8 @@ class Store:
         blocks: Collection[int] | None = None,
         ok_only: bool = False,
     ) -> set[tuple[str, str, int, bool]]:
+        from benchlab.store import reading  # numpy loads with what reads runs, not for `benchlab list`
+
         with self.reading() as conn:
             return reading.stored_keys(conn, exp, host_id, workloads=workloads, blocks=blocks, ok_only=ok_only)
 
@@ -200,11 +202,15 @@ class Store:
             raise StoreError(f"the database refused {which}: {reason(exc)}") from None
 
     def run_identities(self, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
+        from benchlab.store import reading
+
         with self.reading() as conn:
             return reading.run_identities(conn, exp)
 
     def load(self, exp: ExperimentRecord, *, every_record: bool = False) -> ExperimentData:
         """Everything stored about an experiment (`reading.load`)."""
+        from benchlab.store import reading
+
         with self.reading() as conn:
             return reading.load(conn, exp, every_record=every_record)
 
