@@ -74,10 +74,18 @@ def _on_signal(signum: int, _frame: FrameType | None) -> None:
 
 
 def _stop() -> None:
+    decided()
+    raise KeyboardInterrupt
+
+
+def decided() -> None:
+    """The command has its outcome (an exit code, the one line of a refusal): a stopping signal
+    from now on is ignored, so that the process ends with that outcome and not by the signal
+    while the interpreter winds down, its own handlers gone by then (`benchlab list` refused in
+    a quarter of a second, then killed by a Ctrl-C on its way out, would read as interrupted)."""
     _State.stopping = True
     for signum in _STOPPING_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

@@ -45,6 +45,7 @@ def parser(words: Sequence[str] | None = None) -> Parser:
 
 def _refuse(message: object, code: int) -> None:
     """The one line at the edge: escaped, on stderr, then the exit code."""
+    interrupts.decided()
     sys.stderr.write(f"benchlab: {safe.text(message, limit=safe.LINE_MAX)}\n")
     sys.exit(code)
 
@@ -63,4 +64,5 @@ def main(argv: Sequence[str] | None = None) -> None:
         _refuse(exc, exc.exit_code)
     except KeyboardInterrupt:
         _refuse("interrupted; every finished run is stored (continue with --resume)", Interrupted.exit_code)
+    interrupts.decided()
     sys.exit(code if isinstance(code, int) else 0)
