@@ -4,7 +4,9 @@ bare `python -c pass`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -60,13 +62,6 @@ def test_a_help_or_a_refusal_loads_nothing_heavy(tmp_path: Path, words: list[str
     assert not loaded, f"benchlab {' '.join(words)} loaded {loaded}"
 
 
-def test_a_command_that_runs_loads_what_it_uses(tmp_path: Path) -> None:
-    """The list above can fail: a command that judges loads the statistics (here on a database
-    that is not there, refused after the store loads)."""
-    exit_code, modules = started(tmp_path, "report", "x", "--db", str(tmp_path / "none.db"))
-    assert exit_code == 4 and "sqlalchemy" in modules and "benchlab.store" in modules
-
-
 def test_the_history_help_says_the_detectors_own_defaults() -> None:
     """The help states them without importing the detector (dataclasses would cost a third of the start)."""
     from benchlab.analysis.changepoints import Settings
@@ -116,6 +111,37 @@ def test_a_name_the_database_does_not_hold_is_refused_before_anything_reads_it(t
     with pytest.raises(SpecError) as refused:
         Store(db, create=False).require_experiment("absent")
     assert said == f"benchlab: {refused.value}\n"
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "foreign"])
+def test_a_file_the_store_would_refuse_is_refused_before_anything_reads_it(tmp_path: Path, kind: str) -> None:
+    """A mistyped --db path, an empty file and another program's SQLite file: refused as the Store
+    refuses them (store/files.checked_path, which both ask), before SQLAlchemy loads."""
+    from benchlab.errors import StoreError
+    from benchlab.store import Store
+
+    db = tmp_path / "r.db"
+    if kind == "empty":
+        db.write_bytes(b"")
+    if kind == "foreign":
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            conn.execute("CREATE TABLE notes (body TEXT)")
+    before = db.read_bytes() if db.exists() else None
+    exit_code, modules = started(tmp_path, "report", "x", "--db", str(db))
+    assert exit_code == 4
+    loaded = [m for m in modules if any(m == h or m.startswith(f"{h}.") for h in HEAVY) and m not in STORE_PACKAGE]
+    assert not loaded, f"benchlab report x --db ({kind}) loaded {loaded}"
+    said = cli("report", "x", "--db", str(db), cwd=tmp_path).stderr
+    with pytest.raises(StoreError) as refused:
+        Store(str(db), create=False)
+    assert said == f"benchlab: {refused.value}\n"
+    assert (db.read_bytes() if db.exists() else None) == before
+
+
+def test_a_command_that_runs_loads_what_it_uses(tmp_path: Path) -> None:
+    """The lists above can fail: a command that judges loads the store and the statistics."""
+    exit_code, modules = started(tmp_path, "report", "present", "--db", stored_db(tmp_path))
+    assert exit_code in (0, None) and "sqlalchemy" in modules and "benchlab.stats" in modules
 
 
 def test_a_stored_name_and_an_older_database_go_to_the_store_as_before(tmp_path: Path) -> None:

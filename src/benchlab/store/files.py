@@ -18,6 +18,7 @@ import os
 import sqlite3
 import stat
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchlab.errors import SpecError, StoreError
@@ -71,26 +72,48 @@ def refuse_planted_link(path: Path) -> None:
         raise SpecError(f"cannot open results database {path}: it is a symbolic link to nothing ({os.readlink(path)})")
 
 
-def refuse_foreign_sqlite(path: Path, *, create: bool) -> None:
-    """Another program's SQLite file is left exactly as it is: looked at read-only, before the
-    connection pragmas (WAL) or the schema would change it. Every benchlab database, of any
-    release, holds `schema_version`. A file without tables (an empty one) becomes a database only
-    for a command that stores (`create`); one that only reads refuses it, writing nothing."""
-    if not path.is_file():
-        return
-    if path.stat().st_size == 0:
-        if not create:
+def checked_path(target: str, *, create: bool) -> Path:
+    """The SQLite file a target (no URL) names, after the checks every open makes first: a planted
+    link, a file that is not there for a command that only reads (`create=False`: it must not leave
+    an empty database behind a mistyped path), and another program's file."""
+    path = _located(target, create=create)
+    with _opened(path, create=create):
+        return path
+
+
+def _located(target: str, *, create: bool) -> Path:
+    path = Path(target).expanduser().absolute()
+    refuse_planted_link(path)
+    if not create and not path.is_file():
+        raise StoreError(f"no results database at {path}")
+    return path
+
+
+@contextlib.contextmanager
+def _opened(path: Path, *, create: bool) -> Iterator[sqlite3.Connection | None]:
+    """The file opened read-only by the standard library's sqlite3 (no WAL file is made), once it is
+    known to be benchlab's; None where there is no file yet, or an empty one, and `create`.
+
+    Another program's SQLite file is left exactly as it is: looked at before the connection
+    pragmas (WAL) or the schema would change it. Every benchlab database, of any release, holds
+    `schema_version`. A file without tables (an empty one) becomes a database only for a command
+    that stores (`create`); one that only reads refuses it, writing nothing."""
+    if not path.is_file() or path.stat().st_size == 0:
+        if path.is_file() and not create:
             raise StoreError(f"{path} is an empty file, not a benchlab results database")
+        yield None
         return
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True)) as conn:
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True)
+        with contextlib.closing(conn):
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables and SCHEMA_TABLE not in tables:
+                raise StoreError(f"{path} is not a benchlab results database (it holds tables of its own)")
+            if not tables and not create:
+                raise StoreError(f"{path} holds no tables: it is not a benchlab results database")
+            yield conn
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open results database {path}: {exc}") from None
-    if tables and SCHEMA_TABLE not in tables:
-        raise StoreError(f"{path} is not a benchlab results database (it holds tables of its own)")
-    if not tables and not create:
-        raise StoreError(f"{path} holds no tables: it is not a benchlab results database")
 
 
 def unknown_experiment(name: str, shown: str) -> SpecError:
@@ -100,22 +123,19 @@ def unknown_experiment(name: str, shown: str) -> SpecError:
 
 def refuse_unknown_experiment(target: str | None, name: str) -> None:
     """Refuses `name` where the SQLite file `target` names (the default where None) is certain not to
-    hold it; otherwise returns, and the Store opens the database as always. The file is checked as
-    every open checks it first (`refuse_planted_link`, `refuse_foreign_sqlite`), and opened
-    read-only, changing nothing (no WAL file is made: a file in WAL mode without one is left to the Store)."""
+    hold it, and the file wherever the Store would refuse it (`checked_path`); otherwise returns, and
+    the Store opens the database as always. The file is opened once, read-only."""
     target = default_db() if target is None else target
     if not target or "://" in target:
-        return
-    path = Path(target).expanduser().absolute()
-    refuse_planted_link(path)
-    if not path.is_file():
-        return
-    refuse_foreign_sqlite(path, create=False)
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True, timeout=0.1)) as conn:
-            stamped = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()
-            held = conn.execute("SELECT 1 FROM experiment WHERE name = ?", (name,)).fetchall()
-    except sqlite3.Error:  # locked, damaged, or no such table: the Store says which
-        return
+        return  # the Store refuses an empty name, and reads a URL
+    with _opened(_located(target, create=False), create=False) as conn:
+        if conn is None:  # the file went away since it was located: the Store says so
+            return
+        lookup = conn.cursor()  # an error here (locked, damaged, no such table) is the Store's to name
+        try:
+            stamped = lookup.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()
+            held = lookup.execute("SELECT 1 FROM experiment WHERE name = ?", (name,)).fetchall()
+        except sqlite3.Error:
+            return
     if stamped == [(HEAD,)] and not held:
         raise unknown_experiment(name, target)

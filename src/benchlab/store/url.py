@@ -6,7 +6,6 @@ import contextlib
 import os
 import sqlite3
 import urllib.parse
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -29,11 +28,7 @@ def engine_url(target: str, *, create: bool = True) -> URL:
         if scheme in ("postgres", "postgresql", "postgresql+psycopg"):
             return make_url(f"postgresql+psycopg://{rest}")
         raise StoreError(f"{scheme}:// is no results database benchlab can use (a SQLite path or a postgresql:// URL)")
-    path = Path(target).expanduser().absolute()
-    files.refuse_planted_link(path)
-    if not create and not path.is_file():
-        raise StoreError(f"no results database at {path}")
-    files.refuse_foreign_sqlite(path, create=create)
+    path = files.checked_path(target, create=create)
     path.parent.mkdir(parents=True, exist_ok=True)
     return URL.create("sqlite", database=str(path))
 
