@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import sys
 
-from benchlab import blas, interrupts
+from benchlab import blas, deferred, interrupts
 
 
 def main() -> None:
     interrupts.install()
     blas.install()
+    deferred.install()
     try:
         from benchlab.cli import main as command_line
     except KeyboardInterrupt:
