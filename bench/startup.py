@@ -47,6 +47,7 @@ def cases(folder: Path) -> dict[str, list[str]]:
         "refused: a spec whose contents are wrong (pydantic)": ["run", str(bad_content)],
         "refused: report an experiment the database does not hold": ["report", "absent", "--db", stored],
         "refused: show an experiment the database does not hold": ["show", "absent", "--db", stored],
+        "refused: report from a --db path that is not there": ["report", "x", "--db", str(folder / "none.db")],
     }
     return shown
 

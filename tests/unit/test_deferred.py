@@ -1,5 +1,5 @@
-"""numpy's f2py and testing, which scipy's import loads through `from numpy import *`, stay unrun
-in the `benchlab` executable until something uses them, and then work whole."""
+"""numpy's f2py and testing and scipy's linalg, which `scipy.special`'s import loads, stay unrun in
+the `benchlab` executable until something uses them, and then work whole."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from benchlab import deferred
 if sys.argv[1] == "installed":
     deferred.install()
 from scipy import special
-loaded = {m: m in sys.modules for m in ("numpy.f2py.crackfortran", "numpy.testing._private.utils", "unittest")}
+loaded = {m: m in sys.modules for m in ("numpy.f2py.crackfortran", "numpy.testing._private.utils", "unittest", "scipy.linalg._basic")}
 import numpy
+from scipy import optimize
 numpy.testing.assert_allclose(special.ndtr(0.0), 0.5)
-print(json.dumps({"loaded": loaded, "include": numpy.f2py.get_include(), "after": "unittest" in sys.modules}))
+fit = optimize.least_squares(lambda p: p - numpy.array([1.0, 2.0]), numpy.zeros(2)).x.tolist()  # through scipy.linalg
+print(json.dumps({"loaded": loaded, "include": numpy.f2py.get_include(), "after": "unittest" in sys.modules, "fit": fit}))
 """
 
 
@@ -27,9 +29,10 @@ def loads(how: str) -> dict[str, Any]:
     return seen
 
 
-def test_scipy_loads_without_f2py_and_testing_which_still_work_when_used() -> None:
+def test_scipy_loads_without_f2py_testing_and_linalg_which_still_work_when_used() -> None:
     plain, installed = loads("plain"), loads("installed")
     assert all(plain["loaded"].values())  # what the star import costs without it
     assert not any(installed["loaded"].values())
     assert installed["include"] == plain["include"] and str(installed["include"]).endswith("src")
     assert installed["after"] is True  # numpy.testing ran at its first use
+    assert installed["fit"] == plain["fit"] == [1.0, 2.0]
