@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import sys
 
-from benchlab import blas, imports, interrupts
+from benchlab import blas, deferred, interrupts
 
 
 def main() -> None:
     interrupts.install()
     blas.install()
-    imports.install()
+    deferred.install()
     try:
         from benchlab.cli import main as command_line
     except KeyboardInterrupt:
