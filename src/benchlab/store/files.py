@@ -1,14 +1,15 @@
 """A SQLite results file looked at before SQLAlchemy loads: which file a command means, the checks
-every open makes first (a planted link, another program's file), and the refusal of an experiment
-the file does not hold.
+every open makes first (`checked_path`: a planted link, a missing file for a command that only
+reads, another program's file), and the refusal of an experiment the file does not hold.
 
 `benchlab report NAME` with a mistyped name is bad input, and is refused in about the time a bare
 Python starts (bench/startup.py): SQLAlchemy, numpy, scipy and the spec's models, which reading an
 experiment needs, cost sixty times that. So a read-only command asks `refuse_unknown_experiment`
-first: the standard library's sqlite3 opens the file read-only and looks the name up. It refuses
-only where the answer is certain (a file stamped at this benchlab's schema, whose experiment table
-answers); anything else (a PostgreSQL URL, no file, an older or newer schema, a locked or damaged
-file) is left to the Store, which says what is wrong in its own words.
+first: the file gets the Store's own checks, then the standard library's sqlite3 opens it
+read-only and looks the name up. It refuses a name only where the answer is certain (a file stamped
+at this benchlab's schema, whose experiment table answers); anything else (a PostgreSQL URL, an
+older or newer schema, a locked or damaged file) is left to the Store, which says what is wrong in
+its own words.
 """
 
 from __future__ import annotations
