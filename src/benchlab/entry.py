@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import sys
 
-from benchlab import blas, deferred, interrupts
+from benchlab import blas, imports, interrupts
 
 
 def main() -> None:
     interrupts.install()
     blas.install()
-    deferred.install()
+    imports.install()
     try:
         from benchlab.cli import main as command_line
     except KeyboardInterrupt:

@@ -142,8 +142,8 @@ def test_a_command_that_runs_loads_what_it_uses(tmp_path: Path) -> None:
     """The lists above can fail: a command that judges loads the store and the statistics."""
     exit_code, modules = started(tmp_path, "report", "present", "--db", stored_db(tmp_path))
     assert exit_code in (0, None) and "sqlalchemy" in modules and "benchlab.stats" in modules
-    deferred = ("numpy.f2py.crackfortran", "unittest", "scipy.linalg._basic")  # benchlab.deferred
-    assert not [m for m in deferred if m in modules]
+    lazy = ("numpy.f2py.crackfortran", "unittest", "scipy.linalg._basic")  # benchlab.imports
+    assert not [m for m in lazy if m in modules]
 
 
 def test_a_stored_name_and_an_older_database_go_to_the_store_as_before(tmp_path: Path) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sqlite3
 import urllib.parse
+import weakref
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -48,7 +50,23 @@ def open_engine(url: URL) -> Engine:
     engine = create_engine(url)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+    _OPEN.add(engine)
     return engine
+
+
+_OPEN: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_engines() -> None:
+    """Every engine's connections closed as the process exits. Closing a SQLite file's last
+    connection folds its write-ahead log into it and removes the log (a copy of the file alone,
+    or a read-only look, would miss what the log holds), and a PostgreSQL server sees a goodbye
+    instead of a dropped socket. The interpreter's last collections would close them only if they
+    reached them: the pool's connections sit in reference cycles, and the `benchlab` executable
+    freezes what its imports leave (`benchlab.imports`), cycles included, out of their reach."""
+    for engine in list(_OPEN):
+        engine.dispose()
 
 
 MEMORY_COPY_MAX = 256 << 20  # bytes: a larger file is migrated in place by `db upgrade`, once
