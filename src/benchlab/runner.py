@@ -70,6 +70,10 @@ class Prepared:
                 check_fits(workload, cpus, f"workloads[{i}] under {where}")
         return cls(spec=spec, workloads=workloads, variants=variants)
 
+    def renamed(self, name: str) -> Prepared:
+        """The same experiment under another name (a default name another experiment holds)."""
+        return dataclasses.replace(self, spec=self.spec.model_copy(update={"name": name}))
+
     def spec_json(self) -> dict[str, object]:
         return self.spec.model_dump(mode="json")
 

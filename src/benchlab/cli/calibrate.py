@@ -45,10 +45,10 @@ def calibrate(
     from benchlab.spec.quick import quick_spec
     from benchlab.store import Calibration
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stem = time.strftime("calibrate-%Y%m%d-%H%M%S")
     specs = [
         quick_spec(
-            name=f"calibrate-{stamp}-{i + 1:03d}",
+            name=f"{stem}-{i + 1:03d}",
             builtins=workload,
             commands=cmd,
             gbench=gbench,
@@ -63,6 +63,8 @@ def calibrate(
     ]
     prepared = [Prepared.from_spec(spec) for spec in specs]  # every check before the first run
     store = open_store(db)
+    free = store.unused_name(stem, suffix="-001")  # a batch started in the same second holds the stem
+    prepared = [p.renamed(f"{free}-{i + 1:03d}") for i, p in enumerate(prepared)]
     found, analyses, any_false, host_id = [], [], 0, None
     for i, p in enumerate(prepared):
         err().print(f"A/A experiment {i + 1} of {experiments}", style="dim", highlight=False)

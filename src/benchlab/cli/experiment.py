@@ -125,9 +125,11 @@ def execute(
     exports: Exports | None = None,
     fleet: FleetTarget | None = None,
     keep_failed: bool = False,
+    named: bool = True,
 ) -> None:
     """Runs the spec (`resume`: what it has not stored yet, and the runs stored as failed unless
-    `keep_failed`), prints its report, writes its exports, exits 5 where runs failed."""
+    `keep_failed`), prints its report, writes its exports, exits 5 where runs failed. A spec not
+    `named` by its user carries a default name, stored as the next free one where it is taken."""
     if keep_failed and not resume:
         raise SpecError("--keep-failed applies with --resume (a new experiment has no failed runs)", where="--keep-failed")
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
@@ -142,6 +144,8 @@ def execute(
     check_exports(exports)
     prepared = Prepared.from_spec(spec)  # every check against the machine happens before the first run
     store = open_store(db)
+    if not named and not resume:
+        prepared = prepared.renamed(store.unused_name(spec.name))
     compared = len(spec.variants) > 1 and spec.until_decided is None
     if compared and (warning := plan_warning(spec.blocks, spec.alpha, [w.builtin for w in spec.workloads])):
         err().print(f"warning: {warning}", style="yellow", highlight=False)
@@ -235,6 +239,7 @@ def compare(
     execute(
         sequential(spec, until_decided, min_blocks, max_blocks),
         db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, keep_failed=keep_failed,
+        named=name is not None,
     )  # fmt: skip
 
 

@@ -76,7 +76,10 @@ def score(
         data["baseline"] = baseline
     spec = spec_from_dict(expand_spec(data, "command line"), "command line")
     check_suite_version()
-    execute(spec, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, keep_failed=keep_failed)
+    execute(
+        spec, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, keep_failed=keep_failed,
+        named=name is not None,
+    )  # fmt: skip
 
 
 def register(commands: Commands) -> None:

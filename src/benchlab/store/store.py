@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
@@ -158,6 +159,13 @@ class Store:
     def find_experiment(self, name: str) -> ExperimentRecord | None:
         with self.reading() as conn:
             return experiments.experiment_in(conn, name)
+
+    def unused_name(self, stem: str, *, suffix: str = "") -> str:
+        """`stem`, or the first of `stem-2`, `stem-3`, ... that, with `suffix`, names no stored
+        experiment. A default name is the command and the time to the second, and a script's loop
+        starts two commands within one second."""
+        candidates = itertools.chain([stem], (f"{stem}-{n}" for n in itertools.count(2)))
+        return next(name for name in candidates if self.find_experiment(name + suffix) is None)
 
     def require_experiment(self, name: str) -> ExperimentRecord:
         record = self.find_experiment(name)
