@@ -180,9 +180,9 @@ def list_(*, db: str | None) -> None:
 
 def show(name: str, *, db: str | None) -> None:
     """Show an experiment's spec, hosts and runs."""
+    refuse_unknown_experiment(db, name)
     import json
 
-    refuse_unknown_experiment(db, name)
     from rich.table import Table
 
     store = open_store(db, create=False)

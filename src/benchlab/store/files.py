@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import stat
 import urllib.parse
 from collections.abc import Iterator
@@ -24,6 +23,10 @@ from pathlib import Path
 
 from benchlab.errors import SpecError, StoreError
 from benchlab.links import trusted, untrusted_link_above
+
+TYPE_CHECKING = False  # typing's flag without importing typing; mypy reads it alike
+if TYPE_CHECKING:
+    import sqlite3
 
 HEAD = "0003_fleet_task"  # the newest schema revision (store/migrations/versions)
 BASELINE = "0001_baseline"  # release 0.1.0's schema, which predates alembic
@@ -98,9 +101,15 @@ def _opened(path: Path, *, create: bool) -> Iterator[sqlite3.Connection | None]:
     Another program's SQLite file is left exactly as it is: looked at before the connection
     pragmas (WAL) or the schema would change it. Every benchlab database, of any release, holds
     `schema_version`. A file without tables (an empty one) becomes a database only for a command
-    that stores (`create`); one that only reads refuses it, writing nothing."""
-    if not path.is_file() or path.stat().st_size == 0:
-        if path.is_file() and not create:
+    that stores (`create`); one that only reads refuses it, writing nothing.
+
+    sqlite3 (datetime with it) loads here, not with the module: a path that is not there is
+    refused without it (bench/startup.py)."""
+    import sqlite3
+
+    size = path.stat().st_size if path.is_file() else None
+    if not size:
+        if size == 0 and not create:
             raise StoreError(f"{path} is an empty file, not a benchlab results database")
         yield None
         return
@@ -132,10 +141,11 @@ def refuse_unknown_experiment(target: str | None, name: str) -> None:
     with _opened(_located(target, create=False), create=False) as conn:
         if conn is None:  # the file went away since it was located: the Store says so
             return
-        lookup = conn.cursor()  # an error here (locked, damaged, no such table) is the Store's to name
-        try:
-            stamped = lookup.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()
-            held = lookup.execute("SELECT 1 FROM experiment WHERE name = ?", (name,)).fetchall()
+        import sqlite3  # loaded by _opened
+
+        try:  # an error here (locked, damaged, no such table) is the Store's to name
+            stamped = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()
+            held = conn.execute("SELECT 1 FROM experiment WHERE name = ?", (name,)).fetchall()
         except sqlite3.Error:
             return
     if stamped == [(HEAD,)] and not held:
