@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,16 @@ pytest_plugins = ["tests.servers"]  # the PostgreSQL and RabbitMQ servers, one o
 # `--dist loadgroup`), which starts the fixture once for all of them rather than each worker its own.
 # A test that reaches one through `request.getfixturevalue` names its group: `@pytest.mark.shared(GROUP)`.
 SHARED = {"postgres_url": "servers", "rabbitmq": "servers", "guest_kernel": "guests", "rootfs": "rootfs"}
+
+# The groups that keep a worker busy for minutes each (guests booted under TCG; the clean root's
+# install, build and demo): handed out first, one to a worker, so that the other tests fill in around
+# them instead of one starting when most of the phase is over (`scheduled_first`).
+FIRST = ("guests", "clean-root")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--phase") == "parallel" and hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False  # pytest-xdist hands groups out as collected: `scheduled_first`
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +71,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if other:
         config.hook.pytest_deselected(items=other)
     items[:] = keep
+    if phase == "parallel":
+        scheduled_first(items)
+
+
+def scheduled_first(items: list[pytest.Item]) -> None:
+    """Orders the parallel phase as pytest-xdist hands its work out, a group (or a test of none) at a
+    time in the order first collected (its reordering by size is off: `pytest_configure`): the
+    groups of FIRST, then larger groups before smaller as its own order has them, then as collected."""
+
+    def group(item: pytest.Item) -> str:
+        mark = item.get_closest_marker("xdist_group")  # the mark pytest-xdist reads
+        return str(mark.args[0]) if mark is not None and mark.args else item.nodeid
+
+    size = Counter(group(item) for item in items)
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        seen.setdefault(group(item), index)
+
+    def rank(item: pytest.Item) -> tuple[int, int, int]:
+        name = group(item)
+        return (FIRST.index(name) if name in FIRST else len(FIRST), -size[name], seen[name])
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(autouse=True)

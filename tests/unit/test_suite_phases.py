@@ -65,6 +65,26 @@ def test_the_tests_of_a_shared_fixtures_group_run_on_one_worker(tmp_path: Path) 
     assert len(grouped) == 1, workers
 
 
+def test_the_groups_that_take_minutes_are_handed_out_first_one_to_each_worker(tmp_path: Path) -> None:
+    """The guests and the clean root each keep a worker for minutes: collected after many other
+    tests, they still start first, on two workers, and the rest runs around them."""
+    started = tmp_path / "started"
+    record = f"def mark():\n    with open({str(started)!r}, 'a') as f: f.write(os.environ['PYTEST_XDIST_WORKER'] + ' ' + os.environ['PYTEST_CURRENT_TEST'].split('::')[1].split()[0] + '\\n')\n\n"
+    (tmp_path / "test_a_free.py").write_text(
+        "import os\n\n" + record + "".join(f"def test_free_{i}(): mark()\n\n" for i in range(12))
+    )
+    (tmp_path / "test_b_long.py").write_text(
+        "import os, pytest\n\n" + record
+        + "".join(f"@pytest.mark.shared('guests')\ndef test_guest_{i}(): mark()\n\n" for i in range(3))
+        + "@pytest.mark.shared('clean-root')\ndef test_clean_root(): mark()\n\n"
+    )  # fmt: skip
+    proc = _pytest(tmp_path, "-n", "2", "--dist", "loadgroup", "--phase=parallel")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = [line.split() for line in started.read_text().splitlines()]
+    first = {worker: next(name for w, name in runs if w == worker) for worker in ("gw0", "gw1")}
+    assert sorted(name.split("@")[0].rstrip("0123456789_") for name in first.values()) == ["test_clean_root", "test_guest"], runs
+
+
 def test_workers_take_ports_from_slices_of_their_own_below_the_ephemeral_range() -> None:
     slices = [servers.port_slice(worker) for worker in ("", "gw0", "gw1", "gw7")]
     for one, other in zip(slices, slices[1:], strict=False):
