@@ -39,7 +39,7 @@ import sys
 
 TYPE_CHECKING = False  # typing's own costs a help 6 ms to import
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
@@ -73,21 +73,15 @@ class _LazyFinder:
 _inner_import: Callable[..., ModuleType] = builtins.__import__  # what `_paused_import` calls: set by `install`
 
 
-def _paused_import(
-    name: str,
-    globals: Mapping[str, object] | None = None,
-    locals: Mapping[str, object] | None = None,
-    fromlist: Sequence[str] | None = (),
-    level: int = 0,
-) -> ModuleType:
-    """`builtins.__import__` with the collector paused while the outermost import runs, and what
-    it made frozen when it ends."""
+def _paused_import(*args: object, **kwargs: object) -> ModuleType:
+    """`builtins.__import__` (its arguments passed on as given) with the collector paused while the
+    outermost import runs, and what it made frozen when it ends."""
     if not gc.isenabled():  # inside an import, or paused by its caller
-        return _inner_import(name, globals, locals, fromlist, level)
+        return _inner_import(*args, **kwargs)
     loaded = len(sys.modules)
     gc.disable()
     try:
-        return _inner_import(name, globals, locals, fromlist, level)
+        return _inner_import(*args, **kwargs)
     finally:
         if len(sys.modules) != loaded:  # modules were run (not an import of loaded ones, as in a loop)
             gc.freeze()
