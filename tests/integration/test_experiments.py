@@ -15,8 +15,6 @@ import pytest
 
 from tests.conftest import BENCHLAB, cli, need, signals_as_at_a_terminal
 
-pytestmark = pytest.mark.serial  # writes this machine's knobs
-
 
 def report(name: str, fmt: str = "json") -> dict:
     return json.loads(cli("report", name, "--format", fmt, check=True).stdout)
@@ -49,6 +47,7 @@ def false_verdicts(data: dict) -> list[dict]:
     return [r for r in data["rows"] if r["verdict"] in ("better", "worse")]
 
 
+@pytest.mark.serial  # measures: another worker's load could decide an A/A verdict
 def test_a_a_on_builtin_and_outside_command_is_never_better_or_worse(tmp_path: Path) -> None:
     """The design bounds the chance of any false verdict in an A/A table by alpha (5%), and
     a shared host's bursts do produce one now and then: an A/A with a false verdict is
@@ -74,6 +73,7 @@ def test_a_a_on_builtin_and_outside_command_is_never_better_or_worse(tmp_path: P
     assert {"wall", "user", "sys", "max_rss", "minor_faults", "real_time", "items_per_second"} <= metrics
 
 
+@pytest.mark.serial  # measures a slowdown's size
 def test_a_known_slowdown_is_worse_with_its_true_size_inside_the_interval(tmp_path: Path) -> None:
     # sleep 50 ms vs 60 ms: the wall time grows by ~20% (less the shell's start-up)
     spec = write(
@@ -270,6 +270,7 @@ knobs = {{ "{KNOB}" = "{value}" }}
     )
 
 
+@pytest.mark.serial  # writes this machine's knobs
 @pytest.mark.skipif(os.geteuid() != 0, reason="knobs need root")
 def test_kill_9_then_restore_and_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
     knob = KNOB
@@ -334,6 +335,7 @@ def test_malformed_bundles_are_refused_in_one_line(tmp_path: Path) -> None:
     assert "src" not in cli("list", "--db", other).stdout  # nothing half-imported
 
 
+@pytest.mark.serial  # writes this machine's knobs
 def test_interrupt_stops_cleanly_restores_knobs_and_resume_finishes(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("knobs need root")
