@@ -4,6 +4,8 @@ its own database."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -180,3 +182,23 @@ def test_two_processes_registering_a_workloads_metric_names_at_once_both_store_t
     assert list(runs.block) == [1]
     first.engine.dispose()
     second.engine.dispose()
+
+
+FORKED_CHILD_EXITS = """
+import os, sys
+from benchlab.store import Store
+store = Store(sys.argv[1])
+store.list_experiments()  # a connection now waits in the pool
+if os.fork() == 0:
+    sys.exit(0)  # the child ends through the interpreter: its exit handlers run, the store's among them
+os.wait()
+print(len(store.list_experiments()))  # on the connection the child inherited
+"""
+
+
+def test_a_forked_child_ending_leaves_its_parents_connections_open(postgres_url: str) -> None:
+    """The store closes its connections as a process exits, but a forked child's are its parent's:
+    closing one there would end it for the parent too."""
+    url = fresh_database(postgres_url, "forked")
+    done = subprocess.run([sys.executable, "-c", FORKED_CHILD_EXITS, url], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr[-2000:]

@@ -50,11 +50,11 @@ def open_engine(url: URL) -> Engine:
     engine = create_engine(url)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
-    _OPEN.add(engine)
+    _OPEN[engine] = os.getpid()
     return engine
 
 
-_OPEN: weakref.WeakSet[Engine] = weakref.WeakSet()
+_OPEN: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()  # each open engine: the process that opened it
 
 
 @atexit.register
@@ -64,9 +64,12 @@ def _close_open_engines() -> None:
     or a read-only look, would miss what the log holds), and a PostgreSQL server sees a goodbye
     instead of a dropped socket. The interpreter's last collections would close them only if they
     reached them: the pool's connections sit in reference cycles, and the `benchlab` executable
-    freezes what its imports leave (`benchlab.imports`), cycles included, out of their reach."""
-    for engine in list(_OPEN):
-        engine.dispose()
+    freezes what its imports leave (`benchlab.imports`), cycles included, out of their reach.
+    A forked child's engines from its parent are only let go (SQLAlchemy's `close=False`): their
+    connections are the parent's, and closing one would end it for the parent too."""
+    here = os.getpid()
+    for engine, opener in list(_OPEN.items()):
+        engine.dispose(close=opener == here)
 
 
 MEMORY_COPY_MAX = 256 << 20  # bytes: a larger file is migrated in place by `db upgrade`, once
