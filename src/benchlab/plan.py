@@ -10,11 +10,14 @@ for the next) then shows up as a difference between identical variants:
 the demo's A/A column caught exactly that. Running all of A before all of B
 is never offered: under drift it makes an A/A comparison look like a
 change. Warm-up runs come first, one round per variant, flagged so they are
-stored but never used as samples.
+stored but never used as samples. Profiled runs (a workload's `profile`) follow the timed
+runs of each block in the same order, so they pair by block too; they consume nothing of the
+seeded order, which keeps the timed runs where they are without profiling.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,11 +30,12 @@ class PlannedRun:
     block: int
     warmup: bool
     position: int
+    profiled: bool = False  # a run under the sampler: stored apart, never a sample of the metrics
 
     @property
-    def key(self) -> tuple[str, str, int, bool]:
+    def key(self) -> tuple[str, str, int, bool, bool]:
         """What identifies a run across resumes and redeliveries."""
-        return (self.workload, self.variant, self.block, self.warmup)
+        return (self.workload, self.variant, self.block, self.warmup, self.profiled)
 
 
 def williams_design(k: int) -> list[list[int]]:
@@ -54,14 +58,19 @@ def block_orders(variants: list[str], blocks: int, rng: np.random.Generator) -> 
     return [[labels[i] for i in design[(start + b) % len(design)]] for b in range(blocks)]
 
 
-def make_plan(workloads: list[str], variants: list[str], *, blocks: int, warmup: int, seed: int) -> list[PlannedRun]:
+def make_plan(
+    workloads: list[str], variants: list[str], *, blocks: int, warmup: int, seed: int, profiled: Collection[str] = ()
+) -> list[PlannedRun]:
+    """`profiled`: the workloads whose blocks end with a profiled run of each variant."""
     rng = np.random.default_rng(seed)
-    order: list[tuple[str, str, int, bool]] = []
+    order: list[tuple[str, str, int, bool, bool]] = []
     for round_ in range(warmup):
         for workload in workloads:
-            order += [(workload, v, round_, True) for v in variants]
+            order += [(workload, v, round_, True, False) for v in variants]
     per_workload = {w: block_orders(variants, blocks, rng) for w in workloads}
     for block in range(blocks):
         for workload in workloads:
-            order += [(workload, v, block, False) for v in per_workload[workload][block]]
-    return [PlannedRun(w, v, b, warm, i) for i, (w, v, b, warm) in enumerate(order)]
+            order += [(workload, v, block, False, False) for v in per_workload[workload][block]]
+            if workload in profiled:
+                order += [(workload, v, block, False, True) for v in per_workload[workload][block]]
+    return [PlannedRun(w, v, b, warm, i, prof) for i, (w, v, b, warm, prof) in enumerate(order)]

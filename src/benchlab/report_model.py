@@ -281,6 +281,53 @@ def side_lines(experiment: Experiment) -> list[str]:
     return [f"{letter} = {side.summary()}" for letter, side in zip("AB", experiment.sides, strict=False)]
 
 
+class FunctionRow(Judgement):
+    """Where a workload's time changed (`benchlab explain`): one function, library, or the kernel
+    or user space, of one variant against the baseline, from the profiled runs paired by block.
+    A function's change is its shift in time as a fraction of the baseline's whole profiled
+    time (a function may run in one variant only); functions are judged in a family of their
+    own per workload, libraries and spaces are shown, not judged."""
+
+    workload: str
+    variant: str
+    level: Literal["function", "library", "space", "total"]
+    name: str = Field(description="the function's symbol, `[library]` where it has none, the library, kernel or user, or all")
+    library: str | None = Field(description="the function's library (`kernel` for the kernel image)")
+    kernel: bool | None
+    unit: str = Field(description="s (CPU seconds, cpu-clock) or the sampled event's count (cycles)")
+    pairs: int
+    self_median: Number = Field(
+        description="the variant's median time in it per profiled run (self: samples where it is the leaf)"
+    )
+    baseline_self_median: Number
+    inclusive_median: Number = Field(default=None, description="functions: the median time with it anywhere on the stack")
+    baseline_inclusive_median: Number = None
+    shift: Number = Field(description="the paired change in its time, in unit (change x the baseline's whole time)")
+    share: Number = Field(description="shift / the workload's whole shift: how much of the total change it explains")
+
+
+class ProfileCost(Model):
+    """What profiling costs a workload under a variant: the profiled runs' wall time against the
+    timed runs' of the same blocks."""
+
+    workload: str
+    variant: str
+    pairs: int
+    change: Number = Field(description="profiled over unprofiled wall time, minus 1 (mean log ratio over blocks)")
+    change_ci: Pair = Field(description="its 95% interval (paired t over blocks)")
+
+
+class Profiles(Model):
+    """The profiled runs of an experiment, judged (`benchlab explain`)."""
+
+    event: str = Field(description="the event sampled: cycles where the machine has a PMU, else cpu-clock")
+    runs: int = Field(description="profiled runs that yielded a profile")
+    failed: int = Field(description="profiled runs that did not (their messages are in notes)")
+    rows: list[FunctionRow]
+    cost: list[ProfileCost]
+    notes: list[str]
+
+
 class Experiment(Model):
     id: int = Field(description="0 for a diff, which is of two experiments (see sides)")
     name: str
@@ -342,6 +389,9 @@ class Report(Model):
     sweep: Sweep | None
     failed_runs: list[RunSummary]
     failed_benchmarks: list[FailedBenchmark]
+    profiles: Profiles | None = Field(
+        default=None, description="where the time went: the profiled runs judged; null without them"
+    )
     warnings: list[str]
     runs: list[Run] = Field(description="every run with its metrics; empty where only a table was drawn")
     intervals: Literal["corrected", "raw"] = Field(

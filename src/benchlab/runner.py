@@ -24,12 +24,14 @@ from benchlab.measure.host import fingerprint, machine_state
 from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished
 from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import usage_metrics
+from benchlab.measure.sampler import Sampler, hardware_cycles, perf_path, scratch
 from benchlab.measure.served import ServedExecutor
 from benchlab.metrics import RESERVED
 from benchlab.plan import PlannedRun, make_plan
 from benchlab.spec.models import ExperimentSpec, UntilDecided, WorkloadSpec
+from benchlab.stacks import encode
 from benchlab.store import ExperimentRecord, Store, spec_digest
-from benchlab.store.records import NewRun
+from benchlab.store.records import NewRun, ProfiledRun
 from benchlab.variants import PreparedVariant
 from benchlab.variants.allocator import allocator_complaint
 from benchlab.variants.background import background_load
@@ -183,6 +185,7 @@ class Runner:
         self.host_ids: dict[str, int] = {}
         self.recorded = 0  # runs stored by this invocation
         self.retry_failed = False  # a run stored as failed runs again (and its retry replaces it)
+        self.samplers: dict[str, Sampler] = {}  # workload -> how its profiled runs are sampled
 
     def open_experiment(self, prepared: Prepared, *, resume: bool) -> ExperimentRecord:
         spec = prepared.spec
@@ -308,6 +311,7 @@ class Runner:
             blocks=until.max_blocks if until else spec.blocks,
             warmup=spec.warmup,
             seed=spec.seed,
+            profiled=self._samplers(prepared),
         )  # a longer plan starts with the same blocks in the same order, so stored runs stay in place
         scope: dict[str, set[Any]] = {}  # a selection's stored runs are read for its workloads and blocks only
         if only is not None:
@@ -325,7 +329,8 @@ class Runner:
             for i, planned in enumerate(plan):
                 if planned.key in pending:
                     try:
-                        status = self._run_one(prepared, exp, self.host_ids[planned.variant], planned)
+                        run_one = self._run_profiled if planned.profiled else self._run_one
+                        status = run_one(prepared, exp, self.host_ids[planned.variant], planned)
                     except AlreadyStored as exc:
                         self.progress.note(f"{exc.message}: another process stored it meanwhile")
                     else:
@@ -346,6 +351,25 @@ class Runner:
                 f"knobs restored; continue with `benchlab run SPEC --resume`"
             ) from None
         return exp
+
+    def _samplers(self, prepared: Prepared) -> set[str]:
+        """The workloads whose profiled runs this invocation runs: none where perf is missing
+        (said once; the timed runs go on), and none of variants that run elsewhere."""
+        wanted = {w.name: chosen for w in prepared.spec.workloads if (chosen := prepared.spec.profiling(w)) is not None}
+        self.samplers = {}
+        if not wanted:
+            return set()
+        try:
+            perf = perf_path()
+        except EnvironmentProblem as exc:
+            self._note_once(f"{exc.message}; the timed runs go on without their profiled runs")
+            return set()
+        event = "cycles" if hardware_cycles(perf) else "cpu-clock"
+        self.samplers = {name: Sampler(perf, event, chosen) for name, chosen in wanted.items()}
+        self._note_once(
+            f"profiled runs sample {event}" + ("" if event == "cycles" else " (this machine has no hardware cycle counter)")
+        )
+        return set(self.samplers)
 
     def _failed_before(
         self, exp: ExperimentRecord, plan: list[PlannedRun], ok: dict[int, set[Any]], scope: dict[str, set[Any]]
@@ -434,3 +458,53 @@ class Runner:
         )
         self._record(exp, ended)
         return "ok"
+
+    def _run_profiled(self, prepared: Prepared, exp: ExperimentRecord, host_id: int, planned: PlannedRun) -> str:
+        """One profiled run: the workload's run under the sampler, with everything its timed runs
+        get (steps, knobs, background load), stored with its stacks. Its failure, perf's
+        included, is stored with the run and never stops the experiment: the timed runs decide."""
+        workload = prepared.workloads[planned.workload]
+        variant = prepared.variants[planned.variant]
+        sampler = self.samplers[planned.workload]
+        timeout = workload.spec.timeout or prepared.spec.timeout
+        started = self.clock()
+        stored = ProfiledRun(
+            workload=planned.workload, variant=planned.variant, host_id=host_id, block=planned.block,
+            position=planned.position, status="failed", started_at=started, ended_at=started,
+        )  # fmt: skip
+        if variant.spec.environment.kind != "local":
+            stored = dataclasses.replace(
+                stored, message=f"profiled runs run on this machine only, not in a {variant.spec.environment.kind}"
+            )
+            self._note_once(f"variant {planned.variant}: {stored.message}")
+            return self._record_profiled(exp, stored)
+        launch = variant.launch(workload.argv(), cwd=workload.spec.cwd, timeout=timeout)
+        with scratch() as data:
+            try:
+                self._untimed_steps(planned, workload.spec, variant, timeout)
+                try:
+                    variant.change_machine(self.journal)
+                    with background_load(variant.background):
+                        finished = self.executors[planned.variant].run(sampler.record(launch, data))
+                finally:
+                    self._restored(self.journal.restore())
+                    if variant.spec.shim is not None:
+                        shim_findings(launch.env)  # the report file is removed; a profiled run's findings are not samples
+                if not finished.ok:
+                    raise finished.failure()
+                stacks = sampler.fold(data)
+            except WorkloadFailed as failure:
+                return self._record_profiled(exp, dataclasses.replace(
+                    stored, status=failure.status, ended_at=self.clock(),
+                    message=f"{failure.message}: {failure.stderr_tail}" if failure.stderr_tail else failure.message,
+                ))  # fmt: skip
+            if sampler.truncated(data):
+                self._note_once(f"{planned.workload}: a profile reached max_size and was cut short")
+        return self._record_profiled(exp, dataclasses.replace(
+            stored, status="ok", ended_at=self.clock(), wall_s=finished.usage.wall_s, profile=encode(stacks),
+        ))  # fmt: skip
+
+    def _record_profiled(self, exp: ExperimentRecord, run: ProfiledRun) -> str:
+        self.store.record_profiled(exp, run, retry=self.retry_failed)
+        self.recorded += 1
+        return run.status if run.status == "ok" else f"profile {run.status}"

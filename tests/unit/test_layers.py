@@ -15,7 +15,15 @@ import pytest
 
 ROOT = Path(__file__).parents[2]
 LINT_IMPORTS = str(Path(sys.executable).parent / "lint-imports")
-BOTTOM = ("metrics", "errors", "escapes", "notes", "terms", "histogram")  # the layers' bottom, importing nothing of benchlab
+BOTTOM = (
+    "metrics",
+    "errors",
+    "escapes",
+    "notes",
+    "terms",
+    "histogram",
+    "stacks",
+)  # the layers' bottom, importing nothing of benchlab
 
 
 def lint(*contracts: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -44,6 +44,7 @@ RELEASES = (
     "results-2026-11-22-da06ccb",  # schema_version 1; metric_name, no run_detail, no calibration
     "results-2026-11-23-a81d5ec",  # schema_version 1; run_detail, no calibration
     "results-2026-11-26-c59ee07",  # alembic 0002_drop_run_attempt
+    "results-2026-11-30-65ca546",  # alembic 0003_fleet_task
 )
 NUMBERS = ("n", "pairs", "median", "baseline_median", "change", "change_ci", "p", "q", "verdict", "best", "baseline_best")
 

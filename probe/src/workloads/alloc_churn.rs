@@ -143,6 +143,9 @@ unsafe fn verify(b: &Block, readable: usize) -> Result<(), WorkloadError> {
     Ok(())
 }
 
+// Never inlined into its thread's closure: a profiled run (`benchlab explain`) names the workload's
+// loop `churn` rather than the standard library's thread entry it would otherwise be folded into.
+#[inline(never)]
 fn churn(
     seed: u64,
     thread: u64,

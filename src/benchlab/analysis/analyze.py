@@ -16,6 +16,7 @@ import numpy as np
 from benchlab import report_model as model
 from benchlab.analysis.calibration import calibration_report
 from benchlab.analysis.environments import on_machines, split_by_host, used_hosts
+from benchlab.analysis.profiles import explain
 from benchlab.analysis.rows import geomean_row, metric_row
 from benchlab.analysis.scores import SCORES, score_report, suite_series
 from benchlab.analysis.sweep import sweep_report
@@ -44,6 +45,7 @@ class Analysis:
     sweep: model.Sweep | None = None  # sweep points and fitted lines, where variants come from a sweep
     score_rows: list[Row] = field(default_factory=list)  # the judged score rows behind `scores`
     failed_benchmarks: list[model.FailedBenchmark] = field(default_factory=list)
+    profiles: model.Profiles | None = None  # the profiled runs judged, where the experiment has them
 
     @property
     def failed_runs(self) -> list[RunRecord]:
@@ -71,6 +73,7 @@ class Analysis:
             sweep=self.sweep,
             failed_runs=[_run_summary(r) for r in self.failed_runs],
             failed_benchmarks=self.failed_benchmarks,
+            profiles=self.profiles,
             warnings=self.warnings,
             runs=[],
         )
@@ -262,4 +265,7 @@ def analyze(data: ExperimentData, *, reference_host: str | None = None, baseline
         workload_versions=data.experiment.workload_versions,
         calibration=calibration_report(data.calibrations, spec, data.experiment.workload_versions, main_host),
     )
-    return Analysis(experiment, settings, variants, rows, geomean, data, warnings, scores, sweep, score_rows, benchmarks)
+    profiles = explain(data, settings, variants, series)
+    return Analysis(
+        experiment, settings, variants, rows, geomean, data, warnings, scores, sweep, score_rows, benchmarks, profiles
+    )

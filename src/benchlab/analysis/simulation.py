@@ -11,8 +11,10 @@ import numpy as np
 
 from benchlab.analysis.diff import two_samples
 from benchlab.plan import make_plan
+from benchlab.stacks import StackDocument, encode
 from benchlab.stats.bisection import Judge, Judgement, Pair, settled
 from benchlab.stats.judge import KEY_SHIFT, Row, Sequential, Series, Settings, judge, pair_key, undecided
+from benchlab.store import ProfiledRun
 
 
 def simulate(
@@ -113,3 +115,34 @@ def bisect_judge(
         return Judgement(row.verdict, row.change, row.change_ci, row.change_ci90, row.sample_size)
 
     return experiment
+
+
+PERIOD_NS = 1_000_000  # a simulated sampler's period: one sample per millisecond of CPU time
+
+
+def simulate_profiles(
+    rng: np.random.Generator,
+    variants: dict[str, np.ndarray],
+    *,
+    blocks: int,
+    noise: float,
+    drift: float = 0.05,
+    tails: float = 0.0,
+) -> list[ProfiledRun]:
+    """Profiled runs of one workload `w` with functions f0, f1, ... below `main`, each variant's
+    seconds per function given: per block a factor shared by the block's runs (drift, lognormal
+    `drift`), per run and function lognormal `noise` (or, with `tails`, that noise times Student's
+    t with `tails` degrees of freedom: heavy tails), then the sampler's Poisson counts of 1 ms samples."""
+    runs: list[ProfiledRun] = []
+    for block in range(blocks):
+        shared = rng.lognormal(0, drift)
+        for variant, seconds in variants.items():
+            wiggle = rng.standard_t(tails, size=len(seconds)) if tails else rng.standard_normal(len(seconds))
+            counts = rng.poisson(seconds * shared * np.exp(noise * wiggle) / (PERIOD_NS * 1e-9))
+            document = StackDocument(
+                event="cpu-clock",
+                frames=[("main", "/usr/bin/app", False), *((f"f{i}", "/usr/bin/app", False) for i in range(len(seconds)))],
+                stacks=[("app", [0, i + 1], int(c) * PERIOD_NS, int(c)) for i, c in enumerate(counts.tolist()) if c],
+            )
+            runs.append(ProfiledRun("w", variant, 1, block, len(runs), "ok", 0.0, 1.0, wall_s=1.0, profile=encode(document)))
+    return runs

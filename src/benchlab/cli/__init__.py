@@ -24,7 +24,22 @@ import sys
 from collections.abc import Sequence
 
 from benchlab import __version__, interrupts, notes
-from benchlab.cli import bisect, calibrate, container, db, diff, experiment, fleet, history, ipc, results, score, system, vm
+from benchlab.cli import (
+    bisect,
+    calibrate,
+    container,
+    db,
+    diff,
+    experiment,
+    explain,
+    fleet,
+    history,
+    ipc,
+    results,
+    score,
+    system,
+    vm,
+)
 from benchlab.cli.parser import Commands, Parser, parse, print_help_and_exit
 from benchlab.errors import BenchlabError, Interrupted
 from benchlab.report import safe
@@ -38,7 +53,7 @@ def parser(words: Sequence[str] | None = None) -> Parser:
     top = Parser(prog="benchlab", description=SUMMARY)
     top.add_argument("--version", action="version", version=f"benchlab {__version__}", help="print benchlab's version and exit")
     commands = Commands(top, wanted=None if words is None else [w for w in words if not w.startswith("-")][:2])
-    for module in (experiment, fleet, score, results, diff, history, system, container, vm, ipc, calibrate, db, bisect):
+    for module in (experiment, fleet, score, results, explain, diff, history, system, container, vm, ipc, calibrate, db, bisect):
         module.register(commands)
     return top
 

@@ -126,10 +126,12 @@ def execute(
     fleet: FleetTarget | None = None,
     keep_failed: bool = False,
     named: bool = True,
+    profile: bool = False,
 ) -> None:
     """Runs the spec (`resume`: what it has not stored yet, and the runs stored as failed unless
     `keep_failed`), prints its report, writes its exports, exits 5 where runs failed. A spec not
-    `named` by its user carries a default name, stored as the next free one where it is taken."""
+    `named` by its user carries a default name, stored as the next free one where it is taken.
+    `profile` (`--profile`): profiled runs as the spec's `profile = true` asks, where it asks for none."""
     if keep_failed and not resume:
         raise SpecError("--keep-failed applies with --resume (a new experiment has no failed runs)", where="--keep-failed")
     # Imported here so that a bad spec is refused without loading scipy and SQLAlchemy.
@@ -142,6 +144,10 @@ def execute(
     check_format(fmt)
     exports = exports or {}
     check_exports(exports)
+    if profile and spec.profile is None:
+        from benchlab.spec.models import ProfileSpec
+
+        spec = spec.model_copy(update={"profile": ProfileSpec()})
     prepared = Prepared.from_spec(spec)  # every check against the machine happens before the first run
     store = open_store(db)
     if not named and not resume:
@@ -188,6 +194,7 @@ def run(
     key: Path | None,
     broker_ca: Path | None,
     consumer_timeout: float | None,
+    profile: bool,
 ) -> None:
     """Run the experiment a spec describes and print its verdict table."""
     if until_decided and (blocks is not None or quick):
@@ -200,7 +207,7 @@ def run(
     target = FleetTarget.given(fleet, broker, key, broker_ca, consumer_timeout)
     execute(
         spec_, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, fleet=target,
-        keep_failed=keep_failed,
+        keep_failed=keep_failed, profile=profile,
     )  # fmt: skip
 
 
@@ -226,6 +233,7 @@ def compare(
     max_blocks: int | None,
     allow_failures: bool,
     exports: Exports,
+    profile: bool,
 ) -> None:
     """Compare variants without a spec file."""
     check_format(fmt)
@@ -239,7 +247,7 @@ def compare(
     execute(
         sequential(spec, until_decided, min_blocks, max_blocks),
         db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, keep_failed=keep_failed,
-        named=name is not None,
+        named=name is not None, profile=profile,
     )  # fmt: skip
 
 
@@ -329,4 +337,5 @@ def _experiment_options(parser: Parser) -> None:
     options.report_format(parser)
     options.sequential(parser)
     options.allow_failures(parser)
+    options.profile(parser)
     options.exports(parser)

@@ -50,6 +50,14 @@ def sequential(parser: Parser) -> None:
     count(parser, "--max-blocks", help="with --until-decided: the budget (default 40)")
 
 
+def profile(parser: Parser) -> None:
+    switch(
+        parser,
+        "--profile",
+        help="also a profiled run per variant in every block (perf record): where the time went, `benchlab explain NAME`",
+    )
+
+
 def allow_failures(parser: Parser) -> None:
     switch(parser, "--allow-failures", help="exit 0 even when runs failed or timed out (default: exit 5 after the report)")
 

@@ -52,6 +52,7 @@ def score(
     fmt: str,
     allow_failures: bool,
     exports: Exports,
+    profile: bool,
 ) -> None:
     """Run the CPU suite and print single-core, multi-core and section scores (baseline machine = 1000)."""
     from benchlab.spec.quick import parse_variant
@@ -78,7 +79,7 @@ def score(
     check_suite_version()
     execute(
         spec, db=db, resume=resume, fmt=fmt, allow_failures=allow_failures, exports=exports, keep_failed=keep_failed,
-        named=name is not None,
+        named=name is not None, profile=profile,
     )  # fmt: skip
 
 
@@ -98,6 +99,7 @@ def _score_options(parser: Parser) -> None:
     options.db(parser)
     options.resume(parser)
     options.keep_failed(parser)
+    options.profile(parser)
     options.report_format(parser)
     options.allow_failures(parser)
     options.exports(parser)

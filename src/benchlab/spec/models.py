@@ -60,6 +60,48 @@ class MetricSettings(Strict):
     """This metric's equivalence margin for "same", instead of the experiment's."""
 
 
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?) ?(?:([KMGT])i?B?|B?)", re.IGNORECASE)
+
+
+def parse_size(value: object) -> object:
+    """Bytes from 1073741824, "1G", "512MiB", "1.5G" or "64k" (powers of 1024), in whole bytes."""
+    if isinstance(value, str):
+        found = _SIZE.fullmatch(value)
+        if not found:
+            raise ValueError(f"{value[:40]!r} is not a size such as 512M or 2G")
+        size = float(found[1]) * 1024 ** ("KMGT".find(found[2].upper()) + 1 if found[2] else 0)
+        if size != int(size):
+            raise ValueError(f"{value!r} is not a whole number of bytes")
+        return int(size)
+    return value
+
+
+class ProfileSpec(Strict):
+    """Profiled runs: in every block, after its timed runs, one more run per variant under
+    `perf record` (the whole process tree, user and kernel stacks). They are stored apart and
+    never used as samples of the workload's metrics; `benchlab explain` judges where the time
+    went. Written `true` for the defaults, `false` to turn off an experiment-wide profile for
+    one workload, or as this table."""
+
+    enabled: bool = True
+    """Whether the workload is profiled (`profile = false` opts one workload out)."""
+    frequency: Annotated[int, Field(ge=1, le=100_000)] = 999
+    """Samples per second of CPU time per thread (a fixed period, so each sample weighs the same)."""
+    call_graph: Literal["fp", "dwarf"] = "fp"
+    """How stacks are walked: frame pointers (cheap; programs built without them show short
+    stacks), or DWARF unwinding of a copy of each sample's stack (costly, large)."""
+    max_size: Annotated[int, Field(ge=1 << 20, le=1 << 40)] = 256 << 20
+    """The most perf data one profiled run may write (`"256M"`): past it the profile is cut short
+    and marked so."""
+
+    _size = field_validator("max_size", mode="before")(parse_size)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flag(cls, value: object) -> object:
+        return {"enabled": value} if isinstance(value, bool) else value
+
+
 def _split_command(value: object) -> object:
     return shlex.split(value) if isinstance(value, str) else value
 
@@ -99,6 +141,8 @@ class WorkloadSpec(Strict):
     variant's environment."""
     clean: Args | None = None
     """An untimed step run before every run (`make clean`), in `cwd` with the variant's environment."""
+    profile: ProfileSpec | None = None
+    """Profiled runs of this workload (`true`, `false` or a table; default: the experiment's `profile`)."""
 
     _split = field_validator("command", "setup", "clean", mode="before")(_split_command)
 
@@ -180,22 +224,6 @@ class ShimSpec(Strict):
     """Sampled blocks parked at most."""
     quarantine_kib: Annotated[int, Field(ge=0, le=2**30)] = 16384
     """Bytes parked at most, in KiB."""
-
-
-_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?) ?(?:([KMGT])i?B?|B?)", re.IGNORECASE)
-
-
-def parse_size(value: object) -> object:
-    """Bytes from 1073741824, "1G", "512MiB", "1.5G" or "64k" (powers of 1024), in whole bytes."""
-    if isinstance(value, str):
-        found = _SIZE.fullmatch(value)
-        if not found:
-            raise ValueError(f"{value[:40]!r} is not a size such as 512M or 2G")
-        size = float(found[1]) * 1024 ** ("KMGT".find(found[2].upper()) + 1 if found[2] else 0)
-        if size != int(size):
-            raise ValueError(f"{value!r} is not a whole number of bytes")
-        return int(size)
-    return value
 
 
 DEFAULT_VM_MEMORY = 1 << 30
@@ -553,6 +581,9 @@ class ExperimentSpec(Strict):
     """Seconds before a run is killed (a workload's own `timeout` wins)."""
     fit: Literal["value", "reciprocal", "none"] = "none"
     """With a sweep: fit each metric's change against the swept value or its reciprocal (written by `[sweep]`)."""
+    profile: ProfileSpec | None = None
+    """Profiled runs of every workload (`true` or a table; `benchlab run --profile`): where the time
+    went, judged like the metrics (`benchlab explain`)."""
     until_decided: UntilDecided | None = None
     """Sequential mode: add blocks until every primary row is decided (`blocks` is then ignored);
     `true` takes the defaults."""
@@ -588,3 +619,8 @@ class ExperimentSpec(Strict):
 
     def workload(self, name: str) -> WorkloadSpec:
         return next(w for w in self.workloads if w.name == name)
+
+    def profiling(self, workload: WorkloadSpec) -> ProfileSpec | None:
+        """How a workload is profiled, if at all: its own `profile`, else the experiment's."""
+        chosen = workload.profile if workload.profile is not None else self.profile
+        return chosen if chosen is not None and chosen.enabled else None

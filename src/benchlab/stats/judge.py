@@ -95,6 +95,9 @@ class Series:
     values: dict[str, tuple[np.ndarray, np.ndarray]]
     family: str = PRIMARY
     group: str = ""
+    # A profile's time in a function is judged as a raw shift (a function may run in one variant
+    # only), as a fraction of the workload's whole time rather than of the function's own
+    raw_fraction_of: float | None = None
 
     def of(self, variant: str) -> tuple[np.ndarray, np.ndarray]:
         return self.values.get(variant, (np.empty(0, dtype=np.int64), np.empty(0)))
@@ -196,13 +199,14 @@ class Row(Judged):
     best: float = NAN  # best of the variant's runs (the lowest, or the highest where higher is better)
     baseline_best: float = NAN
     change_note: str = ""  # where the change and the medians point opposite ways, why
+    fraction_of: float = NAN  # what a raw shift is a fraction of: the baseline's median, or the series' raw_fraction_of
 
     @property
     def margin_tested(self) -> float:
-        return math.log1p(self.margin) if self.log_scale else self.margin * abs(self.baseline_median)
+        return math.log1p(self.margin) if self.log_scale else self.margin * abs(self.fraction_of)
 
     def as_fraction(self, x: float) -> float:
-        return as_fraction(self.log_scale, self.baseline_median)(x)
+        return as_fraction(self.log_scale, self.fraction_of)(x)
 
     @property
     def sample_size(self) -> int:
@@ -258,7 +262,9 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
     med, lo, hi = median_ci(v_all)
     base_med, base_lo, base_hi = median_ci(b_all)
     paired = len(b) >= 2 and len(b) >= 0.5 * min(len(b_all), len(v_all))
-    log_scale = bool(len(b_all) and len(v_all) and b_all.min() > 0 and v_all.min() > 0)
+    positive = bool(len(b_all) and len(v_all) and b_all.min() > 0 and v_all.min() > 0)
+    log_scale = positive and series.raw_fraction_of is None
+    fraction_of = base_med if series.raw_fraction_of is None else series.raw_fraction_of
     levels = settings.levels()
     if paired:
         est = paired_estimate(np.log(v) - np.log(b) if log_scale else v - b, levels)
@@ -266,7 +272,7 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
         est = two_sample_estimate(np.log(v_all), np.log(b_all), levels)
     else:
         est = two_sample_estimate(v_all, b_all, levels)
-    to_frac = as_fraction(log_scale, base_med)
+    to_frac = as_fraction(log_scale, fraction_of)
     row = Row(
         workload=series.workload, metric=series.metric, unit=series.unit, direction=series.direction,
         variant=variant, n=len(v_all), median=med, median_ci=(lo, hi), baseline_median=base_med,
@@ -276,7 +282,7 @@ def _compare(series: Series, variant: str, settings: Settings) -> Row:
         pairs=len(b) if paired else 0, test=est.test, p=est.p, log_scale=log_scale, best=_best(v_all, series.direction),
         baseline_best=_best(b_all, series.direction),
         family=series.family, group=series.group or series.workload, estimate=est,
-        margin=settings.margins.get((series.workload, series.metric), settings.margin),
+        margin=settings.margins.get((series.workload, series.metric), settings.margin), fraction_of=fraction_of,
     )  # fmt: skip
     row.change_note = against_medians(row)
     return row

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (each `as` itself: 
     from benchlab.store.records import ExperimentRecord as ExperimentRecord
     from benchlab.store.records import MetricColumns as MetricColumns
     from benchlab.store.records import NewRun as NewRun
+    from benchlab.store.records import ProfiledRun as ProfiledRun
     from benchlab.store.records import RunRecord as RunRecord
     from benchlab.store.records import RunTable as RunTable
     from benchlab.store.store import Store as Store
@@ -46,9 +47,9 @@ _DEFINED_IN = {
     "CheckedBundle": "bundle", "export_bundle": "bundle", "import_bundle": "bundle", "read_bundle": "bundle",
     "bundle_data": "bundled", "spec_digest": "experiments", "default_db": "files", "IDENTITY": "hosts",
     "host_digest": "hosts", "FAILED_BENCHMARKS": "records", "Calibration": "records", "ExperimentData": "records",
-    "ExperimentRecord": "records", "MetricColumns": "records", "NewRun": "records", "RunRecord": "records",
-    "RunTable": "records", "Store": "store", "revision_of": "store", "BASELINE": "version", "HEAD": "version",
-    "Migration": "version",
+    "ExperimentRecord": "records", "MetricColumns": "records", "NewRun": "records", "ProfiledRun": "records",
+    "RunRecord": "records", "RunTable": "records", "Store": "store", "revision_of": "store", "BASELINE": "version",
+    "HEAD": "version", "Migration": "version",
 }  # fmt: skip
 
 __all__ = sorted(_DEFINED_IN)

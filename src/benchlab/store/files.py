@@ -28,7 +28,7 @@ TYPE_CHECKING = False  # typing's flag without importing typing; mypy reads it a
 if TYPE_CHECKING:
     import sqlite3
 
-HEAD = "0003_fleet_task"  # the newest schema revision (store/migrations/versions)
+HEAD = "0004_profile_run"  # the newest schema revision (store/migrations/versions)
 BASELINE = "0001_baseline"  # release 0.1.0's schema, which predates alembic
 VERSION_TABLE = "alembic_version"  # where alembic stamps the revision
 SCHEMA_TABLE = "schema_version"  # what every benchlab database of any release holds

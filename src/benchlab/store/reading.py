@@ -10,7 +10,7 @@ from numpy.typing import DTypeLike
 from sqlalchemy import Connection, RowMapping, Select, and_, or_, select
 
 from benchlab.metrics import Direction
-from benchlab.store import checks, columnar, driver
+from benchlab.store import checks, columnar, driver, profiles
 from benchlab.store import schema as t
 from benchlab.store.columns import metric_columns
 from benchlab.store.documents import HostFacts, RunDetails
@@ -56,7 +56,8 @@ def load(conn: Connection, exp: ExperimentRecord, *, every_record: bool = False)
         row.id: checks.document(row.fingerprint, HostFacts, f"host {row.id}", "fingerprint")[0]
         for row in conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(host_ids)))
     }
-    return ExperimentData(exp, runs, records, metrics, info, hosts, calibrations(conn, host_ids), every_record)
+    profiled = profiles.profiled_runs(conn, exp)
+    return ExperimentData(exp, runs, records, metrics, info, hosts, calibrations(conn, host_ids), every_record, profiled)
 
 
 def _finite_values(metrics: MetricColumns) -> None:

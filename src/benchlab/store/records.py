@@ -60,6 +60,25 @@ class NewRun:
     uuid: str | None = None  # an imported run keeps the one it was exported with; a live run gets a new one
 
 
+@dataclass(frozen=True, slots=True)
+class ProfiledRun:
+    """A profiled run, to store or as stored: `profile` is its stacks as `stacks.encode` wrote
+    them (None where it failed), `wall_s` its wall time with the sampler running."""
+
+    workload: str
+    variant: str
+    host_id: int
+    block: int
+    position: int
+    status: str  # ok | failed | timeout
+    started_at: float
+    ended_at: float
+    wall_s: float | None = None
+    message: str | None = None
+    profile: bytes | None = None
+    uuid: str | None = None
+
+
 @dataclass(slots=True)
 class RunRecord:
     """One stored run, whole, as a report lists it and a bundle carries it. Built by place
@@ -143,6 +162,7 @@ class ExperimentData:
     hosts: dict[int, dict[str, Any]]
     calibrations: list[Calibration] = field(default_factory=list)  # of its hosts and workload versions
     every_record: bool = False  # else `records` holds the runs that failed and those a benchmark failed inside
+    profiled: list[ProfiledRun] = field(default_factory=list)  # the profiled runs, apart from `runs`
 
     def run_values(self) -> dict[int, dict[str, float]]:
         """Raw values per run id, for the JSON report and bundles."""

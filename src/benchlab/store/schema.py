@@ -20,6 +20,7 @@ from sqlalchemy import (
     Index,
     Insert,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -32,7 +33,7 @@ from benchlab.store.files import SCHEMA_TABLE
 # What `schema_version` holds. Release 0.1.0 knew nothing of alembic and read only this number: it
 # refuses any higher one ("newer than this benchlab; upgrade benchlab") instead of writing into a
 # database whose columns it does not know, so every migration raises it.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -134,6 +135,30 @@ run_detail = Table(
     metadata,
     Column("run_id", ForeignKey("run.id", ondelete="CASCADE"), primary_key=True),
     Column("details", Text, nullable=False),
+)
+
+# A profiled run: one more run of a workload and variant in a block, under the sampler. Runs of
+# their own kind, in a table of their own, so that no reader of `run` can take one for a sample
+# of the workload's metrics (and databases written before it gain it untouched). `profile` is the
+# run's stacks, compressed (store/profiles.py); NULL where the run failed.
+profile_run = Table(
+    "profile_run",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("uuid", String(36), nullable=False, unique=True),
+    Column("experiment_id", ForeignKey("experiment.id", ondelete="CASCADE"), nullable=False),
+    Column("workload_id", ForeignKey("workload.id", ondelete="CASCADE"), nullable=False),
+    Column("variant_id", ForeignKey("variant.id", ondelete="CASCADE"), nullable=False),
+    Column("host_id", ForeignKey("host.id"), nullable=False),
+    Column("block", Integer, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("status", String(10), nullable=False),  # ok | failed | timeout
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float, nullable=False),
+    Column("wall_s", Float),  # the profiled run's wall time, sampler included: what profiling costs
+    Column("message", Text),
+    Column("profile", LargeBinary),
+    UniqueConstraint("experiment_id", "host_id", "workload_id", "variant_id", "block", name="profile_once"),
 )
 
 # A fleet's task is one block of one workload (`benchlab run --fleet`); each delivery of it to a

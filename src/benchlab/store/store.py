@@ -16,10 +16,10 @@ from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLA
 
 from benchlab import notes
 from benchlab.errors import AlreadyStored, DatabaseUnavailable, StoreError
-from benchlab.store import creation, experiments, files, fleet, hosts, url
+from benchlab.store import creation, experiments, files, fleet, hosts, profiles, url
 from benchlab.store import schema as t
 from benchlab.store.driver import reason
-from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun
+from benchlab.store.records import Calibration, ExperimentData, ExperimentRecord, NewRun, ProfiledRun
 from benchlab.store.runs import RunWriter, take_failed
 from benchlab.store.version import HEAD, Migration, gap, stamped, stored_revision
 
@@ -186,11 +186,14 @@ class Store:
         workloads: Collection[str] | None = None,
         blocks: Collection[int] | None = None,
         ok_only: bool = False,
-    ) -> set[tuple[str, str, int, bool]]:
+    ) -> set[tuple[str, str, int, bool, bool]]:
+        """The plan keys (`runner.PlannedRun.key`) of the runs stored for a host, timed and profiled."""
         from benchlab.store import reading  # numpy loads with what reads runs, not for `benchlab list`
 
         with self.reading() as conn:
-            return reading.stored_keys(conn, exp, host_id, workloads=workloads, blocks=blocks, ok_only=ok_only)
+            timed = reading.stored_keys(conn, exp, host_id, workloads=workloads, blocks=blocks, ok_only=ok_only)
+            profiled = profiles.profiled_keys(conn, exp, host_id, workloads=workloads, blocks=blocks, ok_only=ok_only)
+        return {(*key, False) for key in timed} | profiled
 
     def record_run(self, exp: ExperimentRecord, run: NewRun, *, retry: bool = False) -> None:
         """Stores one finished run and its metrics in one transaction, committed on return.
@@ -208,6 +211,22 @@ class Store:
             if is_unique_violation(exc, "run_once"):  # not another key (a metric name's): that run is not stored
                 raise AlreadyStored(f"{which} is already stored for this host; it is never stored twice") from None
             raise StoreError(f"the database refused {which}: {reason(exc)}") from None
+
+    def record_profiled(self, exp: ExperimentRecord, run: ProfiledRun, *, retry: bool = False) -> None:
+        """Stores one profiled run with its stacks, committed on return (`retry`: replacing the
+        failed one stored under its key)."""
+        try:
+            with self.transaction() as conn:
+                profiles.insert_profiled(conn, exp, run, retry=retry)
+        except IntegrityError as exc:
+            which = f"profiled run {run.workload}/{run.variant} block {run.block}"
+            if is_unique_violation(exc, "profile_once"):
+                raise AlreadyStored(f"{which} is already stored for this host; it is never stored twice") from None
+            raise StoreError(f"the database refused {which}: {reason(exc)}") from None
+
+    def profiled_runs(self, exp: ExperimentRecord, *, workload: str | None = None) -> list[ProfiledRun]:
+        with self.reading() as conn:
+            return profiles.profiled_runs(conn, exp, workload=workload)
 
     def run_identities(self, exp: ExperimentRecord) -> dict[int, tuple[str, str]]:
         from benchlab.store import reading

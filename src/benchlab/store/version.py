@@ -17,7 +17,7 @@ from benchlab.store import schema as t
 from benchlab.store.files import BASELINE, HEAD, VERSION_TABLE
 
 # the revision each schema_version number was raised by, for a database whose alembic_version is empty
-BY_NUMBER = {1: BASELINE, 2: "0002_drop_run_attempt", 3: HEAD}
+BY_NUMBER = {1: BASELINE, 2: "0002_drop_run_attempt", 3: "0003_fleet_task", 4: HEAD}
 
 # alembic's own version table (alembic.ddl.impl.DefaultImpl.version_table_impl), kept out of
 # benchlab's metadata: `gap` compares a database with benchlab's tables only

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from benchlab.errors import SpecError
 from benchlab.report.choices import View
-from benchlab.report.views import app_cycle_grid, cells, metric_grid, score_grid, sweep_grid, times_grid
+from benchlab.report.views import app_cycle_grid, cells, metric_grid, profile_grid, score_grid, sweep_grid, times_grid
 from benchlab.report.views.grid import Grid
 from benchlab.report_model import Report
 
@@ -33,7 +33,14 @@ def resolved(report: Report, view: View) -> View:
 
 
 def report_grids(report: Report, view: View = "auto") -> tuple[list[Grid], str]:
-    """The grids and footer of a report in a view."""
+    """The grids and footer of a report in a view, and after them where the time went (an
+    experiment with profiled runs)."""
+    grids, footer = _view_grids(report, view)
+    where, why = profile_grid.report_grids(report)
+    return [*grids, *where], " ".join(part for part in (footer, why) if part)
+
+
+def _view_grids(report: Report, view: View) -> tuple[list[Grid], str]:
     shown = resolved(report, view)
     if shown == "times":
         return [times_grid.grid(report)], times_grid.footer(report)

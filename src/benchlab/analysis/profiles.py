@@ -1,0 +1,234 @@
+"""Where the time went: an experiment's profiled runs judged like its metrics (`benchlab explain`,
+and the `profiles` section of every report).
+
+Each profiled run's stacks become its time per function (self: where the function is the leaf),
+per library and kernel vs user. A variant's profiled run pairs with the baseline's of the same
+block on the same host, as timed runs do, and each function's time is one more series for the
+one judge every metric goes through (`stats.judge`): the paired change with its interval, the
+correction, the verdict. Functions are judged as raw shifts in time, as a fraction of the
+workload's whole profiled time on the baseline (a function may run in one variant only: an
+allocator's), in a family of their own per workload, so that under A/A at most alpha of
+experiments name any function (bench/profile_aa.py measures it). Which functions are judged is
+fixed before any difference is looked at: those holding at least MIN_SHARE of the time pooled
+over every variant, at most MAX_FUNCTIONS. Libraries, kernel vs user and the whole are shown
+with their unadjusted intervals and not judged: they restate the functions' changes, and the
+workload's own metrics say whether it changed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+
+from benchlab import report_model as model
+from benchlab.errors import StoreError
+from benchlab.stacks import Costs, DamagedProfile, Function, costs, decode
+from benchlab.stats.estimators import paired_t
+from benchlab.stats.judge import Row, Series, Settings, judge, pair_key
+from benchlab.store import ExperimentData, ProfiledRun
+from benchlab.terms import CHARACTERISTIC, PRIMARY
+
+MIN_SHARE = 0.01  # a function judged holds at least this share of the workload's pooled time
+MAX_FUNCTIONS = 30
+MAX_LIBRARIES = 12
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """One profiled run that yielded a profile, read back."""
+
+    run: ProfiledRun
+    costs: Costs
+
+    @property
+    def key(self) -> int:
+        return pair_key(self.run.host_id, self.run.block)
+
+
+def read_profiles(runs: Iterable[ProfiledRun]) -> tuple[list[Profiled], str]:
+    """The profiles of the runs that yielded one, and the event they sampled. A stored profile
+    that is not what benchlab writes is refused in one line, naming its run."""
+    read: list[Profiled] = []
+    events: set[str] = set()
+    for run in runs:
+        if run.status != "ok" or run.profile is None:
+            continue
+        try:
+            document = decode(run.profile)
+        except DamagedProfile as exc:
+            raise StoreError(
+                f"profiled run {run.uuid} ({run.workload}/{run.variant} block {run.block + 1}) is damaged: {exc}"
+            ) from None
+        events.add(document.event)
+        read.append(Profiled(run, costs(document)))
+    return read, ", ".join(sorted(events))
+
+
+def _series(
+    workload: str, name: str, unit: str, profiled: list[Profiled], value: dict[int, float], *, family: str, whole: float
+) -> Series:
+    """One quantity of every profiled run of a workload (`value`: by the run's place in
+    `profiled`, 0 where absent) as a series per variant, keyed for pairing."""
+    per_variant: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+    for i, p in enumerate(profiled):
+        keys, values = per_variant[p.run.variant]
+        keys.append(p.key)
+        values.append(value.get(i, 0.0))
+    arrays = {v: (np.asarray(k, dtype=np.int64), np.asarray(x, dtype=float)) for v, (k, x) in per_variant.items()}
+    return Series(workload, name, unit, "lower", arrays, family, group=f"{workload} profile", raw_fraction_of=whole)
+
+
+@dataclass(frozen=True)
+class _Quantity:
+    level: str
+    name: str
+    library: str | None
+    kernel: bool | None
+    self_time: dict[int, float]
+    inclusive: dict[int, float] | None = None
+
+
+def _quantities(profiled: list[Profiled]) -> list[_Quantity]:
+    """The functions judged, then the libraries, kernel and user, and the whole, each by run."""
+    pooled_total = sum(p.costs.total for p in profiled)
+    pooled: dict[Function, float] = defaultdict(float)
+    libraries: dict[str, float] = defaultdict(float)
+    for p in profiled:
+        for function, t in p.costs.self_time.items():
+            pooled[function] += t
+        for library, t in p.costs.libraries.items():
+            libraries[library] += t
+    chosen = sorted((f for f, t in pooled.items() if t >= MIN_SHARE * pooled_total), key=lambda f: -pooled[f])[:MAX_FUNCTIONS]
+    out = [
+        _Quantity(
+            "function", f.name, f.library, f.kernel,
+            {i: p.costs.self_time.get(f, 0.0) for i, p in enumerate(profiled)},
+            {i: p.costs.inclusive.get(f, 0.0) for i, p in enumerate(profiled)},
+        )
+        for f in chosen
+    ]  # fmt: skip
+    top = sorted(libraries, key=lambda lib: -libraries[lib])[:MAX_LIBRARIES]
+    out += [
+        _Quantity("library", lib, lib, None, {i: p.costs.libraries.get(lib, 0.0) for i, p in enumerate(profiled)}) for lib in top
+    ]
+    out.append(_Quantity("space", "kernel", None, True, {i: p.costs.kernel for i, p in enumerate(profiled)}))
+    out.append(_Quantity("space", "user", None, False, {i: p.costs.total - p.costs.kernel for i, p in enumerate(profiled)}))
+    out.append(_Quantity("total", ALL, None, None, {i: p.costs.total for i, p in enumerate(profiled)}))
+    return out
+
+
+def _median(values: Iterable[float]) -> float:
+    found = list(values)
+    return float(np.median(found)) if found else math.nan
+
+
+def _function_row(
+    row: Row, quantity: _Quantity, profiled: list[Profiled], baseline: str, total_shift: float
+) -> model.FunctionRow:
+    shift = row.change * row.fraction_of if not math.isnan(row.change) else math.nan
+    inclusive = quantity.inclusive
+
+    def inclusive_median(variant: str) -> float | None:
+        if inclusive is None:
+            return None
+        return model.number(_median(inclusive[i] for i, p in enumerate(profiled) if p.run.variant == variant))
+
+    return model.FunctionRow(
+        workload=row.workload, variant=row.variant, level=quantity.level,  # type: ignore[arg-type]
+        name=quantity.name, library=quantity.library, kernel=quantity.kernel, unit=row.unit, pairs=row.pairs,
+        self_median=model.number(row.median), baseline_self_median=model.number(row.baseline_median),
+        inclusive_median=inclusive_median(row.variant), baseline_inclusive_median=inclusive_median(baseline),
+        shift=model.number(shift), share=model.number(shift / total_shift if total_shift else math.nan),
+        change=model.number(row.change), change_ci=model.pair(row.change_ci), change_ci_level=model.number(row.change_ci_level),
+        change_ci95=model.pair(row.change_ci95), test=row.test, p=model.number(row.p), q=model.number(row.q),
+        verdict=row.verdict, blocks_needed=row.blocks_needed, family=row.family, note=row.note or None,
+    )  # fmt: skip
+
+
+def _cost(workload: str, variant: str, profiled: list[Profiled], wall: Series | None) -> model.ProfileCost:
+    """Profiled against unprofiled wall time of one variant, paired by block: the mean log ratio
+    with its 95% paired-t interval (too few pairs: none)."""
+    keys, values = wall.of(variant) if wall is not None else (np.empty(0, dtype=np.int64), np.empty(0))
+    timed: dict[int, float] = dict(zip(cast(list[int], keys.tolist()), cast(list[float], values.tolist()), strict=True))
+    ratios = [
+        math.log(p.run.wall_s / timed[p.key])
+        for p in profiled
+        if p.run.variant == variant and p.run.wall_s and timed.get(p.key, 0) > 0
+    ]
+    if len(ratios) < 2 or np.ptp(ratios) == 0:
+        change = math.expm1(ratios[0]) if len(ratios) == 1 else math.nan
+        return model.ProfileCost(
+            workload=workload, variant=variant, pairs=len(ratios), change=model.number(change), change_ci=(None, None)
+        )
+    mean, (ci,), _ = paired_t(np.asarray(ratios))
+    return model.ProfileCost(
+        workload=workload, variant=variant, pairs=len(ratios), change=model.number(math.expm1(mean)),
+        change_ci=(model.number(math.expm1(ci[0])), model.number(math.expm1(ci[1]))),
+    )  # fmt: skip
+
+
+def explain(data: ExperimentData, settings: Settings, variants: list[str], series: list[Series]) -> model.Profiles | None:
+    """The `profiles` section of the report: None where the experiment has no profiled runs.
+    `series`: the experiment's metric series, whose wall times the profiling cost is measured against."""
+    if not data.profiled:
+        return None
+    walls = {s.workload: s for s in series if s.metric == "wall"}
+    return judge_profiles(data.profiled, [w.name for w in data.experiment.spec.workloads], variants, settings, walls)
+
+
+def judge_profiles(
+    runs: list[ProfiledRun], workloads: list[str], variants: list[str], settings: Settings, walls: dict[str, Series]
+) -> model.Profiles:
+    """Profiled runs judged: per workload (in this order) and variant against the baseline."""
+    profiled, event = read_profiles(runs)
+    failed = [r for r in runs if r.status != "ok"]
+    notes = [f"{r.workload}/{r.variant} block {r.block + 1}: no profile: {r.message}" for r in failed[:5]]
+    if len(failed) > 5:
+        notes.append(f"... and {len(failed) - 5} more profiled runs without a profile")
+    rows: list[model.FunctionRow] = []
+    cost: list[model.ProfileCost] = []
+    judged: list[tuple[Series, _Quantity, list[Profiled]]] = []
+    for workload in workloads:
+        mine = [p for p in profiled if p.run.workload == workload]
+        if not mine:
+            continue
+        base = [p for p in mine if p.run.variant == settings.baseline]
+        whole = _median(p.costs.total for p in base) if base else _median(p.costs.total for p in mine)
+        unit = mine[0].costs.unit
+        for quantity in _quantities(mine):
+            family = PRIMARY if quantity.level == "function" else CHARACTERISTIC
+            name = f"{quantity.level}:{quantity.name}:{quantity.library}"
+            judged.append((_series(workload, name, unit, mine, quantity.self_time, family=family, whole=whole), quantity, mine))
+        cost += [_cost(workload, v, mine, walls.get(workload)) for v in variants]
+        unsymbolized = sum(p.costs.unsymbolized for p in mine) / max(sum(p.costs.total for p in mine), 1e-300)
+        if unsymbolized >= MIN_SHARE:
+            notes.append(f"{workload}: {unsymbolized:.0%} of the time is in code without symbols, counted by library ([lib])")
+    found, _ = judge([s for s, _, _ in judged], variants, settings)
+    by_series = {(r.workload, r.metric, r.variant): r for r in found}
+    # a share of a change not shown to exist is noise: only where the whole's 95% interval excludes zero
+    totals = {
+        (r.workload, r.variant): r.change * r.fraction_of
+        for r in found
+        if r.metric.startswith("total:") and (r.change_ci95[0] > 0 or r.change_ci95[1] < 0)
+    }
+    for s, quantity, mine in judged:
+        for variant in variants:
+            row = by_series.get((s.workload, s.metric, variant))
+            if row is None or variant == settings.baseline and len(variants) > 1:
+                continue
+            rows.append(_function_row(row, quantity, mine, settings.baseline, totals.get((s.workload, variant), math.nan)))
+    rows.sort(key=lambda r: (r.workload, r.variant, _LEVELS.index(r.level), -abs(r.shift or 0.0)))
+    if event == "cpu-clock":
+        notes.append(
+            "no hardware counters here: time is sampled as cpu-clock, and cycles, instructions and misses are not counted"
+        )
+    return model.Profiles(event=event, runs=len(profiled), failed=len(failed), rows=rows, cost=cost, notes=notes)
+
+
+_LEVELS = ("function", "library", "space", "total")

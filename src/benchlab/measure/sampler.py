@@ -1,0 +1,103 @@
+"""Profiled runs: the workload's process tree under `perf record` (Debian's `linux-perf`), user and
+kernel stacks, then folded into stacks by perf itself (`perf script -s perf_stacks.py`).
+
+perf samples hardware cycles where the machine has a PMU and CPU time (`cpu-clock`) where it has
+none, and says which in the stacks it writes: a virtual machine without counters records
+`cpu-clock` when asked for cycles. Each sample carries its period, so a stack's weight is its
+summed periods (nanoseconds of CPU time for `cpu-clock`) and a frequency-driven sampler weighs
+busy and idle stretches alike.
+
+The variant's preloaded libraries (an allocator, the shim) belong to the workload, not to perf:
+they are handed on through `env` after perf's `--`, so perf itself runs unchanged and the shim's
+report is the workload's alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from benchlab.errors import EnvironmentProblem, WorkloadFailed
+from benchlab.measure.process import Launch, LocalExecutor
+from benchlab.spec.models import ProfileSpec
+from benchlab.stacks import DamagedProfile, StackDocument, read_document
+
+PERF_MISSING = "perf is not installed: profiled runs need it (apt-get install linux-perf)"
+FOLD_SCRIPT = Path(__file__).with_name("perf_stacks.py")
+FOLD_TIMEOUT = 600.0  # seconds perf may take to fold one run's samples
+
+
+def perf_path() -> str:
+    found = shutil.which("perf")
+    if found is None:
+        raise EnvironmentProblem(PERF_MISSING)
+    return found
+
+
+def hardware_cycles(perf: str) -> bool:
+    """Whether this machine counts CPU cycles (a PMU, virtualised or not): `perf stat -x,` says
+    `<not supported>` in its first CSV field where it cannot."""
+    done = LocalExecutor().run(
+        Launch(argv=(perf, "stat", "-x", ",", "-e", "cycles", "--", "true"), env=dict(os.environ), timeout=30)
+    )
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return done.ok and bool(lines) and not lines[-1].startswith("<not")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampler:
+    """How this machine's profiled runs are sampled."""
+
+    perf: str
+    event: str  # `cycles` where the machine counts them, else `cpu-clock`
+    settings: ProfileSpec
+
+    def record(self, launch: Launch, data: Path) -> Launch:
+        """`launch` under perf record, writing to `data` only: no build-id cache in root's home
+        (`--no-buildid-cache`), and no BPF program events, whose collection costs every profiled
+        run a second of start-up (the samples are folded right after, on the files perf saw)."""
+        env = dict(launch.env)
+        preload = env.pop("LD_PRELOAD", None)
+        child = ("env", f"LD_PRELOAD={preload}", *launch.argv) if preload else launch.argv
+        argv = (
+            self.perf, "record", "--quiet", "--no-buildid", "--no-buildid-cache", "--no-bpf-event", "-e", self.event,
+            "-F", str(self.settings.frequency), "--call-graph", self.settings.call_graph,
+            "--max-size", f"{self.settings.max_size}B", "-o", str(data), "--", *child,
+        )  # fmt: skip
+        return dataclasses.replace(launch, argv=argv, env=env, perf_counters=False, memory_interval=None, stdout_limit=None)
+
+    def fold(self, data: Path) -> StackDocument:
+        """The stacks of a finished profiled run, or WorkloadFailed saying why there are none."""
+        if not data.exists() or data.stat().st_size == 0:
+            raise WorkloadFailed("perf recorded nothing (see its message)")
+        stacks = data.with_name("stacks.json")
+        done = LocalExecutor().run(
+            Launch(
+                argv=(self.perf, "script", "-i", str(data), "-s", str(FOLD_SCRIPT)),
+                env={**os.environ, "BENCHLAB_STACKS": str(stacks)}, timeout=FOLD_TIMEOUT,
+            )
+        )  # fmt: skip
+        if not done.ok or not stacks.exists():
+            raise WorkloadFailed("perf could not fold its samples", stderr_tail=done.stderr_tail())
+        try:
+            return read_document(stacks.read_bytes())
+        except DamagedProfile as exc:
+            raise WorkloadFailed(f"perf's folded samples are unreadable: {exc}") from None
+
+    def truncated(self, data: Path) -> bool:
+        return data.exists() and data.stat().st_size >= self.settings.max_size
+
+
+@contextmanager
+def scratch() -> Iterator[Path]:
+    """A private folder for one profiled run's perf data, removed after it whatever happens."""
+    folder = Path(tempfile.mkdtemp(prefix="benchlab-profile-"))
+    try:
+        yield folder / "perf.data"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

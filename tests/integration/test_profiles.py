@@ -1,0 +1,105 @@
+"""Profiled runs end to end, with the real perf: a program whose one function a variant slows is
+explained by that function; the timed runs decide as they do unprofiled; an allocator change shows
+the allocators' own functions; no perf, and a profiled run that fails, leave the timed runs be."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BENCHLAB, cli, need
+
+PROGRAM = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) unsigned long spin_a(unsigned long n) {
+    unsigned long x = 1; for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; return x;
+}
+__attribute__((noinline)) unsigned long spin_b(unsigned long n) {
+    unsigned long x = 7; for (unsigned long i = 0; i < n; i++) x = x * 2862933555777941757UL + (i ^ x); return x;
+}
+int main(void) {
+    unsigned long n = 40000000UL;
+    printf("%lu\n", spin_a(n) ^ spin_b(getenv("SLOW_B") ? 2 * n : n));
+    return 0;
+}
+"""
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> str:
+    """A program with symbols and frame pointers whose spin_b takes twice as long under SLOW_B."""
+    need("perf")
+    source = tmp_path / "spin.c"
+    source.write_text(PROGRAM)
+    binary = tmp_path / "spin"
+    subprocess.run([need("gcc"), "-O2", "-fno-omit-frame-pointer", "-o", str(binary), str(source)], check=True)
+    return str(binary)
+
+
+def explained(name: str, *args: str) -> dict[str, object]:
+    return json.loads(cli("explain", name, "--format", "json", *args, check=True).stdout)
+
+
+def verdicts(name: str) -> dict[tuple[str, str], str]:
+    report = json.loads(cli("report", name, "--format", "json", check=True).stdout)
+    return {(r["metric"], r["variant"]): r["verdict"] for r in report["rows"] if r["metric"] in ("wall", "user")}
+
+
+@pytest.mark.slow
+def test_the_slowed_function_explains_the_change_and_the_timed_verdicts_are_those_without_profiling(program: str) -> None:
+    compare = ("compare", "--cmd", program, "-V", "base", "-V", "slow: env.SLOW_B=1", "-n", "5", "--seed", "3")
+    cli(*compare, "--name", "plain", check=True)
+    run = cli(*compare, "--name", "profiled", "--profile", check=True)
+    assert "where the time went: cmd, slow against the baseline (cpu-clock)" in run.stdout
+    functions = [r for r in explained("profiled")["rows"] if r["level"] == "function"]  # type: ignore[index]
+    top = functions[0]
+    assert (top["name"], top["library"], top["verdict"]) == ("spin_b", "spin", "worse")
+    assert 0 < top["change_ci"][0] < top["change"] < top["change_ci"][1]
+    assert top["share"] == pytest.approx(1.0, abs=0.2)  # it explains the whole change
+    spin_a = next(r for r in functions if r["name"] == "spin_a")
+    assert spin_a["verdict"] not in ("better", "worse")
+    assert verdicts("profiled") == verdicts("plain") and verdicts("plain")[("wall", "slow")] == "worse"
+    report = json.loads(cli("report", "profiled", "--format", "json", check=True).stdout)
+    assert report["profiles"]["runs"] == 10 and {c["variant"] for c in report["profiles"]["cost"]} == {"base", "slow"}
+    shown = cli("explain", "profiled", "--variant", "slow", "--workload", "cmd", check=True).stdout
+    assert "spin_b" in shown and "(all samples)" in shown
+
+
+@pytest.mark.slow
+def test_an_allocator_change_shows_the_allocators_own_functions() -> None:
+    need("perf")
+    cli(
+        "compare", "-w", "alloc.churn threads=1 ops=200000", "-V", "glibc", "-V", "jemalloc: allocator=jemalloc",
+        "-n", "3", "--profile", "--name", "alloc", check=True,
+    )  # fmt: skip
+    libraries = {r["library"] for r in explained("alloc")["rows"] if r["level"] == "function"}  # type: ignore[index]
+    assert {"libc.so.6", "libjemalloc.so.2", "benchlab-probe"} <= libraries
+    names = {r["name"] for r in explained("alloc")["rows"]}  # type: ignore[index]
+    assert any(name.endswith("::churn") for name in names)  # the probe's own loop, by its symbol
+
+
+def test_without_perf_the_timed_runs_go_on_and_one_line_says_why(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path / "empty")}  # no perf on it; the workload is named by its path
+    proc = subprocess.run(
+        [BENCHLAB, "compare", "--cmd", "/bin/true", "-n", "3", "--profile", "--name", "noperf"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "perf is not installed" in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+    refused = cli("explain", "noperf")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "no profiled runs" in refused.stderr
+
+
+def test_a_profiled_run_that_fails_is_stored_failed_and_the_timed_runs_decide() -> None:
+    need("perf")
+    fails_under_perf = "sh -c 'case \"$(cat /proc/$PPID/comm)\" in perf*) exit 3;; esac'"
+    proc = cli("compare", "--cmd", fails_under_perf, "-n", "3", "--profile", "--name", "failing")
+    assert proc.returncode == 0, proc.stderr  # the timed runs all succeeded
+    profiles = json.loads(cli("report", "failing", "--format", "json", check=True).stdout)["profiles"]
+    assert (profiles["runs"], profiles["failed"]) == (0, 3)
+    assert "exited with code 3" in profiles["notes"][0]

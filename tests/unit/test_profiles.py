@@ -1,0 +1,141 @@
+"""Profiles without perf: stacks folded into each function's time, stored profiles refused when
+damaged, profiled runs in the plan, and the per-function judgement on simulated profiles with
+known changes (and none: the A/A false-attribution rate)."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from benchlab import stacks
+from benchlab.analysis.profiles import judge_profiles
+from benchlab.analysis.simulation import simulate_profiles
+from benchlab.errors import SpecError
+from benchlab.plan import make_plan
+from benchlab.spec.validate import spec_from_dict
+from benchlab.stacks import DamagedProfile, Function, StackDocument, costs, decode, encode, folded
+from benchlab.stats.judge import Settings
+from benchlab.store import ProfiledRun
+
+APP = "/usr/bin/app"
+MS = 1_000_000  # a cpu-clock period of one millisecond, in nanoseconds
+
+
+def small_document() -> StackDocument:
+    return StackDocument(
+        event="cpu-clock",
+        frames=[
+            ("main", APP, False),
+            ("work", APP, False),
+            (None, "/usr/lib/libz.so.1", False),
+            ("schedule", "[kernel.kallsyms]", True),
+        ],
+        stacks=[("app", [0, 1], 2 * MS, 2), ("app", [0, 1, 2], 1 * MS, 1), ("app", [0, 3], 3 * MS, 3)],
+    )
+
+
+def test_a_profile_gives_each_function_its_self_and_inclusive_time_and_each_library_and_space_theirs() -> None:
+    got = costs(small_document())
+    main, work, schedule = Function("main", "app", False), Function("work", "app", False), Function("schedule", "kernel", True)
+    libz = Function("[libz.so.1]", "libz.so.1", False)
+    assert got.unit == "s" and got.samples == 6
+    assert got.total == pytest.approx(0.006)
+    assert got.self_time == pytest.approx({work: 0.002, libz: 0.001, schedule: 0.003})
+    assert got.inclusive == pytest.approx({main: 0.006, work: 0.003, libz: 0.001, schedule: 0.003})
+    assert got.libraries == pytest.approx({"app": 0.002, "libz.so.1": 0.001, "kernel": 0.003})
+    assert got.kernel == pytest.approx(0.003) and got.unsymbolized == pytest.approx(0.001)
+
+
+def test_the_folded_export_is_what_flame_graph_tools_read() -> None:
+    assert folded(small_document()) == ["app;main;schedule_[k] 3", "app;main;work 2", "app;main;work;[libz.so.1] 1"]
+
+
+def test_a_stored_profile_reads_back_as_written() -> None:
+    assert decode(encode(small_document())) == small_document()
+
+
+@pytest.mark.parametrize(
+    ("blob", "says"),
+    [
+        (b"not compressed", "not a compressed profile"),
+        (zlib.compress(b"{}"), "event"),
+        (zlib.compress(b'{"event": "cpu-clock", "frames": [], "stacks": [["app", [0], 1, 1]]}'), "names a frame"),
+        (zlib.compress(b'{"event": "cpu-clock", "frames": [], "stacks": [["app", [], -1, 1]]}'), "greater than or equal"),
+    ],
+)
+def test_a_damaged_profile_is_refused_saying_why(blob: bytes, says: str) -> None:
+    with pytest.raises(DamagedProfile, match=says):
+        decode(blob)
+
+
+def test_a_profile_that_inflates_past_the_limit_is_refused_without_inflating_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stacks, "MAX_DOCUMENT", 1000)
+    with pytest.raises(DamagedProfile, match="inflates past"):
+        decode(zlib.compress(b" " * 100_000))
+
+
+def test_profiled_runs_follow_each_blocks_timed_runs_in_their_order_and_move_none_of_them() -> None:
+    plain = make_plan(["a", "b"], ["x", "y", "z"], blocks=4, warmup=1, seed=7)
+    profiled = make_plan(["a", "b"], ["x", "y", "z"], blocks=4, warmup=1, seed=7, profiled={"b"})
+    assert [p.key for p in profiled if not p.profiled] == [p.key for p in plain]
+    assert [p.position for p in profiled] == list(range(len(profiled)))
+    for block in range(4):
+        timed = [p.variant for p in profiled if p.workload == "b" and p.block == block and not p.warmup and not p.profiled]
+        after = [p.variant for p in profiled if p.workload == "b" and p.block == block and p.profiled]
+        assert after == timed
+    assert not any(p.profiled for p in profiled if p.workload == "a" or p.warmup)
+
+
+def test_profile_is_true_false_or_a_table_and_a_workload_may_opt_out() -> None:
+    spec = spec_from_dict({
+        "name": "p", "profile": {"frequency": 499, "max_size": "64M"}, "variants": [{"name": "v"}],
+        "workloads": [{"name": "a", "command": "true"}, {"name": "b", "command": "true", "profile": False}],
+    })  # fmt: skip
+    chosen = [spec.profiling(w) for w in spec.workloads]
+    assert chosen[0] is not None and chosen[0].frequency == 499 and chosen[0].max_size == 64 << 20 and chosen[1] is None
+    with pytest.raises(SpecError, match="frequency"):
+        spec_from_dict(
+            {
+                "name": "p",
+                "profile": {"frequency": 0},
+                "variants": [{"name": "v"}],
+                "workloads": [{"name": "a", "command": "true"}],
+            }
+        )
+
+
+SECONDS = np.array([0.30, 0.20, 0.12, 0.10, 0.08, 0.05, 0.03, 0.02])  # each function's time per run
+
+
+def judged(
+    runs: list[ProfiledRun], variants: list[str]
+) -> list[tuple[str, str, float | None, tuple[float | None, float | None]]]:
+    profiles = judge_profiles(runs, ["w"], variants, Settings(baseline=variants[0]), {})
+    return [(r.name, r.verdict, r.change, r.change_ci) for r in profiles.rows if r.level == "function"]
+
+
+def test_a_function_made_slower_tops_the_table_worse_with_an_interval_above_zero_at_five_blocks() -> None:
+    rng = np.random.default_rng(3)
+    slower = SECONDS.copy()
+    slower[3] *= 1.5  # f3: +0.05 s of a 0.9 s run
+    rows = judged(simulate_profiles(rng, {"A": SECONDS, "B": slower}, blocks=5, noise=0.02), ["A", "B"])
+    name, verdict, change, (lo, hi) = rows[0]
+    assert (name, verdict) == ("f3", "worse")
+    assert lo is not None and hi is not None and 0 < lo < change < hi
+    assert change == pytest.approx(0.05 / SECONDS.sum(), rel=0.3)  # as a share of the whole run
+
+
+def test_identical_variants_name_a_function_in_at_most_alpha_of_experiments() -> None:
+    """The false-attribution rate under A/A: 300 simulated experiments of 5 blocks, noise 5% per
+    function and run. Binomial(300, 0.05) exceeds 24 with probability 0.03."""
+    rng = np.random.default_rng(11)
+    named = sum(
+        any(
+            v in ("better", "worse")
+            for _, v, _, _ in judged(simulate_profiles(rng, {"A": SECONDS, "B": SECONDS}, blocks=5, noise=0.05), ["A", "B"])
+        )
+        for _ in range(300)
+    )
+    assert named <= 24
