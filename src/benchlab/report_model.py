@@ -317,6 +317,31 @@ class ProfileCost(Model):
     change_ci: Pair = Field(description="its 95% interval (paired t over blocks)")
 
 
+class FlameFrame(Model):
+    """One frame of a flame graph: a function at a depth of the merged stacks, spanning
+    [start, start + width) of the whole (fractions)."""
+
+    name: str
+    library: str | None = Field(description="null for the process-name frames at the root")
+    depth: int
+    start: float
+    width: float
+
+
+class FlameGraph(Model):
+    """A variant's profiled runs of a workload merged into one flame graph (frames narrower than
+    a thousandth of the whole left out); a differential one (`against` the baseline) spans the
+    mean of both variants' time per run, each frame coloured by its function's judged change."""
+
+    workload: str
+    variant: str
+    against: str | None = Field(default=None, description="the baseline, in a differential graph; null in a variant's own")
+    total: float = Field(description="the time the graph spans, in unit (per run; a differential graph's, both variants' mean)")
+    unit: str
+    runs: int
+    frames: list[FlameFrame]
+
+
 class Profiles(Model):
     """The profiled runs of an experiment, judged (`benchlab explain`)."""
 
@@ -325,6 +350,7 @@ class Profiles(Model):
     failed: int = Field(description="profiled runs that did not (their messages are in notes)")
     rows: list[FunctionRow]
     cost: list[ProfileCost]
+    flames: list[FlameGraph] = Field(default_factory=list, description="per workload and variant, its merged stacks")
     notes: list[str]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 import zlib
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -117,7 +118,8 @@ class Function:
 
 def function_of(symbol: str | None, dso: str | None, kernel: bool) -> Function:
     library = library_name(dso)
-    return Function(symbol if symbol else f"[{library}]", library, kernel)
+    unnamed = library if library.startswith("[") else f"[{library}]"
+    return Function(symbol or unnamed, library, kernel)
 
 
 @dataclass(frozen=True)
@@ -156,12 +158,16 @@ def costs(document: StackDocument) -> Costs:
     return Costs(document.unit, total, document.samples, dict(self_time), dict(inclusive), dict(libraries), kernel, unsymbolized)
 
 
-def folded(document: StackDocument) -> list[str]:
-    """The stacks in the folded format flame graph tools read (`process;root;...;leaf samples`),
-    kernel frames marked `_[k]` as inferno and FlameGraph mark them."""
-    functions = [function_of(*frame) for frame in document.frames]
+def folded(documents: Iterable[StackDocument]) -> list[str]:
+    """Stacks summed into the folded format flame graph tools read (`process;root;...;leaf
+    samples`), kernel frames marked `_[k]` as inferno and FlameGraph mark them."""
     lines: dict[str, int] = defaultdict(int)
-    for comm, path, _, count in document.stacks:
-        names = [comm or "[unknown]", *(f"{functions[i].name}_[k]" if functions[i].kernel else functions[i].name for i in path)]
-        lines[";".join(name.replace(";", ":").replace("\n", " ") for name in names)] += count
+    for document in documents:
+        functions = [function_of(*frame) for frame in document.frames]
+        for comm, path, _, count in document.stacks:
+            names = [
+                comm or "[unknown]",
+                *(f"{functions[i].name}_[k]" if functions[i].kernel else functions[i].name for i in path),
+            ]
+            lines[";".join(name.replace(";", ":").replace("\n", " ") for name in names)] += count
     return [f"{stack} {count}" for stack, count in sorted(lines.items())]

@@ -7,6 +7,7 @@ every plot: each SVG's screenshot must have many pixels off the background, in s
 from __future__ import annotations
 
 import io
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -119,3 +120,24 @@ def test_cpu_scores_render_as_bars(browser: Any, tmp_path: Path) -> None:
     assert labels[:2] == ["cpu suite: single-core scores", "cpu suite: multi-core scores"]
     assert "cpu.aes_xts.single: items_per_second" in labels
     assert_plots_drawn(browser, plots)
+
+
+@pytest.mark.slow
+def test_a_differential_flame_graph_renders_with_frames_judged_worse_and_better(browser: Any, tmp_path: Path) -> None:
+    """glibc's allocator against jemalloc, profiled: glibc's malloc and free leave (judged
+    better), jemalloc's arrive (judged worse); the variant's flame graph shows both colours."""
+    from selenium.webdriver.common.by import By
+
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed (the README's test command installs it)")
+    cli("compare", "-w", "alloc.churn threads=1 ops=200000", "-V", "glibc", "-V", "jemalloc: allocator=jemalloc",
+        "-n", "5", "--profile", "--name", "flames", check=True)  # fmt: skip
+    open_page(browser, report("flames", tmp_path))
+    graphs = browser.find_elements(By.CSS_SELECTOR, "svg.flame")
+    assert len(graphs) == 2  # jemalloc's, coloured by judged change, and glibc's own
+    browser.execute_script("arguments[0].scrollIntoView()", graphs[0])
+    pixels = np.asarray(Image.open(io.BytesIO(graphs[0].screenshot_as_png)).convert("RGB")).reshape(-1, 3).astype(int)
+    r, g, b = pixels[:, 0], pixels[:, 1], pixels[:, 2]
+    reddish = int(((r - np.maximum(g, b)) > 40).sum())
+    bluish = int(((b - np.maximum(r, g)) > 40).sum())
+    assert reddish > 50 and bluish > 50, (reddish, bluish)

@@ -4,16 +4,19 @@ known changes (and none: the A/A false-attribution rate)."""
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import numpy as np
 import pytest
 
 from benchlab import stacks
-from benchlab.analysis.profiles import judge_profiles
+from benchlab.analysis.profile_exports import speedscope_document
+from benchlab.analysis.profiles import flame_graph, judge_profiles, read_profiles
 from benchlab.analysis.simulation import simulate_profiles
 from benchlab.errors import SpecError
 from benchlab.plan import make_plan
+from benchlab.report.formats.html import flames
 from benchlab.spec.validate import spec_from_dict
 from benchlab.stacks import DamagedProfile, Function, StackDocument, costs, decode, encode, folded
 from benchlab.stats.judge import Settings
@@ -49,7 +52,7 @@ def test_a_profile_gives_each_function_its_self_and_inclusive_time_and_each_libr
 
 
 def test_the_folded_export_is_what_flame_graph_tools_read() -> None:
-    assert folded(small_document()) == ["app;main;schedule_[k] 3", "app;main;work 2", "app;main;work;[libz.so.1] 1"]
+    assert folded([small_document()]) == ["app;main;schedule_[k] 3", "app;main;work 2", "app;main;work;[libz.so.1] 1"]
 
 
 def test_a_stored_profile_reads_back_as_written() -> None:
@@ -139,3 +142,47 @@ def test_identical_variants_name_a_function_in_at_most_alpha_of_experiments() ->
         for _ in range(300)
     )
     assert named <= 24
+
+
+def test_a_flame_graph_spans_each_frame_by_its_inclusive_time_from_the_process_up() -> None:
+    profiled, _ = read_profiles([ProfiledRun("w", "A", 1, 0, 0, "ok", 0.0, 1.0, profile=encode(small_document()))])
+    graph = flame_graph("w", "A", profiled)
+    frames = {(f.name, f.depth): (round(f.start, 6), round(f.width, 6)) for f in graph.frames}
+    assert graph.total == pytest.approx(0.006) and graph.unit == "s"
+    assert frames == {
+        ("app", 0): (0, 1), ("main", 1): (0, 1), ("schedule", 2): (0, 0.5), ("work", 2): (0.5, 0.5),
+        ("[libz.so.1]", 3): (0.5, round(1 / 6, 6)),
+    }  # fmt: skip
+
+
+def test_the_page_colours_a_frame_by_its_judged_change_and_never_by_an_unjudged_difference() -> None:
+    rng = np.random.default_rng(5)
+    changed = SECONDS.copy()
+    changed[2] *= 1.6  # f2 slower
+    changed[1] *= 0.5  # f1 faster
+    profiles = judge_profiles(simulate_profiles(rng, {"A": SECONDS, "B": changed}, blocks=5, noise=0.02), ["w"], ["A", "B"],
+                              Settings(baseline="A"), {})  # fmt: skip
+    verdicts = {r.name: r.verdict for r in profiles.rows if r.level == "function"}
+    assert verdicts["f2"] == "worse" and verdicts["f1"] == "better"
+    page = "".join(flames.section(profiles, "A")).split(", the baseline (")[0]  # B's graph, not A's own
+    fills = dict(re.findall(r"<title>(f\d) \(app\)[^<]*</title><rect [^>]*fill=\"(rgb\([^)]*\))\"", page))
+    red, green, blue = (int(x) for x in fills["f2"][4:-1].split(","))
+    assert red > green and red > blue
+    red, green, blue = (int(x) for x in fills["f1"][4:-1].split(","))
+    assert blue > red and blue > green
+    undecided = [name for name, verdict in verdicts.items() if verdict not in ("better", "worse")]
+    assert undecided and all(fills[name] == flames.GREY for name in undecided if name in fills)
+
+
+def test_speedscope_gets_a_profile_per_variant_whose_samples_name_its_frames() -> None:
+    runs = simulate_profiles(np.random.default_rng(1), {"A": SECONDS, "B": SECONDS}, blocks=2, noise=0.02)
+    profiled, _ = read_profiles(runs)
+    document = speedscope_document("x", {("w", v): [p for p in profiled if p.run.variant == v] for v in ("A", "B")})
+    assert document["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = document["shared"]["frames"]
+    for profile in document["profiles"]:
+        assert profile["type"] == "sampled" and profile["unit"] == "seconds"
+        assert len(profile["samples"]) == len(profile["weights"])
+        assert all(0 <= i < len(frames) for sample in profile["samples"] for i in sample)
+        assert profile["endValue"] == pytest.approx(sum(profile["weights"]))
+        assert profile["endValue"] == pytest.approx(2 * SECONDS.sum(), rel=0.1)

@@ -20,14 +20,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
 
 from benchlab import report_model as model
 from benchlab.errors import StoreError
-from benchlab.stacks import Costs, DamagedProfile, Function, costs, decode
+from benchlab.stacks import Costs, DamagedProfile, Function, StackDocument, costs, decode, function_of
 from benchlab.stats.estimators import paired_t
 from benchlab.stats.judge import Row, Series, Settings, judge, pair_key
 from benchlab.store import ExperimentData, ProfiledRun
@@ -37,6 +37,8 @@ MIN_SHARE = 0.01  # a function judged holds at least this share of the workload'
 MAX_FUNCTIONS = 30
 MAX_LIBRARIES = 12
 ALL = "all"
+MIN_FRAME = 0.001  # a flame graph's narrowest frame, a fraction of the whole
+MAX_FRAMES = 10_000  # a flame graph's frames at most (the widest kept)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class Profiled:
 
     run: ProfiledRun
     costs: Costs
+    document: StackDocument
 
     @property
     def key(self) -> int:
@@ -66,7 +69,7 @@ def read_profiles(runs: Iterable[ProfiledRun]) -> tuple[list[Profiled], str]:
                 f"profiled run {run.uuid} ({run.workload}/{run.variant} block {run.block + 1}) is damaged: {exc}"
             ) from None
         events.add(document.event)
-        read.append(Profiled(run, costs(document)))
+        read.append(Profiled(run, costs(document), document))
     return read, ", ".join(sorted(events))
 
 
@@ -173,6 +176,63 @@ def _cost(workload: str, variant: str, profiled: list[Profiled], wall: Series | 
     )  # fmt: skip
 
 
+@dataclass
+class _Node:
+    weight: float = 0.0
+    children: dict[tuple[str, str | None], _Node] = field(default_factory=dict)
+
+
+def flame_graph(
+    workload: str, variant: str, profiled: list[Profiled], baseline: list[Profiled] | None = None
+) -> model.FlameGraph:
+    """A variant's profiled runs merged into one flame graph: every stack from its process name
+    down, frames merged by (function, library) along the path, siblings in name order as
+    FlameGraph draws them, each frame's width its inclusive time over the whole. With `baseline`
+    (a differential graph), the widths are the mean of the two variants' time per run, so that
+    what only the baseline ran (an allocator replaced) has frames to colour as well as what only
+    the variant runs.
+
+    Laid out here, not drawn by a flame graph tool, because the page draws it as plain SVG with
+    no script (the tools' SVG carries its own) and a renderer runs no program: what the layout
+    needs is one prefix-tree walk."""
+    weighted = [(p, 1 / len(profiled)) for p in profiled]
+    if baseline:
+        weighted = [(p, w / 2) for p, w in weighted] + [(p, 1 / (2 * len(baseline))) for p in baseline]
+    root = _Node()
+    for p, share in weighted:
+        functions = [function_of(*frame) for frame in p.document.frames]
+        for comm, path, period, _ in p.document.stacks:
+            weight = period * p.document.scale * share
+            node = root
+            for key in ((comm or "[unknown]", None), *((functions[i].name, functions[i].library) for i in path)):
+                node = node.children.setdefault(key, _Node())
+                node.weight += weight
+    total = sum(child.weight for child in root.children.values())
+    frames: list[model.FlameFrame] = []
+    pending = [(root, -1, 0.0)]
+    while pending and total > 0:
+        node, depth, start = pending.pop()
+        for (name, library), child in sorted(node.children.items(), key=lambda item: (item[0][0], item[0][1] or "")):
+            width = child.weight / total
+            if width >= MIN_FRAME:
+                frames.append(model.FlameFrame(name=name, library=library, depth=depth + 1, start=start, width=width))
+                pending.append((child, depth + 1, start))
+            start += width
+    frames = sorted(frames, key=lambda f: -f.width)[:MAX_FRAMES]
+    return model.FlameGraph(
+        workload=workload, variant=variant, total=total, unit=profiled[0].costs.unit, runs=len(profiled), frames=frames,
+        against=baseline[0].run.variant if baseline else None,
+    )  # fmt: skip
+
+
+def _flame_graphs(workload: str, variants: list[str], baseline: str, mine: list[Profiled]) -> list[model.FlameGraph]:
+    """Each variant's differential graph against the baseline, then the baseline's own."""
+    runs = {v: [p for p in mine if p.run.variant == v] for v in variants}
+    base = runs.get(baseline, [])
+    graphs = [flame_graph(workload, v, runs[v], base) for v in variants if v != baseline and runs[v] and base]
+    return graphs + ([flame_graph(workload, baseline, base)] if base else [])
+
+
 def explain(data: ExperimentData, settings: Settings, variants: list[str], series: list[Series]) -> model.Profiles | None:
     """The `profiles` section of the report: None where the experiment has no profiled runs.
     `series`: the experiment's metric series, whose wall times the profiling cost is measured against."""
@@ -193,6 +253,7 @@ def judge_profiles(
         notes.append(f"... and {len(failed) - 5} more profiled runs without a profile")
     rows: list[model.FunctionRow] = []
     cost: list[model.ProfileCost] = []
+    flames: list[model.FlameGraph] = []
     judged: list[tuple[Series, _Quantity, list[Profiled]]] = []
     for workload in workloads:
         mine = [p for p in profiled if p.run.workload == workload]
@@ -206,6 +267,7 @@ def judge_profiles(
             name = f"{quantity.level}:{quantity.name}:{quantity.library}"
             judged.append((_series(workload, name, unit, mine, quantity.self_time, family=family, whole=whole), quantity, mine))
         cost += [_cost(workload, v, mine, walls.get(workload)) for v in variants]
+        flames += _flame_graphs(workload, variants, settings.baseline, mine)
         unsymbolized = sum(p.costs.unsymbolized for p in mine) / max(sum(p.costs.total for p in mine), 1e-300)
         if unsymbolized >= MIN_SHARE:
             notes.append(f"{workload}: {unsymbolized:.0%} of the time is in code without symbols, counted by library ([lib])")
@@ -228,7 +290,7 @@ def judge_profiles(
         notes.append(
             "no hardware counters here: time is sampled as cpu-clock, and cycles, instructions and misses are not counted"
         )
-    return model.Profiles(event=event, runs=len(profiled), failed=len(failed), rows=rows, cost=cost, notes=notes)
+    return model.Profiles(event=event, runs=len(profiled), failed=len(failed), rows=rows, cost=cost, flames=flames, notes=notes)
 
 
 _LEVELS = ("function", "library", "space", "total")

@@ -4,9 +4,10 @@ fetched from anywhere; plots are inline SVG), readable at a laptop's width.
 In order: what changed (the better and worse rows with their change and 95% interval, then how
 many rows came out each way), the CPU suite's score bars, the sweep's curves, per workload its
 latency histograms (IPC workloads; each run's latency percentiles where runs have none) and,
-per outcome metric, every run per variant beside the runs in the order they ran, then the
-tables of the view (and the app-cycle and `--times` views where the report has them), failed
-runs and warnings, and the embedded data (see `data`).
+per outcome metric, every run per variant beside the runs in the order they ran, then where the
+time went (flame graphs of the profiled runs, `flames`), the tables of the view (and the app-cycle
+and `--times` views where the report has them), failed runs and warnings, and the embedded data
+(see `data`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import html
 
 from benchlab.report import safe
 from benchlab.report.choices import View
-from benchlab.report.formats.html import data, figures, plots, tables
+from benchlab.report.formats.html import data, figures, flames, plots, tables
 from benchlab.report.formats.html.tables import esc
 from benchlab.report.views import app_cycle_grid, cells
 from benchlab.report.views.grids import report_grids, resolved
@@ -135,6 +136,7 @@ def render(report: Report, view: View = "auto") -> str:
             ("scores", "Scores", figures.scores(report, canvas)),
             ("sweep", "Sweep", figures.sweep(report, canvas)),
             ("workloads", "Runs", _workloads(report, canvas)),
+            ("profiles", "Where the time went", flames.section(report.profiles, report.baseline)),
             ("tables", "Tables", _tables(report, view)),
             ("problems", "Failed runs and warnings", _problems(report)),
         ]
