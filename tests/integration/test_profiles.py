@@ -103,3 +103,13 @@ def test_a_profiled_run_that_fails_is_stored_failed_and_the_timed_runs_decide() 
     profiles = json.loads(cli("report", "failing", "--format", "json", check=True).stdout)["profiles"]
     assert (profiles["runs"], profiles["failed"]) == (0, 3)
     assert "exited with code 3" in profiles["notes"][0]
+
+
+@pytest.mark.slow
+def test_diff_judges_two_experiments_profiles_unpaired(program: str) -> None:
+    cli("compare", "--cmd", program, "-V", "base", "-n", "5", "--profile", "--name", "before", check=True)
+    cli("compare", "--cmd", program, "-V", "slow: env.SLOW_B=1", "-n", "5", "--profile", "--name", "after", check=True)
+    profiles = json.loads(cli("diff", "before", "after", "--format", "json", check=True).stdout)["profiles"]
+    rows = [r for r in profiles["rows"] if r["level"] == "function"]
+    assert {(r["variant"], r["pairs"], r["test"]) for r in rows} == {("after", 0, "mann-whitney")}
+    assert rows[0]["name"] == "spin_b" and rows[0]["change"] > 0.3  # spin_b doubled: about half the whole more

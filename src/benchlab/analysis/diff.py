@@ -22,6 +22,7 @@ import numpy as np
 
 from benchlab import report_model as model
 from benchlab.analysis.analyze import analyze, build_series, settings_from_spec
+from benchlab.analysis.profiles import judge_profiles
 from benchlab.analysis.rows import metric_row
 from benchlab.analysis.sides import Side
 from benchlab.errors import SpecError
@@ -29,6 +30,8 @@ from benchlab.stats.judge import Series, Settings, judge
 
 # A's runs are keyed 0, 1, ... and B's from here on: no key is on both sides, so no run ever pairs
 B_KEYS = 1 << 62
+# B's profiled runs are put on hosts of their own (a profiled run pairs by host and block), for the same reason
+B_HOSTS = 1 << 30
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +74,36 @@ def diff(a: Side, b: Side) -> model.Report:
         experiment=experiment, baseline=a.label, variants=[a.label, b.label], alpha=settings.alpha, margin=settings.margin,
         correction=settings.correction, rows=[metric_row(r) for r in rows], geomean=[], scores=None, sweep=None,
         failed_runs=[], failed_benchmarks=[], warnings=[*_unpaired_notes(experiment), *a.notes, *b.notes, *warnings], runs=[],
+        profiles=_profiles(a, b, matches, settings),
     )  # fmt: skip
+
+
+def _row_name(workload: str, match: Match) -> str:
+    return f"{workload}/{match.suffix}" if match.suffix else workload
+
+
+def _profiles(a: Side, b: Side, matches: list[Match], settings: Settings) -> model.Profiles | None:
+    """Both sides' profiled runs of the same work judged as two samples, like the metrics: each
+    side's runs of a match as one variant (A's label, B's), B's on hosts of their own so that no
+    run pairs with one of the other session."""
+    versions_a, versions_b = a.data.experiment.workload_versions, b.data.experiment.workload_versions
+    same = {w for w, v in versions_a.items() if versions_b.get(w) == v}
+    runs = [
+        dataclasses.replace(
+            run,
+            variant=side.label,
+            host_id=run.host_id + offset,
+            workload=f"{run.workload}/{m.suffix}" if m.suffix else run.workload,
+        )
+        for m in matches
+        for side, variant, offset in ((a, m.a, 0), (b, m.b, B_HOSTS))
+        for run in side.data.profiled
+        if run.variant == variant and run.workload in same
+    ]
+    if not runs:
+        return None
+    workloads = list(dict.fromkeys(run.workload for run in runs))
+    return judge_profiles(runs, workloads, [a.label, b.label], settings, {})
 
 
 def one_experiment(a: Side, b: Side) -> bool:
@@ -183,7 +215,7 @@ def _series(a: Side, b: Side, matches: list[Match]) -> tuple[list[Series], list[
             (_, x), (_, y) = s.of(m.a), other.of(m.b)
             if not len(x) or not len(y):
                 continue
-            name = f"{s.workload}/{m.suffix}" if m.suffix else s.workload
+            name = _row_name(s.workload, m)
             out.setdefault(name, []).append(two_samples(s, name, (a.label, x), (b.label, y)))
     return [s for named in out.values() for s in named], warnings
 

@@ -70,7 +70,8 @@ def footer(profiles: Profiles) -> str:
     lines = [
         f"{profiles.runs} profiled runs ({profiles.failed} without a profile), never samples of the metrics; a function's "
         "change is its time's shift as a fraction of the workload's whole time on the baseline, judged per workload "
-        "in a family of its own; share: of the whole's change, where its 95% interval excludes 0; libraries, "
+        "in a family of its own (under A/A at most alpha of experiments name any function: measured in "
+        "docs/statistics.md, Profiles); share: of the whole's change, where its 95% interval excludes 0; libraries, "
         "kernel/user and the whole are shown, not judged (-)",
     ]
     if costs:
