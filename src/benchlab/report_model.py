@@ -290,7 +290,10 @@ class FunctionRow(Judgement):
 
     workload: str
     variant: str
-    level: Literal["function", "library", "space", "total"]
+    level: Literal["function", "inclusive", "library", "space", "total"] = Field(
+        description="function: its self time, judged; inclusive: its time with its callees' (the functions most on the "
+        "stack, shown); library, space (kernel or user) and total: shown"
+    )
     name: str = Field(description="the function's symbol, `[library]` where it has none, the library, kernel or user, or all")
     library: str | None = Field(description="the function's library (`kernel` for the kernel image)")
     kernel: bool | None

@@ -36,6 +36,8 @@ from benchlab.terms import CHARACTERISTIC, PRIMARY
 MIN_SHARE = 0.01  # a function judged holds at least this share of the workload's pooled time
 MAX_FUNCTIONS = 30
 MAX_LIBRARIES = 12
+MAX_INCLUSIVE = 15  # the functions most on the stack, shown with their callees' time
+EVERYWHERE = 0.95  # a function on this share of the stacks or more (`main`) says nothing of where
 ALL = "all"
 MIN_FRAME = 0.001  # a flame graph's narrowest frame, a fraction of the whole
 MAX_FRAMES = 10_000  # a flame graph's frames at most (the widest kept)
@@ -98,13 +100,18 @@ class _Quantity:
 
 
 def _quantities(profiled: list[Profiled]) -> list[_Quantity]:
-    """The functions judged, then the libraries, kernel and user, and the whole, each by run."""
+    """The functions judged (by self time), then those most on the stack (by inclusive time,
+    leaving out those on nearly every stack: `main`, a thread's entry), the libraries, kernel and
+    user, and the whole, each by run."""
     pooled_total = sum(p.costs.total for p in profiled)
     pooled: dict[Function, float] = defaultdict(float)
+    on_stack: dict[Function, float] = defaultdict(float)
     libraries: dict[str, float] = defaultdict(float)
     for p in profiled:
         for function, t in p.costs.self_time.items():
             pooled[function] += t
+        for function, t in p.costs.inclusive.items():
+            on_stack[function] += t
         for library, t in p.costs.libraries.items():
             libraries[library] += t
     chosen = sorted((f for f, t in pooled.items() if t >= MIN_SHARE * pooled_total), key=lambda f: -pooled[f])[:MAX_FUNCTIONS]
@@ -116,6 +123,11 @@ def _quantities(profiled: list[Profiled]) -> list[_Quantity]:
         )
         for f in chosen
     ]  # fmt: skip
+    callers = [f for f, t in on_stack.items() if MIN_SHARE * pooled_total <= t < EVERYWHERE * pooled_total and pooled[f] < t]
+    out += [
+        _Quantity("inclusive", f.name, f.library, f.kernel, {i: p.costs.inclusive.get(f, 0.0) for i, p in enumerate(profiled)})
+        for f in sorted(callers, key=lambda f: -on_stack[f])[:MAX_INCLUSIVE]
+    ]
     top = sorted(libraries, key=lambda lib: -libraries[lib])[:MAX_LIBRARIES]
     out += [
         _Quantity("library", lib, lib, None, {i: p.costs.libraries.get(lib, 0.0) for i, p in enumerate(profiled)}) for lib in top
@@ -293,4 +305,4 @@ def judge_profiles(
     return model.Profiles(event=event, runs=len(profiled), failed=len(failed), rows=rows, cost=cost, flames=flames, notes=notes)
 
 
-_LEVELS = ("function", "library", "space", "total")
+_LEVELS = ("function", "inclusive", "library", "space", "total")

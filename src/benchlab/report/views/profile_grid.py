@@ -29,8 +29,8 @@ def _share(row: FunctionRow) -> str:
 
 
 def _cells(row: FunctionRow) -> list[str]:
-    name = {"space": row.name, "total": "(all samples)"}.get(row.level, row.name)
-    library = "" if row.level in ("library", "space", "total") else row.library or ""
+    name = {"space": f"{row.name} space", "total": "(all samples)", "inclusive": f"{row.name} +callees"}.get(row.level, row.name)
+    library = row.library or "" if row.level in ("function", "inclusive") else ""
     return [
         name, library, _time(row.baseline_self_median, row.unit),
         _time(row.self_median, row.unit), cells.change(row.change, row.change_ci, log_scale=True), _share(row), row.verdict,
