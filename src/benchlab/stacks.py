@@ -153,7 +153,7 @@ def costs(document: StackDocument) -> Costs:
         libraries[leaf.library] += weight
         kernel += weight if leaf.kernel else 0.0
         unsymbolized += weight if document.frames[path[-1]][0] is None else 0.0
-        for function in {functions[i] for i in path}:
+        for function in dict.fromkeys(functions[i] for i in path):  # once per stack, in a fixed order
             inclusive[function] += weight
     return Costs(document.unit, total, document.samples, dict(self_time), dict(inclusive), dict(libraries), kernel, unsymbolized)
 

@@ -7,6 +7,7 @@ case mutates a copy. The database each case imports into already holds another e
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -17,6 +18,7 @@ import sqlite3
 import subprocess
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -445,3 +447,55 @@ def test_a_full_disk_is_one_line_and_loses_nothing_committed(
     refused("import", write(tmp_path, big), code=4, mentions="full")
     assert stored(str(db), "tiny") == (1, 4) and stored(str(db), "big") == (0, 0)
     assert json.loads(cli("report", "tiny", "--format", "json", check=True).stdout)["runs"]
+
+
+def profiled(b: Bundle, profile: bytes | None = None, **changes: object) -> dict[str, Any]:
+    """A profiled run of the bundle's first run's workload and variant, its stacks `profile`
+    (default: a small good one), added to the bundle."""
+    from benchlab.stacks import StackDocument, encode
+
+    good = encode(StackDocument(event="cpu-clock", frames=[("main", "/usr/bin/true", False)], stacks=[("true", [0], 10**6, 1)]))
+    first = run0(b)
+    entry = {
+        "uuid": str(uuid.uuid4()), "workload": first["workload"], "variant": first["variant"], "host": first["host"],
+        "block": 0, "position": 99, "status": "ok", "started_at": first["started_at"], "ended_at": first["ended_at"],
+        "wall_s": 0.01, "message": None, "profile": base64.b64encode(good if profile is None else profile).decode(),
+    }  # fmt: skip
+    entry.update(changes)
+    b.setdefault("profiled_runs", []).append(entry)
+    return entry
+
+
+PROFILED_CASES: list[tuple[str, Callable[[Bundle], object], str]] = [
+    ("profile-not-base64", lambda b: profiled(b).update(profile="%%%"), "profiled_runs[0]"),
+    ("profile-not-compressed", lambda b: profiled(b, b"plain bytes"), "not a compressed profile"),
+    (
+        "profile-of-no-frame",
+        lambda b: profiled(b, zlib.compress(b'{"event": "x", "frames": [], "stacks": [["p", [3], 1, 1]]}')),
+        "names a frame",
+    ),
+    ("ok-profiled-run-without-profile", lambda b: profiled(b, profile=None).update(profile=None), "only an ok one"),
+    ("profiled-run-of-no-variant", lambda b: profiled(b, variant="nope"), "profiled_runs[0].variant"),
+    ("profiled-run-of-no-host", lambda b: profiled(b, host="nope"), "profiled_runs[0].host"),
+    ("profiled-run-twice", lambda b: (profiled(b), profiled(b)), "second profiled run"),
+    ("profiled-block-beyond-the-spec", lambda b: profiled(b, block=99), "profiled_runs[0].block"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "mentions"), [pytest.param(m, w, id=i) for i, m, w in PROFILED_CASES])
+def test_a_bundle_with_a_damaged_profiled_run_is_refused_and_nothing_changes(
+    bundle: Bundle, tmp_path: Path, mutate: Callable[[Bundle], object], mentions: str
+) -> None:
+    mutate(bundle)
+    refused("import", write(tmp_path, bundle), mentions=mentions)
+
+
+def test_profiled_runs_travel_in_a_bundle_and_read_back_alike(bundle: Bundle, tmp_path: Path) -> None:
+    entry = profiled(bundle)
+    cli("import", write(tmp_path, bundle), check=True)
+    explained = json.loads(cli("explain", "tiny", "--format", "json", check=True).stdout)
+    assert explained["runs"] == 1 and explained["flames"][0]["frames"][-1]["name"] == "main"
+    exported = tmp_path / "again.json"
+    cli("export", "tiny", "-o", str(exported), check=True)
+    (again,) = json.loads(exported.read_text())["profiled_runs"]
+    assert again == {**entry, "host": again["host"]}  # the same run, its host renumbered by the database

@@ -21,7 +21,7 @@ from benchlab.metrics import Metric
 from benchlab.store import BASELINE, HEAD, NewRun, Store, hosts
 from benchlab.store.migrate import alembic_config
 from benchlab.store.schema import SCHEMA_VERSION, metadata
-from tests.conftest import cli, experiment_rows
+from tests.conftest import cli, experiment_rows, need
 from tests.servers import fresh_database
 
 
@@ -202,3 +202,15 @@ def test_a_forked_child_ending_leaves_its_parents_connections_open(postgres_url:
     url = fresh_database(postgres_url, "forked")
     done = subprocess.run([sys.executable, "-c", FORKED_CHILD_EXITS, url], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr[-2000:]
+
+
+def test_profiled_runs_are_stored_in_postgres_and_travel_to_sqlite_alike(postgres_url: str, tmp_path: Path) -> None:
+    need("perf")
+    url = fresh_database(postgres_url, "profiled")
+    cli("compare", "--cmd", "true", "-V", "x", "-V", "y", "-n", "3", "--profile", "--name", "prof", "--db", url, check=True)
+    bundle = tmp_path / "p.json"
+    cli("export", "prof", "-o", str(bundle), "--db", url, check=True)
+    cli("import", str(bundle), check=True)
+    there = json.loads(cli("explain", "prof", "--db", url, "--format", "json", check=True).stdout)
+    here = json.loads(cli("explain", "prof", "--format", "json", check=True).stdout)
+    assert there["runs"] == here["runs"] == 6 and there["rows"] == here["rows"]

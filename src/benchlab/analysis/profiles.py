@@ -114,7 +114,9 @@ def _quantities(profiled: list[Profiled]) -> list[_Quantity]:
             on_stack[function] += t
         for library, t in p.costs.libraries.items():
             libraries[library] += t
-    chosen = sorted((f for f, t in pooled.items() if t >= MIN_SHARE * pooled_total), key=lambda f: -pooled[f])[:MAX_FUNCTIONS]
+    chosen = sorted((f for f, t in pooled.items() if t >= MIN_SHARE * pooled_total), key=lambda f: (-pooled[f], f))[
+        :MAX_FUNCTIONS
+    ]
     out = [
         _Quantity(
             "function", f.name, f.library, f.kernel,
@@ -126,9 +128,9 @@ def _quantities(profiled: list[Profiled]) -> list[_Quantity]:
     callers = [f for f, t in on_stack.items() if MIN_SHARE * pooled_total <= t < EVERYWHERE * pooled_total and pooled[f] < t]
     out += [
         _Quantity("inclusive", f.name, f.library, f.kernel, {i: p.costs.inclusive.get(f, 0.0) for i, p in enumerate(profiled)})
-        for f in sorted(callers, key=lambda f: -on_stack[f])[:MAX_INCLUSIVE]
+        for f in sorted(callers, key=lambda f: (-on_stack[f], f))[:MAX_INCLUSIVE]
     ]
-    top = sorted(libraries, key=lambda lib: -libraries[lib])[:MAX_LIBRARIES]
+    top = sorted(libraries, key=lambda lib: (-libraries[lib], lib))[:MAX_LIBRARIES]
     out += [
         _Quantity("library", lib, lib, None, {i: p.costs.libraries.get(lib, 0.0) for i, p in enumerate(profiled)}) for lib in top
     ]
@@ -238,10 +240,11 @@ def flame_graph(
 
 
 def _flame_graphs(workload: str, variants: list[str], baseline: str, mine: list[Profiled]) -> list[model.FlameGraph]:
-    """Each variant's differential graph against the baseline, then the baseline's own."""
+    """Each variant's differential graph against the baseline (its own, where the baseline has no
+    profiled run), then the baseline's own."""
     runs = {v: [p for p in mine if p.run.variant == v] for v in variants}
     base = runs.get(baseline, [])
-    graphs = [flame_graph(workload, v, runs[v], base) for v in variants if v != baseline and runs[v] and base]
+    graphs = [flame_graph(workload, v, runs[v], base or None) for v in variants if v != baseline and runs[v]]
     return graphs + ([flame_graph(workload, baseline, base)] if base else [])
 
 
@@ -297,7 +300,7 @@ def judge_profiles(
             if row is None or variant == settings.baseline and len(variants) > 1:
                 continue
             rows.append(_function_row(row, quantity, mine, settings.baseline, totals.get((s.workload, variant), math.nan)))
-    rows.sort(key=lambda r: (r.workload, r.variant, _LEVELS.index(r.level), -abs(r.shift or 0.0)))
+    rows.sort(key=lambda r: (r.workload, r.variant, _LEVELS.index(r.level), -abs(r.shift or 0.0), r.name, r.library or ""))
     if event == "cpu-clock":
         notes.append(
             "no hardware counters here: time is sampled as cpu-clock, and cycles, instructions and misses are not counted"

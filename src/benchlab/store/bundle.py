@@ -11,6 +11,8 @@ workload versions: results of different work are never compared.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 import time
@@ -24,23 +26,26 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from benchlab import stacks
 from benchlab.errors import SpecError, StoreError
 from benchlab.metrics import Metric
 from benchlab.spec.fields import UNIT_MAX, Blob, Label, Line, Name
 from benchlab.spec.files import read_capped
 from benchlab.spec.load import spec_error
-from benchlab.spec.models import Direction, ExperimentSpec, VariantSpec
+from benchlab.spec.models import MAX_TIMEOUT, Direction, ExperimentSpec, VariantSpec
 from benchlab.spec.stored import VERSION_KEY, StoredVersionError, read_stored_spec
 from benchlab.store import schema as t
 from benchlab.store.documents import HostFacts, RunDetails, Value
 from benchlab.store.experiments import experiment_in, insert_experiment
 from benchlab.store.hosts import host_row
-from benchlab.store.records import ExperimentRecord, NewRun
+from benchlab.store.profiles import insert_profiled
+from benchlab.store.records import ExperimentData, ExperimentRecord, NewRun, ProfiledRun
 from benchlab.store.store import Store, is_unique_violation
 
 BUNDLE_SCHEMA = "benchlab.bundle/1"
 BUNDLE_MAX = 1 << 30  # bytes: refused before reading, a bigger file is not worth holding in memory
 DETAILS_MAX = 64 * 1024  # a run's details as JSON text
+PROFILE_MAX = 128 << 20  # a profiled run's compressed stacks, in base64 characters
 TIME_MAX = 1e11  # seconds since 1970 (the year 5138): a larger timestamp is not a time
 CLOCK_SKEW_S = 86400.0  # a run that ended later than a day from now on this machine's clock never ran
 # units whose values are times, sizes, counts or rates: a negative one was never measured
@@ -110,6 +115,39 @@ class BundleRun(Strict):
         return self
 
 
+class BundleProfiledRun(Strict):
+    """A profiled run (`profile_run`): its stacks as stored, compressed, in base64."""
+
+    uuid: RunUuid
+    workload: Name
+    variant: Name
+    host: Name
+    block: Annotated[int, Field(ge=0, le=100_000)]
+    position: Annotated[int, Field(ge=0, lt=2**31)]
+    status: Literal["ok", "failed", "timeout"]
+    started_at: Timestamp
+    ended_at: Timestamp
+    wall_s: Annotated[float, Field(ge=0, le=MAX_TIMEOUT, allow_inf_nan=False)] | None
+    message: Blob | None
+    profile: Annotated[str, Field(max_length=PROFILE_MAX)] | None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BundleProfiledRun:
+        if self.ended_at < self.started_at:
+            raise ValueError(f"it ended ({self.ended_at}) before it started ({self.started_at})")
+        if (self.status == "ok") != (self.profile is not None):
+            raise ValueError("an ok profiled run has a profile, and only an ok one")
+        if self.profile is not None:
+            try:
+                stacks.decode(base64.b64decode(self.profile, validate=True))
+            except (binascii.Error, stacks.DamagedProfile) as exc:
+                raise ValueError(f"its profile is damaged: {exc}") from None
+        return self
+
+    def stored(self) -> bytes | None:
+        return base64.b64decode(self.profile) if self.profile is not None else None
+
+
 class BundleWorkload(Strict):
     name: Name
     kind: Literal["builtin", "gbench", "command"]
@@ -137,6 +175,7 @@ class Bundle(Strict):
     experiment: BundleExperiment
     hosts: Annotated[dict[Name, HostFacts], Field(max_length=10_000)]
     runs: list[BundleRun]
+    profiled_runs: list[BundleProfiledRun] = []  # bundles written before profiles have none
 
 
 class CheckedBundle:
@@ -182,7 +221,24 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
             "workloads": [{"name": w, "kind": kinds[w], "version": v} for w, v in exp.workload_versions.items()],
             "variants": [{"name": v.name, "config": json.loads(v.config), "is_baseline": bool(v.is_baseline)} for v in variants],
         },
-        "hosts": {str(k): v for k, v in data.hosts.items()},
+        "hosts": {str(k): v for k, v in {**data.hosts, **_profiled_hosts(store, data)}.items()},
+        "profiled_runs": [
+            {
+                "uuid": r.uuid,
+                "workload": r.workload,
+                "variant": r.variant,
+                "host": str(r.host_id),
+                "block": r.block,
+                "position": r.position,
+                "status": r.status,
+                "started_at": r.started_at,
+                "ended_at": r.ended_at,
+                "wall_s": r.wall_s,
+                "message": r.message,
+                "profile": base64.b64encode(r.profile).decode() if r.profile is not None else None,
+            }  # fmt: skip
+            for r in data.profiled
+        ],
         "runs": [
             {
                 "uuid": identities[r.id][0],
@@ -205,6 +261,17 @@ def export_bundle(store: Store, name: str) -> dict[str, Any]:
             for r in data.records
         ],
     }
+
+
+def _profiled_hosts(store: Store, data: ExperimentData) -> dict[int, dict[str, Any]]:
+    """The hosts of profiled runs that no timed run names (a host whose timed runs all failed to
+    store cannot be: both are stored by one runner, but a bundle is read as untrusted anyway)."""
+    missing = {r.host_id for r in data.profiled} - set(data.hosts)
+    if not missing:
+        return {}
+    with store.reading() as conn:
+        rows = conn.execute(select(t.host.c.id, t.host.c.fingerprint).where(t.host.c.id.in_(missing))).all()
+    return {row.id: json.loads(row.fingerprint) for row in rows}
 
 
 def _no_constant(name: str) -> float:
@@ -322,7 +389,33 @@ def _check_references(bundle: Bundle, source: str) -> ExperimentSpec:
                     f"metric '{metric.name}' of workload '{run.workload}' is in {first[0]!r} ({first[1]}) in other runs",
                     where=f"{where}.metrics[{j}]",
                 )
+    _check_profiled(bundle, source, versions, variants, blocks, uuids)
     return spec
+
+
+def _check_profiled(
+    bundle: Bundle, source: str, versions: dict[str, str], variants: set[str], blocks: int, uuids: set[str]
+) -> None:
+    """A profiled run names a host, workload and variant of the bundle, a block of its plan, and a
+    uuid and key of its own."""
+    keys: set[tuple[str, str, str, int]] = set()
+    for i, run in enumerate(bundle.profiled_runs):
+        where = f"{source}: profiled_runs[{i}]"
+        if run.host not in bundle.hosts:
+            raise SpecError(f"no host '{run.host}' among the bundle's hosts", where=f"{where}.host")
+        if run.workload not in versions:
+            raise SpecError(f"no workload '{run.workload}' in the experiment", where=f"{where}.workload")
+        if run.variant not in variants:
+            raise SpecError(f"no variant '{run.variant}' in the experiment", where=f"{where}.variant")
+        if run.block >= blocks:
+            raise SpecError(f"block {run.block}, but the spec has {blocks} (numbered from 0)", where=f"{where}.block")
+        key = (run.host, run.workload, run.variant, run.block)
+        if run.uuid in uuids or key in keys:
+            raise SpecError(
+                f"a second profiled run of {run.workload}/{run.variant} block {run.block}, or a uuid twice", where=where
+            )
+        uuids.add(run.uuid)
+        keys.add(key)
 
 
 def _target_experiment(conn: Connection, checked: CheckedBundle) -> ExperimentRecord:
@@ -368,7 +461,7 @@ def import_bundle(store: Store, checked: CheckedBundle) -> tuple[str, int]:
 def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: Bundle) -> None:
     """The bundle's runs, their hosts, metrics and details, in the caller's transaction, through
     the insert path live runs take."""
-    used = {run.host for run in bundle.runs}
+    used = {run.host for run in bundle.runs} | {run.host for run in bundle.profiled_runs}
     host_ids = {key: host_row(conn, host_facts(facts))[0] for key, facts in bundle.hosts.items() if key in used}
     runs = [
         NewRun(
@@ -391,6 +484,13 @@ def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: 
         for run in bundle.runs
     ]
     store.runs.insert(conn, exp, runs)
+    for p in bundle.profiled_runs:
+        profiled = ProfiledRun(
+            workload=p.workload, variant=p.variant, host_id=host_ids[p.host], block=p.block, position=p.position,
+            status=p.status, started_at=p.started_at, ended_at=p.ended_at, wall_s=p.wall_s, message=p.message,
+            profile=p.stored(), uuid=p.uuid,
+        )  # fmt: skip
+        insert_profiled(conn, exp, profiled, retry=False)
 
 
 def host_facts(facts: HostFacts) -> dict[str, Any]:

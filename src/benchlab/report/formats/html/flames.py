@@ -91,6 +91,7 @@ def section(profiles: Profiles | None, baseline: str) -> list[str]:
     for graph in profiles.flames:
         if graph.against is None:
             colour = {(f.name, f.library): _warm_colour(f.name) for f in graph.frames}
-            out.append(f"<h3>{esc(graph.workload)}: {esc(baseline)}, the baseline ({graph.runs} profiled runs)</h3>")
+            which = "the baseline" if graph.variant == baseline else "its own (the baseline has no profiled run)"
+            out.append(f"<h3>{esc(graph.workload)}: {esc(graph.variant)}, {which} ({graph.runs} profiled runs)</h3>")
             out.append(f'<div class="scroll">{_svg(graph, colour, {})}</div>')
     return out
