@@ -472,27 +472,26 @@ class Runner:
             workload=planned.workload, variant=planned.variant, host_id=host_id, block=planned.block,
             position=planned.position, status="failed", started_at=started, ended_at=started,
         )  # fmt: skip
-        if variant.spec.environment.kind != "local":
-            stored = dataclasses.replace(
-                stored, message=f"profiled runs run on this machine only, not in a {variant.spec.environment.kind}"
-            )
-            self._note_once(f"variant {planned.variant}: {stored.message}")
-            return self._record_profiled(exp, stored)
+        executor = self.executors[planned.variant]
+        refusal = _cannot_profile(variant, executor)
+        if refusal is not None:
+            self._note_once(f"variant {planned.variant}: {refusal}")
+            return self._record_profiled(exp, dataclasses.replace(stored, message=refusal))
         launch = variant.launch(workload.argv(), cwd=workload.spec.cwd, timeout=timeout)
-        with scratch() as data:
+        with scratch(executor.shared_folder() if isinstance(executor, GuestExecutor) else None) as data:
             try:
                 self._untimed_steps(planned, workload.spec, variant, timeout)
                 try:
                     variant.change_machine(self.journal)
                     with background_load(variant.background):
-                        finished = self.executors[planned.variant].run(sampler.record(launch, data))
+                        finished = executor.run(sampler.record(launch, data))
                 finally:
                     self._restored(self.journal.restore())
                     if variant.spec.shim is not None:
                         shim_findings(launch.env)  # the report file is removed; a profiled run's findings are not samples
                 if not finished.ok:
                     raise finished.failure()
-                stacks = sampler.fold(data)
+                stacks = sampler.fold(data, executor)
             except WorkloadFailed as failure:
                 return self._record_profiled(exp, dataclasses.replace(
                     stored, status=failure.status, ended_at=self.clock(),
@@ -508,3 +507,15 @@ class Runner:
         self.store.record_profiled(exp, run, retry=self.retry_failed)
         self.recorded += 1
         return run.status if run.status == "ok" else f"profile {run.status}"
+
+
+def _cannot_profile(variant: PreparedVariant, executor: Executor) -> str | None:
+    """Why a variant's profiled runs cannot run where it runs, if they cannot: perf runs on this
+    machine and in a vm guest that stays up (its perf data is folded by the guest that wrote it),
+    not in a container (no perf in its root) nor on another host."""
+    kind = variant.spec.environment.kind
+    if kind in ("ssh", "container"):
+        return f"profiled runs run on this machine and in vm guests, not in a {kind}"
+    if isinstance(executor, GuestExecutor) and executor.guest.fresh:
+        return "profiled runs need a guest that stays up between runs (fresh = false): its perf data is folded by that guest"
+    return None

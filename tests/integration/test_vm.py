@@ -242,3 +242,21 @@ def test_native_and_guest_scores_side_by_side_paired_by_block(guest_kernel: kern
     rows = [r for r in report["rows"] if r["variant"] == "linux-vm" and r["metric"] == "items_per_second"]
     assert rows and all(r["pairs"] == 3 for r in rows)  # paired block by block with the native runs
     assert _guests_running() == []
+
+
+def test_profiled_runs_in_a_guest_name_its_kernels_reclaim(guest_kernel: kernels.GuestKernel, tmp_path: Path) -> None:
+    """A guest of 192 MiB writes 320 MiB to its data disk: its page cache must be reclaimed as it
+    goes, by kswapd and by the writer itself (direct reclaim). Profiled system-wide, the guest's own
+    perf folds the samples with the guest kernel's symbols."""
+    need("perf")
+    spec = _spec(
+        tmp_path / "reclaim.toml", guest_kernel, {"write": "dd if=/dev/zero of=/var/benchlab/disk/f bs=1M count=320 2>/dev/null"},
+        'memory = "192M", disk = "1G"', extra='profile = { scope = "system", frequency = 499 }',
+    )  # fmt: skip
+    cli("run", str(spec), check=True, timeout=600)
+    explained = json.loads(cli("explain", "reclaim", "--format", "json", check=True).stdout)
+    assert explained["runs"] == 2 and explained["failed"] == 0
+    frames = {f["name"] for graph in explained["flames"] for f in graph["frames"]}
+    assert any(name.startswith("kswapd") for name in frames), sorted(frames)[:50]  # the reclaim thread's own stacks
+    assert {"shrink_node", "shrink_lruvec"} & frames, sorted(frames)[:50]
+    assert _guests_running() == []

@@ -330,6 +330,15 @@ class GuestExecutor:
         cause = [line for line in lines if any(word in line for word in PANIC_WORDS)][-1:]
         return " | ".join(cause + lines[-3:])[-CONSOLE_TAIL_BYTES:]
 
+    def shared_folder(self) -> Path:
+        """A folder this side and the guest both write (at the same path): a profiled run's perf
+        data is written there by the guest's perf and folded there by it too (its own kernel's
+        symbols), and read back here. Boots the guest where none is up."""
+        if self._serving is None:
+            self._boot()
+        assert self._share is not None
+        return Path(self._share.name)
+
     def run(self, launch: Launch) -> Finished:
         request = request_line(launch)
         if request is None:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from benchlab.errors import EnvironmentProblem, WorkloadFailed
-from benchlab.measure.process import Launch, LocalExecutor
+from benchlab.measure.process import Executor, Launch, LocalExecutor
 from benchlab.spec.models import ProfileSpec
 from benchlab.stacks import DamagedProfile, StackDocument, read_document
 
@@ -65,18 +65,20 @@ class Sampler:
         preload = env.pop("LD_PRELOAD", None)
         child = ("env", f"LD_PRELOAD={preload}", *launch.argv) if preload else launch.argv
         argv = (
-            self.perf, "record", "--quiet", "--no-buildid", "--no-buildid-cache", "--no-bpf-event", "-e", self.event,
+            self.perf, "record", "--quiet", "--no-buildid", "--no-buildid-cache", "--no-bpf-event",
+            *(["--all-cpus"] if self.settings.scope == "system" else []), "-e", self.event,
             "-F", str(self.settings.frequency), "--call-graph", self.settings.call_graph,
             "--max-size", f"{self.settings.max_size}B", "-o", str(data), "--", *child,
         )  # fmt: skip
         return dataclasses.replace(launch, argv=argv, env=env, perf_counters=False, memory_interval=None, stdout_limit=None)
 
-    def fold(self, data: Path) -> StackDocument:
-        """The stacks of a finished profiled run, or WorkloadFailed saying why there are none."""
+    def fold(self, data: Path, where: Executor) -> StackDocument:
+        """The stacks of a finished profiled run, or WorkloadFailed saying why there are none;
+        folded `where` it ran (a guest's perf reads the guest's own kernel symbols)."""
         if not data.exists() or data.stat().st_size == 0:
             raise WorkloadFailed("perf recorded nothing (see its message)")
         stacks = data.with_name("stacks.json")
-        done = LocalExecutor().run(
+        done = where.run(
             Launch(
                 argv=(self.perf, "script", "-i", str(data), "-s", str(FOLD_SCRIPT)),
                 env={**os.environ, "BENCHLAB_STACKS": str(stacks)}, timeout=FOLD_TIMEOUT,
@@ -94,9 +96,10 @@ class Sampler:
 
 
 @contextmanager
-def scratch() -> Iterator[Path]:
-    """A private folder for one profiled run's perf data, removed after it whatever happens."""
-    folder = Path(tempfile.mkdtemp(prefix="benchlab-profile-"))
+def scratch(within: Path | None = None) -> Iterator[Path]:
+    """A private folder for one profiled run's perf data (in `within`: a guest's shared folder),
+    removed after it whatever happens."""
+    folder = Path(tempfile.mkdtemp(prefix="benchlab-profile-", dir=within))
     try:
         yield folder / "perf.data"
     finally:
