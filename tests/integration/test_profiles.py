@@ -4,6 +4,8 @@ the allocators' own functions; no perf, and a profiled run that fails, leave the
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -68,6 +70,8 @@ def test_the_slowed_function_explains_the_change_and_the_timed_verdicts_are_thos
     assert report["profiles"]["runs"] == 10 and {c["variant"] for c in report["profiles"]["cost"]} == {"base", "slow"}
     shown = cli("explain", "profiled", "--variant", "slow", "--workload", "cmd", check=True).stdout
     assert "spin_b" in shown and "(all samples)" in shown
+    table = list(csv.DictReader(io.StringIO(cli("explain", "profiled", "--format", "csv", check=True).stdout)))
+    assert len(table) == len(explained("profiled")["rows"]) and table[0]["name"] == "spin_b" and table[0]["verdict"] == "worse"
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from benchlab.analysis.profiles import Profiled
     from benchlab.store import ProfiledRun
 
-FORMATS = ("table", "json")
+FORMATS = ("table", "json", "csv")
 WIDTH = 100  # a table written to a file or pipe is drawn this wide (a terminal's own width otherwise)
 
 
@@ -64,11 +64,13 @@ def explain(
         )
     if folded is not None or speedscope is not None:
         _write_stacks(data.profiled, name, workload, variant, folded, speedscope)
-    if fmt == "json":
-        shown = profiles.model_copy(update={"rows": [
-            r for r in profiles.rows if variant in (None, r.variant) and workload in (None, r.workload)
-        ]})  # fmt: skip
-        out().file.write(shown.model_dump_json(indent=2) + "\n")
+    shown = profiles.model_copy(update={"rows": [
+        r for r in profiles.rows if variant in (None, r.variant) and workload in (None, r.workload)
+    ]})  # fmt: skip
+    if fmt in ("json", "csv"):
+        from benchlab.report.formats.csv_format import profile_rows
+
+        out().file.write(shown.model_dump_json(indent=2) + "\n" if fmt == "json" else profile_rows(shown))
         out().file.flush()
         return
     console = out() if out().is_terminal else Console(file=out().file, width=WIDTH, color_system=None, markup=False, emoji=False)
@@ -128,4 +130,4 @@ def _explain_options(parser: Parser) -> None:
         help="write every selected profile as a speedscope file (speedscope.app)",
     )
     options.db(parser)
-    options.report_format(parser, help="table or json")
+    options.report_format(parser, help="table, json or csv")

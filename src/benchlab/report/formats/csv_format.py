@@ -13,7 +13,7 @@ from benchlab.report import safe
 from benchlab.report.choices import View
 from benchlab.report.views import times_grid
 from benchlab.report.views.grids import resolved
-from benchlab.report_model import Report
+from benchlab.report_model import FunctionRow, Profiles, Report
 
 JUDGEMENT = [
     "change",
@@ -38,6 +38,10 @@ METRIC_COLUMNS = [
 SCORE_COLUMNS = [
     "level", "name", "section", "mode", "variant", "unit", "n", "score", "score_ci_low", "score_ci_high", *JUDGEMENT,
     "peak_memory_kib", "threads", "scaling", "spread", "covers",
+]  # fmt: skip
+PROFILE_COLUMNS = [
+    "workload", "variant", "level", "name", "library", "kernel", "unit", "pairs", "baseline_self_median", "self_median",
+    "baseline_inclusive_median", "inclusive_median", "shift", "share", *JUDGEMENT,
 ]  # fmt: skip
 TIME_COLUMNS = [
     "workload", "metric", "unit", "variant", "n", "baseline_best", "baseline_median", "best", "median",
@@ -82,6 +86,18 @@ def _time_lines(report: Report) -> Iterable[dict[str, Any]]:
             yield {**row.model_dump(), "speedup": _speedup(row.change), "speedup_ci_low": low, "speedup_ci_high": high}
 
 
+def profile_rows(profiles: Profiles) -> str:
+    """`benchlab explain --format csv`: one line per function, library, space and whole row."""
+    return _write(PROFILE_COLUMNS, (_judged(row) for row in profiles.rows))
+
+
+def _judged(row: FunctionRow) -> dict[str, Any]:
+    flat = row.model_dump()
+    flat["change_ci_low"], flat["change_ci_high"] = row.change_ci
+    flat["change_ci95_low"], flat["change_ci95_high"] = row.change_ci95
+    return flat
+
+
 def render(report: Report, view: View = "auto") -> str:
     shown = resolved(report, view)
     if shown == "scores":
@@ -91,6 +107,10 @@ def render(report: Report, view: View = "auto") -> str:
     else:
         parameters = report.sweep.parameters if shown == "sweep" and report.sweep else []
         columns, lines = [*(f"sweep.{p}" for p in parameters), *METRIC_COLUMNS], _metric_lines(report, parameters)
+    return _write(columns, lines)
+
+
+def _write(columns: list[str], lines: Iterable[dict[str, Any]]) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
