@@ -31,7 +31,7 @@ from benchlab.stats.judge import Settings
 
 SECONDS = np.array([0.30, 0.20, 0.12, 0.10, 0.08, 0.05, 0.03, 0.02])
 NOISE = {"2%": (0.02, 0.0), "5%": (0.05, 0.0), "10%": (0.10, 0.0), "5% t(3)": (0.05, 3.0)}
-BLOCKS = (3, 5, 10)
+BLOCKS = (3, 5, 6, 8, 10, 20)
 JUDGED = ("better", "worse")
 
 

@@ -86,7 +86,9 @@ def _series(
         keys.append(p.key)
         values.append(value.get(i, 0.0))
     arrays = {v: (np.asarray(k, dtype=np.int64), np.asarray(x, dtype=float)) for v, (k, x) in per_variant.items()}
-    return Series(workload, name, unit, "lower", arrays, family, group=f"{workload} profile", raw_fraction_of=whole)
+    return Series(
+        workload, name, unit, "lower", arrays, family, group=f"{workload} profile", raw_fraction_of=whole, parametric=True
+    )
 
 
 @dataclass(frozen=True)
