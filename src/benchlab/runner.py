@@ -95,13 +95,15 @@ def _check_metric_settings(workload: Workload, where: str) -> None:
         raise SpecError(f"{unknown!r} is no metric of this workload (it has {', '.join(names)})", where=where)
 
 
-LENGTH = ("blocks", "until_decided")  # what a resumed experiment may change: how long it runs
+# what a resumed experiment may change: how long it runs, and whether it adds profiled runs (`--profile`
+# on a resume profiles the blocks still to run, and those stored without: the timed runs stay as they are)
+RESUMABLE = ("blocks", "until_decided", "profile")
 
 
 def identity_digest(spec: dict[str, Any]) -> str:
-    """The digest of what an experiment is, whatever its length: a resume may add blocks, and a
-    fleet's task signed before that still names the same experiment."""
-    return spec_digest({k: v for k, v in spec.items() if k not in LENGTH})
+    """The digest of what an experiment is, whatever its length or profiling: a resume may add
+    blocks or profiled runs, and a fleet's task signed before that still names the same experiment."""
+    return spec_digest({k: v for k, v in spec.items() if k not in RESUMABLE})
 
 
 Decided = Callable[[ExperimentRecord], bool]
@@ -478,13 +480,15 @@ class Runner:
             self._note_once(f"variant {planned.variant}: {refusal}")
             return self._record_profiled(exp, dataclasses.replace(stored, message=refusal))
         launch = variant.launch(workload.argv(), cwd=workload.spec.cwd, timeout=timeout)
-        with scratch(executor.shared_folder() if isinstance(executor, GuestExecutor) else None) as data:
+        guest = executor if isinstance(executor, GuestExecutor) else None
+        system = sampler.settings.scope == "system" or (sampler.settings.scope is None and guest is not None)
+        with scratch(guest.shared_folder() if guest else None) as data:
             try:
                 self._untimed_steps(planned, workload.spec, variant, timeout)
                 try:
                     variant.change_machine(self.journal)
                     with background_load(variant.background):
-                        finished = executor.run(sampler.record(launch, data))
+                        finished = executor.run(sampler.record(launch, data, system=system))
                 finally:
                     self._restored(self.journal.restore())
                     if variant.spec.shim is not None:

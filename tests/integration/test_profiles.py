@@ -117,3 +117,14 @@ def test_diff_judges_two_experiments_profiles_unpaired(program: str) -> None:
     rows = [r for r in profiles["rows"] if r["level"] == "function"]
     assert {(r["variant"], r["pairs"], r["test"]) for r in rows} == {("after", 0, "mann-whitney")}
     assert rows[0]["name"] == "spin_b" and rows[0]["change"] > 0.3  # spin_b doubled: about half the whole more
+
+
+def test_a_resume_with_profile_profiles_the_blocks_stored_without() -> None:
+    need("perf")
+    compare = ("compare", "--cmd", "/bin/true", "-V", "a", "-V", "b", "-n", "3", "--name", "later")
+    cli(*compare, check=True)
+    before = json.loads(cli("report", "later", "--format", "json", check=True).stdout)["runs"]
+    cli(*compare, "--resume", "--profile", check=True)
+    after = json.loads(cli("report", "later", "--format", "json", check=True).stdout)
+    assert after["runs"] == before  # the timed runs as they were, none run again
+    assert (after["profiles"]["runs"], after["profiles"]["failed"]) == (6, 0)

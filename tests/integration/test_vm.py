@@ -251,7 +251,7 @@ def test_profiled_runs_in_a_guest_name_its_kernels_reclaim(guest_kernel: kernels
     need("perf")
     spec = _spec(
         tmp_path / "reclaim.toml", guest_kernel, {"write": "dd if=/dev/zero of=/var/benchlab/disk/f bs=1M count=320 2>/dev/null"},
-        'memory = "192M", disk = "1G"', extra='profile = { scope = "system", frequency = 499 }',
+        'memory = "192M", disk = "1G"', extra='profile = { frequency = 499 }',  # in a guest: the whole guest by default
     )  # fmt: skip
     cli("run", str(spec), check=True, timeout=600)
     explained = json.loads(cli("explain", "reclaim", "--format", "json", check=True).stdout)

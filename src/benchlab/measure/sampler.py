@@ -57,16 +57,17 @@ class Sampler:
     event: str  # `cycles` where the machine counts them, else `cpu-clock`
     settings: ProfileSpec
 
-    def record(self, launch: Launch, data: Path) -> Launch:
-        """`launch` under perf record, writing to `data` only: no build-id cache in root's home
-        (`--no-buildid-cache`), and no BPF program events, whose collection costs every profiled
-        run a second of start-up (the samples are folded right after, on the files perf saw)."""
+    def record(self, launch: Launch, data: Path, *, system: bool) -> Launch:
+        """`launch` under perf record (`system`: every CPU, else the launched tree), writing to
+        `data` only: no build-id cache in root's home (`--no-buildid-cache`), and no BPF program
+        events, whose collection costs every profiled run a second of start-up (the samples are
+        folded right after, on the files perf saw)."""
         env = dict(launch.env)
         preload = env.pop("LD_PRELOAD", None)
         child = ("env", f"LD_PRELOAD={preload}", *launch.argv) if preload else launch.argv
         argv = (
             self.perf, "record", "--quiet", "--no-buildid", "--no-buildid-cache", "--no-bpf-event",
-            *(["--all-cpus"] if self.settings.scope == "system" else []), "-e", self.event,
+            *(["--all-cpus"] if system else []), "-e", self.event,
             "-F", str(self.settings.frequency), "--call-graph", self.settings.call_graph,
             "--max-size", f"{self.settings.max_size}B", "-o", str(data), "--", *child,
         )  # fmt: skip

@@ -87,9 +87,10 @@ class ProfileSpec(Strict):
     """Whether the workload is profiled (`profile = false` opts one workload out)."""
     frequency: Annotated[int, Field(ge=1, le=100_000)] = 999
     """Samples per second of CPU time per thread (a fixed period, so each sample weighs the same)."""
-    scope: Literal["tree", "system"] = "tree"
+    scope: Literal["tree", "system"] | None = None
     """What is sampled: the workload's process tree, or the whole system while it runs (its kernel
-    threads too: kswapd's reclaim; in a `vm` guest, all of the guest)."""
+    threads too: kswapd's reclaim). Default: the tree on this machine, the whole guest in a `vm`
+    guest (where nothing else runs)."""
     call_graph: Literal["fp", "dwarf"] = "fp"
     """How stacks are walked: frame pointers (cheap; programs built without them show short
     stacks), or DWARF unwinding of a copy of each sample's stack (costly, large)."""
