@@ -10,7 +10,7 @@ that did: the false-attribution rate of per-function verdicts.
 2. Real (`--real N`): N A/A experiments of the built-in alloc.churn, two identical variants,
    `--profile`, on this machine; the share with any function judged.
 
-    uv run python bench/profile_aa.py [--experiments 400] [--real 30]
+    uv run python bench/profile_aa.py [--experiments 400] [--noise 5% ...] [--at 8 20 ...] [--seed N] [--real 30]
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ BLOCKS = (3, 5, 6, 8, 10, 20)
 JUDGED = ("better", "worse")
 
 
-def simulated(experiments: int) -> None:
+def simulated(experiments: int, noises: list[str], blocks_list: list[int], seed: int) -> None:
     slower = SECONDS.copy()
     slower[3] *= 1.5
     print(f"simulated, {experiments} experiments per cell: A/A share with any function judged; power (f3 +50% found on top)")
     print(f"{'noise':>9} {'blocks':>6} {'A/A named':>10} {'power':>7}")
-    for name, (noise, tails) in NOISE.items():
-        for blocks in BLOCKS:
-            rng = np.random.default_rng(blocks * 1000 + int(noise * 100))
+    for name, (noise, tails) in ((n, NOISE[n]) for n in noises):
+        for blocks in blocks_list:
+            rng = np.random.default_rng((seed, blocks, int(noise * 100)))
             named = found = 0
             for _ in range(experiments):
                 aa = simulate_profiles(rng, {"A": SECONDS, "B": SECONDS}, blocks=blocks, noise=noise, tails=tails)
@@ -87,9 +87,12 @@ def main() -> None:
     parser.add_argument("--experiments", type=int, default=400, help="simulated experiments per cell")
     parser.add_argument("--real", type=int, default=0, help="real A/A experiments to run on this machine (each ~15 s)")
     parser.add_argument("--blocks", type=int, default=5, help="blocks of each real experiment")
+    parser.add_argument("--noise", nargs="+", choices=list(NOISE), default=list(NOISE), help="simulated noise models")
+    parser.add_argument("--at", nargs="+", type=int, default=list(BLOCKS), help="simulated numbers of blocks")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the simulation (another seed, other experiments)")
     args = parser.parse_args()
     if args.experiments:
-        simulated(args.experiments)
+        simulated(args.experiments, args.noise, args.at, args.seed)
     if args.real:
         real(args.real, args.blocks)
 

@@ -106,6 +106,7 @@ def identity_digest(spec: dict[str, Any]) -> str:
     return spec_digest({k: v for k, v in spec.items() if k not in RESUMABLE})
 
 
+PROFILED_TIMEOUT_FACTOR = 2
 Decided = Callable[[ExperimentRecord], bool]
 Selected = Callable[[PlannedRun], bool]  # which planned runs this invocation may run (a fleet's task: one block)
 
@@ -468,7 +469,9 @@ class Runner:
         workload = prepared.workloads[planned.workload]
         variant = prepared.variants[planned.variant]
         sampler = self.samplers[planned.workload]
-        timeout = workload.spec.timeout or prepared.spec.timeout
+        # the sampler's start, its sampling and, in a guest, its system-wide recording under emulation
+        # slow a run down: a profiled run has twice the time its timed runs have
+        timeout = PROFILED_TIMEOUT_FACTOR * (workload.spec.timeout or prepared.spec.timeout)
         started = self.clock()
         stored = ProfiledRun(
             workload=planned.workload, variant=planned.variant, host_id=host_id, block=planned.block,

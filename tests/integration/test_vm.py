@@ -245,18 +245,19 @@ def test_native_and_guest_scores_side_by_side_paired_by_block(guest_kernel: kern
 
 
 def test_profiled_runs_in_a_guest_name_its_kernels_reclaim(guest_kernel: kernels.GuestKernel, tmp_path: Path) -> None:
-    """A guest of 192 MiB writes 320 MiB to its data disk: its page cache must be reclaimed as it
+    """A guest of 192 MiB writes 256 MiB to its data disk: its page cache must be reclaimed as it
     goes, by kswapd and by the writer itself (direct reclaim). Profiled system-wide, the guest's own
     perf folds the samples with the guest kernel's symbols."""
     need("perf")
     spec = _spec(
-        tmp_path / "reclaim.toml", guest_kernel, {"write": "dd if=/dev/zero of=/var/benchlab/disk/f bs=1M count=320 2>/dev/null"},
+        tmp_path / "reclaim.toml", guest_kernel, {"write": "dd if=/dev/zero of=/var/benchlab/disk/f bs=1M count=256 2>/dev/null"},
         'memory = "192M", disk = "1G"', extra='profile = { frequency = 499 }',  # in a guest: the whole guest by default
     )  # fmt: skip
     cli("run", str(spec), check=True, timeout=600)
     explained = json.loads(cli("explain", "reclaim", "--format", "json", check=True).stdout)
-    assert explained["runs"] == 2 and explained["failed"] == 0
+    assert explained["runs"] == 2 and explained["failed"] == 0, explained["notes"]
     frames = {f["name"] for graph in explained["flames"] for f in graph["frames"]}
-    assert any(name.startswith("kswapd") for name in frames), sorted(frames)[:50]  # the reclaim thread's own stacks
-    assert {"shrink_node", "shrink_lruvec"} & frames, sorted(frames)[:50]
+    assert {"shrink_node", "shrink_lruvec"} & frames, sorted(frames)[:80]  # the guest kernel's reclaim, by its symbols
+    # by kswapd (its own process at the root), or by the writer itself (direct reclaim), or both
+    assert any(name.startswith("kswapd") for name in frames) or "try_to_free_pages" in frames, sorted(frames)[:80]
     assert _guests_running() == []
