@@ -144,8 +144,13 @@ class BundleProfiledRun(Strict):
                 raise ValueError(f"its profile is damaged: {exc}") from None
         return self
 
-    def stored(self) -> bytes | None:
-        return base64.b64decode(self.profile) if self.profile is not None else None
+    def as_run(self, host_id: int) -> ProfiledRun:
+        """The run as the store keeps it, on `host_id` (the host's row where it is imported)."""
+        return ProfiledRun(
+            workload=self.workload, variant=self.variant, host_id=host_id, block=self.block, position=self.position,
+            status=self.status, started_at=self.started_at, ended_at=self.ended_at, wall_s=self.wall_s,
+            message=self.message, profile=base64.b64decode(self.profile) if self.profile is not None else None, uuid=self.uuid,
+        )  # fmt: skip
 
 
 class BundleWorkload(Strict):
@@ -360,12 +365,7 @@ def _check_references(bundle: Bundle, source: str) -> ExperimentSpec:
     units: dict[tuple[str, str], tuple[str, str]] = {}
     for i, run in enumerate(bundle.runs):
         where = f"{source}: runs[{i}]"
-        if run.host not in bundle.hosts:
-            raise SpecError(f"no host '{run.host}' among the bundle's hosts", where=f"{where}.host")
-        if run.workload not in versions:
-            raise SpecError(f"no workload '{run.workload}' in the experiment", where=f"{where}.workload")
-        if run.variant not in variants:
-            raise SpecError(f"no variant '{run.variant}' in the experiment", where=f"{where}.variant")
+        _check_names(run, bundle, versions, variants, where)
         if run.workload_version != versions[run.workload]:
             raise SpecError(f"not the version of workload '{run.workload}' in this bundle", where=f"{where}.workload_version")
         if run.block >= (spec.warmup if run.warmup else blocks):
@@ -393,6 +393,18 @@ def _check_references(bundle: Bundle, source: str) -> ExperimentSpec:
     return spec
 
 
+def _check_names(
+    run: BundleRun | BundleProfiledRun, bundle: Bundle, versions: dict[str, str], variants: set[str], where: str
+) -> None:
+    """A run names a host of the bundle and a workload and variant of its experiment."""
+    if run.host not in bundle.hosts:
+        raise SpecError(f"no host '{run.host}' among the bundle's hosts", where=f"{where}.host")
+    if run.workload not in versions:
+        raise SpecError(f"no workload '{run.workload}' in the experiment", where=f"{where}.workload")
+    if run.variant not in variants:
+        raise SpecError(f"no variant '{run.variant}' in the experiment", where=f"{where}.variant")
+
+
 def _check_profiled(
     bundle: Bundle, source: str, versions: dict[str, str], variants: set[str], blocks: int, uuids: set[str]
 ) -> None:
@@ -401,12 +413,7 @@ def _check_profiled(
     keys: set[tuple[str, str, str, int]] = set()
     for i, run in enumerate(bundle.profiled_runs):
         where = f"{source}: profiled_runs[{i}]"
-        if run.host not in bundle.hosts:
-            raise SpecError(f"no host '{run.host}' among the bundle's hosts", where=f"{where}.host")
-        if run.workload not in versions:
-            raise SpecError(f"no workload '{run.workload}' in the experiment", where=f"{where}.workload")
-        if run.variant not in variants:
-            raise SpecError(f"no variant '{run.variant}' in the experiment", where=f"{where}.variant")
+        _check_names(run, bundle, versions, variants, where)
         if run.block >= blocks:
             raise SpecError(f"block {run.block}, but the spec has {blocks} (numbered from 0)", where=f"{where}.block")
         key = (run.host, run.workload, run.variant, run.block)
@@ -485,12 +492,7 @@ def _insert_runs(store: Store, conn: Connection, exp: ExperimentRecord, bundle: 
     ]
     store.runs.insert(conn, exp, runs)
     for p in bundle.profiled_runs:
-        profiled = ProfiledRun(
-            workload=p.workload, variant=p.variant, host_id=host_ids[p.host], block=p.block, position=p.position,
-            status=p.status, started_at=p.started_at, ended_at=p.ended_at, wall_s=p.wall_s, message=p.message,
-            profile=p.stored(), uuid=p.uuid,
-        )  # fmt: skip
-        insert_profiled(conn, exp, profiled, retry=False)
+        insert_profiled(conn, exp, p.as_run(host_ids[p.host]), retry=False)
 
 
 def host_facts(facts: HostFacts) -> dict[str, Any]:

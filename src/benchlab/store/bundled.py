@@ -9,7 +9,7 @@ import numpy as np
 
 from benchlab.store.bundle import CheckedBundle, host_facts, run_details
 from benchlab.store.experiments import spec_digest
-from benchlab.store.records import ExperimentData, ExperimentRecord, MetricColumns, ProfiledRun, RunRecord, RunTable
+from benchlab.store.records import ExperimentData, ExperimentRecord, MetricColumns, RunRecord, RunTable
 
 
 def bundle_data(checked: CheckedBundle) -> ExperimentData:
@@ -72,21 +72,5 @@ def bundle_data(checked: CheckedBundle) -> ExperimentData:
         for run_id, r in enumerate(runs, start=1)
     ]
     facts = {hosts[key]: host_facts(fp) for key, fp in bundle.hosts.items()}
-    profiled = [
-        ProfiledRun(
-            workload=p.workload,
-            variant=p.variant,
-            host_id=hosts[p.host],
-            block=p.block,
-            position=p.position,
-            status=p.status,
-            started_at=p.started_at,
-            ended_at=p.ended_at,
-            wall_s=p.wall_s,
-            message=p.message,
-            profile=p.stored(),
-            uuid=p.uuid,
-        )  # fmt: skip
-        for p in bundle.profiled_runs
-    ]
+    profiled = [p.as_run(hosts[p.host]) for p in bundle.profiled_runs]
     return ExperimentData(experiment, table, records, metrics, info_by_metric, facts, [], every_record=True, profiled=profiled)
