@@ -70,6 +70,8 @@ def test_the_slowed_function_explains_the_change_and_the_timed_verdicts_are_thos
     assert report["profiles"]["runs"] == 10 and {c["variant"] for c in report["profiles"]["cost"]} == {"base", "slow"}
     shown = cli("explain", "profiled", "--variant", "slow", "--workload", "cmd", check=True).stdout
     assert "spin_b" in shown and "(all samples)" in shown
+    html = cli("report", "profiled", "--format", "html", check=True).stdout
+    assert html.count('<svg class="flame"') == 2 and "spin_b" in html  # slow's graph against base, and base's own
     table = list(csv.DictReader(io.StringIO(cli("explain", "profiled", "--format", "csv", check=True).stdout)))
     assert len(table) == len(explained("profiled")["rows"]) and table[0]["name"] == "spin_b" and table[0]["verdict"] == "worse"
 
