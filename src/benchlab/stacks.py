@@ -111,10 +111,6 @@ class Function:
     library: str
     kernel: bool
 
-    @property
-    def label(self) -> str:
-        return f"{self.name} ({self.library})"
-
 
 def function_of(symbol: str | None, dso: str | None, kernel: bool) -> Function:
     library = library_name(dso)
