@@ -189,6 +189,7 @@ class Runner:
         self.recorded = 0  # runs stored by this invocation
         self.retry_failed = False  # a run stored as failed runs again (and its retry replaces it)
         self.samplers: dict[str, Sampler] = {}  # workload -> how its profiled runs are sampled
+        self._profiling_of: Prepared | None = None  # what `samplers` were chosen for
 
     def open_experiment(self, prepared: Prepared, *, resume: bool) -> ExperimentRecord:
         spec = prepared.spec
@@ -314,7 +315,7 @@ class Runner:
             blocks=until.max_blocks if until else spec.blocks,
             warmup=spec.warmup,
             seed=spec.seed,
-            profiled=self._samplers(prepared),
+            profiled=self.profiled_workloads(prepared),
         )  # a longer plan starts with the same blocks in the same order, so stored runs stay in place
         scope: dict[str, set[Any]] = {}  # a selection's stored runs are read for its workloads and blocks only
         if only is not None:
@@ -355,9 +356,13 @@ class Runner:
             ) from None
         return exp
 
-    def _samplers(self, prepared: Prepared) -> set[str]:
+    def profiled_workloads(self, prepared: Prepared) -> set[str]:
         """The workloads whose profiled runs this invocation runs: none where perf is missing
-        (said once; the timed runs go on), and none of variants that run elsewhere."""
+        (said once; the timed runs go on). A fleet's worker asks before it runs a block, to know
+        whether that block is whole here without its profiled runs."""
+        if self._profiling_of is prepared:
+            return set(self.samplers)
+        self._profiling_of = prepared
         wanted = {w.name: chosen for w in prepared.spec.workloads if (chosen := prepared.spec.profiling(w)) is not None}
         self.samplers = {}
         if not wanted:

@@ -20,7 +20,7 @@ from benchlab.fleet.app import TASK, make_app, queue_name
 from benchlab.fleet.envelope import BlockTask, seal
 from benchlab.store import Store
 from benchlab.variants import kernels
-from tests.conftest import BENCHLAB
+from tests.conftest import BENCHLAB, need
 from tests.servers import Broker, fresh_database
 
 pytestmark = pytest.mark.serial  # the shared broker and database, knobs, guests, timed verdicts
@@ -297,6 +297,34 @@ def test_a_fleet_over_tls_checks_the_brokers_certificate(fleet: Fleet, rabbitmq:
     assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]
     _, measured, _ = _stored(fleet.db, "tls")
     assert sum(measured.values()) == 4
+
+
+def test_a_worker_profiles_its_blocks_into_the_shared_database(fleet: Fleet, tmp_path: Path) -> None:
+    """Profiled runs on a worker: stored compressed in the shared PostgreSQL database under the
+    worker's host, beside that block's timed runs, and explained from there."""
+    need("perf")
+    spec = tmp_path / "profiled.toml"
+    spec.write_text(
+        'name = "fleet-profiled"\nblocks = 3\nwarmup = 0\nprofile = true\n[[workloads]]\nname = "churn"\n'
+        'builtin = "alloc.churn"\noptions = { threads = 1, ops = 100000 }\n[[variants]]\nname = "base"\n'
+        '[[variants]]\nname = "same"\n'
+    )
+    fleet.worker("w1")
+    fleet.driver(spec)
+    assert fleet.finish("driver") == 0, fleet.log("driver")[-4000:]
+    profiles = fleet.report("driver")["profiles"]
+    assert (profiles["runs"], profiles["failed"]) == (6, 0), profiles  # type: ignore[index]
+    store = Store(fleet.db)
+    exp = store.require_experiment("fleet-profiled")
+    stored = store.profiled_runs(exp)
+    timed_hosts = set(store.load(exp).runs.host_id.tolist())
+    store.engine.dispose()
+    assert {r.host_id for r in stored} == timed_hosts and len(timed_hosts) == 1  # the worker's host
+    assert all(r.profile is not None and r.profile[:1] == b"\x78" for r in stored)  # zlib, as stacks.encode writes
+    explained = subprocess.run([BENCHLAB, "explain", "fleet-profiled", "--db", fleet.db, "--format", "json"],
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert explained.returncode == 0, explained.stderr
+    assert any(r["name"].endswith("::churn") for r in json.loads(explained.stdout)["rows"])
 
 
 def test_fleet_and_single_machine_verdicts_agree(fleet: Fleet, tmp_path: Path) -> None:

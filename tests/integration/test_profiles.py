@@ -64,7 +64,9 @@ def test_the_slowed_function_explains_the_change_and_the_timed_verdicts_are_thos
     assert 0 < top["change_ci"][0] < top["change"] < top["change_ci"][1]
     assert top["share"] == pytest.approx(1.0, abs=0.2)  # it explains the whole change
     spin_a = next(r for r in functions if r["name"] == "spin_a")
-    assert spin_a["verdict"] not in ("better", "worse")
+    # spin_a runs the same in both: its shift is noise, a small part of spin_b's (its verdict is not
+    # asserted: a family keeps false verdicts at alpha over experiments, so one of 20 may name it)
+    assert abs(spin_a["change"]) < top["change"] / 5
     assert verdicts("profiled") == verdicts("plain") and verdicts("plain")[("wall", "slow")] == "worse"
     report = json.loads(cli("report", "profiled", "--format", "json", check=True).stdout)
     assert report["profiles"]["runs"] == 10 and {c["variant"] for c in report["profiles"]["cost"]} == {"base", "slow"}

@@ -251,13 +251,13 @@ def test_native_and_guest_scores_side_by_side_paired_by_block(guest_kernel: kern
 
 
 def test_profiled_runs_in_a_guest_name_its_kernels_reclaim(guest_kernel: kernels.GuestKernel, tmp_path: Path) -> None:
-    """A guest of 160 MiB writes 160 MiB to its data disk: its page cache must be reclaimed as it
+    """A guest of 128 MiB writes 128 MiB to its data disk: its page cache must be reclaimed as it
     goes, by kswapd and by the writer itself (direct reclaim). Profiled system-wide, the guest's own
     perf folds the samples with the guest kernel's symbols."""
     need("perf")
     spec = _spec(
-        tmp_path / "reclaim.toml", guest_kernel, {"write": "dd if=/dev/zero of=/var/benchlab/disk/f bs=1M count=160 2>/dev/null"},
-        'memory = "160M", disk = "1G"', extra='profile = { frequency = 199 }',  # in a guest: the whole guest by default
+        tmp_path / "reclaim.toml", guest_kernel, {"write": "dd if=/dev/zero of=/var/benchlab/disk/f bs=1M count=128 2>/dev/null"},
+        'memory = "128M", disk = "1G"', extra='profile = { frequency = 199 }',  # in a guest: the whole guest by default
         timeout=300,  # emulated, beside the rest of the suite: a profiled run took over 2 minutes in CI
     )  # fmt: skip
     cli("run", str(spec), check=True, timeout=1500)

@@ -58,6 +58,19 @@ def test_following_ends_when_every_block_is_stored_whole() -> None:
     assert view.seen == [(0, 4), (2, 4), (4, 4)]
 
 
+def test_an_awaited_block_is_waited_for_until_an_attempt_after_the_publish_ends_it() -> None:
+    """A profiled block is whole once its timed runs are stored; its profiled runs follow them,
+    so only the end of the attempt that ran it (done, or skipped where no perf is) says it is done."""
+    whole = frozenset({("t", 0), ("t", 1)})
+    store = Scripted(
+        FleetProgress(4, whole, answered={("t", 0): 5, ("t", 1): 3}),  # block 2's answer is older than the publish
+        FleetProgress(4, whole, answered={("t", 0): 5, ("t", 1): 6}),
+    )
+    view = Shown()
+    follow(store, object(), _prepared(), view, since=4, awaited=frozenset(whole), sleep=lambda _: None)  # type: ignore[arg-type]
+    assert len(view.seen) == 2
+
+
 def test_a_slow_read_of_progress_is_made_less_often() -> None:
     times = iter([0.0, 0.5, 10.0, 10.01, 20.0, 20.01])  # each read's start and end
     slept: list[float] = []

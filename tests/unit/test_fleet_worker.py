@@ -17,6 +17,7 @@ from benchlab.fleet.worker import BlockWorker, Later, Unfit, WorkerSettings
 from benchlab.runner import Prepared, Runner, identity_digest
 from benchlab.spec.validate import spec_from_dict
 from benchlab.store import NewRun, Store, host_digest
+from benchlab.store.records import ProfiledRun
 from tests.unit.test_runner import FakeExecutor
 
 KEY = b"k" * 32
@@ -284,3 +285,34 @@ def test_a_database_away_sends_the_task_again_later(stored: tuple[str, Prepared]
     with pytest.raises(Later, match="the database is unreachable") as later:
         worker.handle(envelope)
     assert later.value.pause == 10 and _runs(db) == []
+
+
+def test_a_profiled_block_is_whole_with_its_profiled_runs_where_perf_is_there_to_run_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed between a block's timed runs and its profiled runs leaves the block to run
+    again for them; a worker without perf takes the block as whole without them."""
+    db = str(tmp_path / "fleet.db")
+    prepared = _spec(profile=True)
+    store = Store(db)
+    exp = Runner(store, executor=FakeExecutor()).open_experiment(prepared, resume=False)
+    host = store.host_id({"hostname": "h1", "kernel": "test"})
+    for variant in ("a", "b"):
+        store.record_run(exp, NewRun(host_id=host, workload="t", variant=variant, block=0, warmup=False, position=0, status="ok", started_at=0, ended_at=1))  # fmt: skip
+    assert store.block_complete(exp, "t", 0) and not store.block_complete(exp, "t", 0, profiled=True)
+    assert ("t", 0) in missing_blocks(store, exp, prepared)  # the driver publishes it again
+    assert ("t", 0) not in missing_blocks(store, exp, _spec())  # unprofiled, the block is whole
+
+    def no_perf() -> str:
+        raise EnvironmentProblem("perf is not installed")
+
+    monkeypatch.setattr("benchlab.runner.perf_path", no_perf)
+    assert _worker(db).handle(_envelope(db, "t", 0)) == "skipped"  # nothing here could profile it
+
+    profiled = {"workload": "t", "host_id": host, "block": 0, "position": 0, "started_at": 0, "ended_at": 1}
+    store.record_profiled(exp, ProfiledRun(variant="a", status="ok", profile=b"", **profiled))  # type: ignore[arg-type]
+    assert not store.block_complete(exp, "t", 0, profiled=True)
+    store.record_profiled(exp, ProfiledRun(variant="b", status="failed", message="perf failed", **profiled))  # type: ignore[arg-type]
+    assert store.block_complete(exp, "t", 0, profiled=True)  # whatever became of them, both are stored
+    assert not store.block_complete(exp, "t", 0, profiled=True, ok_only=True)  # a resume runs b's again
+    assert ("t", 0) not in missing_blocks(store, exp, prepared)

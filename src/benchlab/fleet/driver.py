@@ -59,12 +59,19 @@ def consumer_timeout_warning(prepared: Prepared, consumer_timeout: float) -> str
     )
 
 
+def profiled_workloads(prepared: Prepared) -> frozenset[str]:
+    """The workloads the spec profiles: their blocks are whole with their profiled runs."""
+    spec = prepared.spec
+    return frozenset(w.name for w in spec.workloads if spec.profiling(w) is not None)
+
+
 def missing_blocks(
     store: Store, exp: ExperimentRecord, prepared: Prepared, *, retry_failed: bool = False
 ) -> list[tuple[str, int]]:
     """The blocks to publish: those not stored whole on some host (`retry_failed`: whole with runs
-    that ended well)."""
-    complete = store.complete_blocks(exp, ok_only=retry_failed)
+    that ended well), profiled runs included where the spec profiles (a worker without perf
+    answers such a block as whole without them)."""
+    complete = store.complete_blocks(exp, ok_only=retry_failed, profiled=profiled_workloads(prepared))
     return [
         (w.name, block) for block in range(prepared.spec.blocks) for w in prepared.spec.workloads
         if (w.name, block) not in complete
@@ -109,13 +116,15 @@ def follow(
     view: FleetView,
     *,
     since: int = 0,
-    retried: frozenset[tuple[str, int]] = frozenset(),
+    awaited: frozenset[tuple[str, int]] = frozenset(),
     poll: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Until every block is stored whole on some host and each of `retried` (published stored whole
-    but with a failed run, to run it again) answered by an attempt newer than `since`. A refusal of a block not stored whole,
+    """Until every block is stored whole on some host and each of `awaited` answered by an attempt
+    newer than `since`: the blocks published stored whole but with a failed run, to run it
+    again, and those whose profiled runs follow their timed runs (whole without them where a
+    worker has no perf, so only the attempt's end says they are done). A refusal of a block not stored whole,
     by an attempt newer than `since` (the newest before this publish: an older one was answered
     by it), ends the wait as an error; a worker that could not run a block (its task went back
     to the queue) is noted once. It reads once every `poll` seconds, or less often where a read
@@ -142,7 +151,7 @@ def follow(
                     f"worker {first.worker} refused {first.workload} block {first.block + 1}: {first.message}",
                     hint="fix that worker (or start another), then `benchlab run SPEC --fleet POOL --resume`",
                 )
-            if wanted <= progress.complete and all(progress.answered.get(b, 0) > since for b in retried):
+            if wanted <= progress.complete and all(progress.answered.get(b, 0) > since for b in awaited):
                 return
             sleep(max(poll, 20 * cost))
     except KeyboardInterrupt:
@@ -172,7 +181,8 @@ def run_on_fleet(
     digest = identity_digest(exp.spec_document)
     missing = missing_blocks(store, exp, prepared, retry_failed=retry_failed)
     tasks = [BlockTask(pool, exp.name, digest, workload, block, retry_failed) for workload, block in missing]
-    retried = frozenset(missing) & store.complete_blocks(exp)
+    profiled = profiled_workloads(prepared)
+    retried = frozenset(missing) & store.complete_blocks(exp, profiled=profiled)
     if retried:
         view.note(f"{len(retried)} block(s) with a run stored as failed run again (--keep-failed keeps them)")
     store.register_fleet_key(key_check(key))
@@ -183,5 +193,5 @@ def run_on_fleet(
         if created and failed.sent == 0:  # nothing of it can run: its name stays free
             store.drop_experiment(exp)
         raise
-    follow(store, exp, prepared, view, since=since, retried=retried)
+    follow(store, exp, prepared, view, since=since, awaited=retried | {b for b in missing if b[0] in profiled})
     return exp

@@ -165,20 +165,23 @@ class BlockWorker:
         if not 0 <= task.block < spec.blocks:
             raise Forged(f"signed, but {exp.name!r} has blocks 1 to {spec.blocks}, not {task.block + 1}")
         self.settings.allow.check(spec)
-        if self.store.block_complete(exp, task.workload, task.block, ok_only=task.retry_failed):
-            return SKIPPED
         prepared = Prepared.from_spec(spec)
+        progress = AttemptProgress(self.store, attempt, where)
+        runner = Runner(self.store, executor=self.executor, progress=progress, host=self._host)
+        # a block killed between its timed and its profiled runs is not whole where perf is there
+        # to profile it; where perf is missing it is whole without them (its runner says why)
+        profiled = task.workload in runner.profiled_workloads(prepared)
+        if self.store.block_complete(exp, task.workload, task.block, ok_only=task.retry_failed, profiled=profiled):
+            return SKIPPED
         changed = [name for name, w in prepared.workloads.items() if exp.workload_versions.get(name) != w.version]
         if changed:
             raise Unfit(f"workload {changed[0]} here is of another version than the experiment's (another build?)")
-        progress = AttemptProgress(self.store, attempt, where)
-        runner = Runner(self.store, executor=self.executor, progress=progress, host=self._host)
 
         def selected(planned: PlannedRun) -> bool:
             return planned.workload == task.workload and (planned.warmup or planned.block == task.block)
 
         runner.run(prepared, retry_failed=task.retry_failed, only=selected, joined=exp)
-        if not self.store.block_complete(exp, task.workload, task.block):  # never "done" with a run missing
+        if not self.store.block_complete(exp, task.workload, task.block, profiled=profiled):  # never "done" with a run missing
             raise Unfit(f"{task.workload} block {task.block + 1} is not stored whole after its attempt")
         return DONE
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, insert, select, text, update
+from sqlalchemy import Connection, Engine, Table, func, insert, select, text, update
 
 from benchlab.store import checks
 from benchlab.store import schema as t
@@ -49,39 +49,66 @@ class FleetProgress:
     answered: dict[tuple[str, int], int] = field(default_factory=dict)  # block -> its newest attempt that ended done or skipped
 
 
-def complete_blocks(conn: Connection, exp: ExperimentRecord, *, ok_only: bool = False) -> frozenset[tuple[str, int]]:
+def complete_blocks(
+    conn: Connection, exp: ExperimentRecord, *, ok_only: bool = False, profiled: frozenset[str] = frozenset()
+) -> frozenset[tuple[str, int]]:
     """(workload, block) whose every variant has a measured run stored on one same machine: a
     block counts whole or not at all, for the report pairs within (machine, block). `ok_only`:
-    counting only runs that ended well, as a resume that runs failed runs again counts them."""
-    return _whole(conn, exp, None, ok_only=ok_only)
+    counting only runs that ended well, as a resume that runs failed runs again counts them.
+    `profiled`: the workloads whose blocks are whole only with a profiled run of every variant
+    stored too (on that machine, whatever became of it: perf's failure is stored with the run)."""
+    return _whole(conn, exp, None, ok_only=ok_only, profiled=profiled)
 
 
-def block_complete(conn: Connection, exp: ExperimentRecord, workload: str, block: int, *, ok_only: bool = False) -> bool:
-    """Whether one block is stored whole on some machine (`ok_only`: with runs that ended well):
-    what a worker asks of every task it takes, so it reads that block's runs, not every run of
-    the experiment (`complete_blocks` took 70 ms of the database's CPU per task at 100,000 runs
-    stored; bench/fleet_scale.py)."""
-    return bool(_whole(conn, exp, (workload, block), ok_only=ok_only))
+def block_complete(
+    conn: Connection, exp: ExperimentRecord, workload: str, block: int, *, ok_only: bool = False, profiled: bool = False
+) -> bool:
+    """Whether one block is stored whole on some machine (`ok_only`: with runs that ended well;
+    `profiled`: with its profiled runs): what a worker asks of every task it takes, so it reads
+    that block's runs, not every run of the experiment (`complete_blocks` took 70 ms of the
+    database's CPU per task at 100,000 runs stored; bench/fleet_scale.py)."""
+    wanted = frozenset({workload}) if profiled else frozenset()
+    return bool(_whole(conn, exp, (workload, block), ok_only=ok_only, profiled=wanted))
 
 
-def _whole(conn: Connection, exp: ExperimentRecord, only: tuple[str, int] | None, *, ok_only: bool) -> frozenset[tuple[str, int]]:
+def _whole(
+    conn: Connection, exp: ExperimentRecord, only: tuple[str, int] | None, *, ok_only: bool, profiled: frozenset[str]
+) -> frozenset[tuple[str, int]]:
     """The blocks (of all, or the one `only` names) stored whole on one machine. A vm guest's runs
     are stored under a host of their own, the guest of its machine (its fingerprint's
     `guest_of`), and pair with that machine's native runs, as a report pairs them
     (analysis/environments.py): they count on that machine."""
-    r = t.run.c
-    query = select(r.workload_id, r.block, r.host_id, r.variant_id).where(r.experiment_id == exp.id, r.warmup.is_(False))
+    timed = _stored_variants(conn, exp, t.run, only, ok_only=ok_only)
+    sampled = _stored_variants(conn, exp, t.profile_run, only, ok_only=ok_only) if profiled else {}
+    machine = _machines(conn, {host for _, _, host in (*timed, *sampled)})
+    on_machine: dict[tuple[int, int, str], tuple[set[int], set[int]]] = {}
+    for stored, side in ((timed, 0), (sampled, 1)):
+        for (w, b, host), variants in stored.items():
+            on_machine.setdefault((w, b, machine[host]), (set(), set()))[side].update(variants)
+    names = {v: k for k, v in exp.workload_ids.items()}
+    every = len(exp.variant_ids)
+    return frozenset(
+        (names[w], b) for (w, b, _), (runs, profiles) in on_machine.items()
+        if len(runs) == every and (names[w] not in profiled or len(profiles) == every)
+    )  # fmt: skip
+
+
+def _stored_variants(
+    conn: Connection, exp: ExperimentRecord, table: Table, only: tuple[str, int] | None, *, ok_only: bool
+) -> dict[tuple[int, int, int], set[int]]:
+    """(workload id, block, host id) -> the variants with a measured run of `table` stored there."""
+    r = table.c
+    query = select(r.workload_id, r.block, r.host_id, r.variant_id).where(r.experiment_id == exp.id)
+    if table is t.run:
+        query = query.where(r.warmup.is_(False))
     if ok_only:
         query = query.where(r.status == "ok")
     if only is not None:
         query = query.where(r.workload_id == exp.workload_ids[only[0]], r.block == only[1])
-    rows = conn.execute(query.distinct()).all()
-    machine = _machines(conn, {row.host_id for row in rows})
-    variants: dict[tuple[int, int, str], set[int]] = {}
-    for row in rows:
-        variants.setdefault((row.workload_id, row.block, machine[row.host_id]), set()).add(row.variant_id)
-    names = {v: k for k, v in exp.workload_ids.items()}
-    return frozenset((names[w], b) for (w, b, _), seen in variants.items() if len(seen) == len(exp.variant_ids))
+    stored: dict[tuple[int, int, int], set[int]] = {}
+    for row in conn.execute(query.distinct()):
+        stored.setdefault((row.workload_id, row.block, row.host_id), set()).add(row.variant_id)
+    return stored
 
 
 def _machines(conn: Connection, host_ids: set[int]) -> dict[int, str]:

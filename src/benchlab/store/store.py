@@ -279,13 +279,17 @@ class Store:
     def lease_block(self, exp: ExperimentRecord, workload: str, block: int) -> contextlib.AbstractContextManager[bool]:
         return fleet.block_lease(self.engine, exp, workload, block)
 
-    def complete_blocks(self, exp: ExperimentRecord, *, ok_only: bool = False) -> frozenset[tuple[str, int]]:
+    def complete_blocks(
+        self, exp: ExperimentRecord, *, ok_only: bool = False, profiled: frozenset[str] = frozenset()
+    ) -> frozenset[tuple[str, int]]:
         with self.reading() as conn:
-            return fleet.complete_blocks(conn, exp, ok_only=ok_only)
+            return fleet.complete_blocks(conn, exp, ok_only=ok_only, profiled=profiled)
 
-    def block_complete(self, exp: ExperimentRecord, workload: str, block: int, *, ok_only: bool = False) -> bool:
+    def block_complete(
+        self, exp: ExperimentRecord, workload: str, block: int, *, ok_only: bool = False, profiled: bool = False
+    ) -> bool:
         with self.reading() as conn:
-            return fleet.block_complete(conn, exp, workload, block, ok_only=ok_only)
+            return fleet.block_complete(conn, exp, workload, block, ok_only=ok_only, profiled=profiled)
 
     def fleet_progress(self, exp: ExperimentRecord) -> fleet.FleetProgress:
         with self.reading() as conn:
