@@ -320,6 +320,29 @@ class ProfileCost(Model):
     change_ci: Pair = Field(description="its 95% interval (paired t over blocks)")
 
 
+class CounterRow(Model):
+    """An event perf stat counted over a workload's profiled runs under a variant, against the
+    baseline's: shown with its interval, not judged (the workload's metrics say whether it
+    changed; this says how). Instructions say whether the variant did more work, cycles per
+    instruction whether it did its work more slowly: their log changes add up to that of cycles."""
+
+    workload: str
+    variant: str
+    counter: str = Field(description="the event as perf names it, or `cycles per instruction`")
+    meaning: str | None = Field(
+        description="cycles: the whole; instructions: more work; cycles per instruction: slower work; else null"
+    )
+    unit: str = Field(description="s for a time event (task-clock), else count (a ratio for cycles per instruction)")
+    pairs: int = Field(description="blocks with both variants counted; 0 in a diff, whose sides are two samples")
+    baseline_median: Number
+    median: Number
+    change: Number = Field(
+        description="variant over baseline, minus 1: exp of the mean log ratio over blocks "
+        "(a diff: of the Hodges-Lehmann shift of the logs)"
+    )
+    change_ci: Pair = Field(description="its 95% interval (paired t over blocks; a diff: rank-sum)")
+
+
 class FlameFrame(Model):
     """One frame of a flame graph: a function at a depth of the merged stacks, spanning
     [start, start + width) of the whole (fractions)."""
@@ -354,6 +377,9 @@ class Profiles(Model):
     rows: list[FunctionRow]
     cost: list[ProfileCost]
     flames: list[FlameGraph] = Field(default_factory=list, description="per workload and variant, its merged stacks")
+    counters: list[CounterRow] = Field(
+        default_factory=list, description="per workload and variant, what perf stat counted (profile.counters)"
+    )
     notes: list[str]
 
 

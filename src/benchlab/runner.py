@@ -24,7 +24,7 @@ from benchlab.measure.host import fingerprint, machine_state
 from benchlab.measure.process import STDOUT_LIMIT_BYTES, Executor, Finished
 from benchlab.measure.remote import RemoteExecutor
 from benchlab.measure.rusage import usage_metrics
-from benchlab.measure.sampler import Sampler, hardware_cycles, perf_path, scratch
+from benchlab.measure.sampler import HARDWARE_COUNTERS, Sampler, hardware_cycles, perf_path, scratch
 from benchlab.measure.served import ServedExecutor
 from benchlab.metrics import RESERVED
 from benchlab.plan import PlannedRun, make_plan
@@ -373,7 +373,11 @@ class Runner:
             self._note_once(f"{exc.message}; the timed runs go on without their profiled runs")
             return set()
         event = "cycles" if hardware_cycles(perf) else "cpu-clock"
-        self.samplers = {name: Sampler(perf, event, chosen) for name, chosen in wanted.items()}
+        default = HARDWARE_COUNTERS if event == "cycles" else ()
+        self.samplers = {
+            name: Sampler(perf, event, chosen, tuple(chosen.counters) if chosen.counters is not None else default)
+            for name, chosen in wanted.items()
+        }
         self._note_once(
             f"profiled runs sample {event}" + ("" if event == "cycles" else " (this machine has no hardware cycle counter)")
         )
@@ -504,6 +508,9 @@ class Runner:
                 if not finished.ok:
                     raise finished.failure()
                 stacks = sampler.fold(data, executor)
+                counted, uncounted = sampler.counted(data)
+                if uncounted:
+                    self._note_once(f"{planned.workload}: perf cannot count {', '.join(uncounted)} on this machine")
             except WorkloadFailed as failure:
                 return self._record_profiled(exp, dataclasses.replace(
                     stored, status=failure.status, ended_at=self.clock(),
@@ -512,7 +519,8 @@ class Runner:
             if sampler.truncated(data):
                 self._note_once(f"{planned.workload}: a profile reached max_size and was cut short")
         return self._record_profiled(exp, dataclasses.replace(
-            stored, status="ok", ended_at=self.clock(), wall_s=finished.usage.wall_s, profile=encode(stacks),
+            stored, status="ok", ended_at=self.clock(), wall_s=finished.usage.wall_s,
+            profile=encode(stacks.model_copy(update={"counters": counted})),
         ))  # fmt: skip
 
     def _record_profiled(self, exp: ExperimentRecord, run: ProfiledRun) -> str:

@@ -26,7 +26,9 @@ MAX_DEPTH = 4096  # perf's own limit on a callchain is 127 by default (kernel.pe
 MAX_DOCUMENT = 512 << 20  # bytes of JSON one profile may inflate to: a compressed bomb is refused, not inflated
 TIME_EVENTS = {"cpu-clock": 1e-9, "task-clock": 1e-9}  # events whose period is nanoseconds of CPU time
 
+MAX_COUNTED = 64  # events counted over one run
 Text = Annotated[StrictStr, Field(max_length=4096)]
+Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Count = Annotated[StrictInt, Field(ge=0, lt=2**63)]
 
 
@@ -42,6 +44,8 @@ class StackDocument(BaseModel):
         list[tuple[Text, Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(max_length=MAX_DEPTH)], Count, Count]],
         Field(max_length=MAX_STACKS),
     ]
+    counters: Annotated[dict[Annotated[StrictStr, Field(max_length=200)], Amount], Field(max_length=MAX_COUNTED)] = {}
+    """What perf stat counted over the run, by event (none where nothing was asked or counted)."""
 
     @model_validator(mode="after")
     def _frames_exist(self) -> StackDocument:

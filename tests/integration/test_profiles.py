@@ -78,6 +78,32 @@ def test_the_slowed_function_explains_the_change_and_the_timed_verdicts_are_thos
     assert len(table) == len(explained("profiled")["rows"]) and table[0]["name"] == "spin_b" and table[0]["verdict"] == "worse"
 
 
+def test_perf_stat_counts_each_profiled_run_and_what_this_machine_cannot_count_is_one_line(program: str, tmp_path: Path) -> None:
+    """Software events are counted everywhere, so the counters' whole way (perf stat inside perf
+    record, stored with the stacks, judged paired) is checked here; cycles and instructions where
+    the machine has a PMU, and one line where it has none."""
+    spec = tmp_path / "counted.toml"
+    spec.write_text(
+        'name = "counted"\nblocks = 4\nwarmup = 0\n'
+        'profile = { counters = ["task-clock", "page-faults", "cycles", "instructions"] }\n'
+        f'[[workloads]]\nname = "spin"\ncommand = ["{program}"]\n'
+        '[[variants]]\nname = "base"\n[[variants]]\nname = "slow"\nenv = { SLOW_B = "1" }\n'
+    )
+    run = cli("run", str(spec), check=True)
+    table = {c["counter"]: c for c in explained("counted")["counters"]}  # type: ignore[union-attr]
+    clock = table["task-clock"]
+    assert clock["unit"] == "s" and clock["pairs"] == 4 and 0.2 < clock["change_ci"][0] < clock["change"]  # spin_b: 2x
+    assert 0.01 < clock["baseline_median"] < 5  # seconds, not perf's milliseconds
+    assert abs(table["page-faults"]["change"]) < 0.2  # the same program, the same pages
+    if "instructions" in table:  # a PMU: more work (spin_b's loop twice over), not slower work
+        assert table["instructions"]["meaning"] == "more work" and table["instructions"]["change_ci"][0] > 0.2
+        assert abs(table["cycles per instruction"]["change"]) < 0.2
+    else:
+        assert "spin: perf cannot count cycles, instructions on this machine" in run.stdout + run.stderr
+    shown = cli("explain", "counted", check=True).stdout
+    assert "counted: spin, slow against the baseline" in shown and "task-clock" in shown
+
+
 @pytest.mark.slow
 def test_an_allocator_change_shows_the_allocators_own_functions() -> None:
     need("perf")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +15,12 @@ from benchlab import stacks
 from benchlab.analysis.profile_exports import speedscope_document
 from benchlab.analysis.profiles import flame_graph, judge_profiles, read_profiles
 from benchlab.analysis.simulation import simulate_profiles
-from benchlab.errors import SpecError
+from benchlab.errors import SpecError, WorkloadFailed
+from benchlab.measure.process import Launch
+from benchlab.measure.sampler import Sampler
 from benchlab.plan import make_plan
 from benchlab.report.formats.html import flames
+from benchlab.spec.models import ProfileSpec
 from benchlab.spec.validate import spec_from_dict
 from benchlab.stacks import DamagedProfile, Function, StackDocument, costs, decode, encode, folded
 from benchlab.stats.judge import Settings
@@ -187,3 +191,94 @@ def test_speedscope_gets_a_profile_per_variant_whose_samples_name_its_frames() -
         assert all(0 <= i < len(frames) for sample in profile["samples"] for i in sample)
         assert profile["endValue"] == pytest.approx(sum(profile["weights"]))
         assert profile["endValue"] == pytest.approx(2 * SECONDS.sum(), rel=0.1)
+
+
+def _counted_runs(
+    rng: np.random.Generator, counts: dict[str, tuple[float, float]], *, blocks: int, host: int = 1
+) -> list[ProfiledRun]:
+    """Profiled runs of `w` whose perf stat counted, per variant, (instructions, cycles per
+    instruction) each with 1% noise per run, and a drift shared by each block's runs."""
+    runs = []
+    for block in range(blocks):
+        drift = rng.lognormal(0, 0.05)
+        for variant, (instructions, cpi) in counts.items():
+            done = instructions * drift * rng.lognormal(0, 0.01)
+            counters = {
+                "instructions": done,
+                "cycles": done * cpi * rng.lognormal(0, 0.01),
+                "page-faults": 1000.0,
+                "task-clock": 0.5,
+            }
+            document = small_document().model_copy(update={"counters": counters})
+            runs.append(ProfiledRun("w", variant, host, block, len(runs), "ok", 0.0, 1.0, wall_s=1.0, profile=encode(document)))
+    return runs
+
+
+def _counter_table(runs: list[ProfiledRun]) -> dict[str, tuple[str | None, float | None, tuple[float | None, float | None], int]]:
+    profiles = judge_profiles(runs, ["w"], ["A", "B"], Settings(baseline="A"), {})
+    return {c.counter: (c.meaning, c.change, c.change_ci, c.pairs) for c in profiles.counters if c.variant == "B"}
+
+
+def test_counters_split_the_change_in_cycles_into_more_work_and_slower_work_each_with_its_interval() -> None:
+    """B runs 10% more instructions at the same speed: more work, not slower work; the two log
+    changes add up to that of cycles."""
+    table = _counter_table(_counted_runs(np.random.default_rng(5), {"A": (1e9, 1.2), "B": (1.1e9, 1.2)}, blocks=6))
+    assert list(table) == ["cycles", "instructions", "cycles per instruction", "page-faults", "task-clock"]
+    meaning, change, (lo, hi), pairs = table["instructions"]
+    assert meaning == "more work" and pairs == 6 and lo is not None and hi is not None and 0.05 < lo < 0.1 < hi < 0.15
+    meaning, change, (lo, hi), _ = table["cycles per instruction"]
+    assert meaning == "slower work" and change is not None and abs(change) < 0.03  # noise: 1.4% per pair
+    cycles, work, speed = (table[c][1] for c in ("cycles", "instructions", "cycles per instruction"))
+    assert np.log1p(cycles) == pytest.approx(np.log1p(work) + np.log1p(speed))  # type: ignore[arg-type]
+    assert table["page-faults"][1:3] == (0.0, (0.0, 0.0))  # the same count in every run
+
+
+def test_counters_of_two_experiments_compare_as_two_samples() -> None:
+    """In a diff the sides share no block: B's runs are on hosts of their own."""
+    rng = np.random.default_rng(6)
+    runs = [r for r in _counted_runs(rng, {"A": (1e9, 1.0), "B": (1e9, 1.5)}, blocks=6) if r.variant == "A"]
+    runs += [r for r in _counted_runs(rng, {"A": (1e9, 1.0), "B": (1e9, 1.5)}, blocks=6, host=2) if r.variant == "B"]
+    meaning, change, (lo, hi), pairs = _counter_table(runs)["cycles per instruction"]
+    assert pairs == 0 and lo is not None and hi is not None and 0.4 < lo < change < hi < 0.6
+
+
+def test_perf_stats_counts_are_read_in_seconds_and_what_it_cannot_count_is_named(tmp_path: Path) -> None:
+    data = tmp_path / "perf.data"
+    (tmp_path / "counters.json").write_text(
+        "# started on Mon Nov 30 03:55:08 2026\n\n"
+        '{"counter-value" : "1844.218000", "unit" : "msec", "event" : "task-clock", "event-runtime" : 1844218, "pcnt-running" : 100.00}\n'
+        '{"counter-value" : "75.000000", "unit" : "", "event" : "page-faults", "event-runtime" : 1844218, "pcnt-running" : 100.00}\n'
+        '{"counter-value" : "<not supported>", "unit" : "", "event" : "cycles", "event-runtime" : 0, "pcnt-running" : 100.00}\n'
+    )
+    sampler = Sampler("perf", "cpu-clock", ProfileSpec(), ("task-clock", "page-faults", "cycles"))
+    assert sampler.counted(data) == ({"task-clock": pytest.approx(1.844218), "page-faults": 75.0}, ["cycles"])
+    (tmp_path / "counters.json").write_text('{"counter-value": 3}\n')
+    with pytest.raises(WorkloadFailed, match="perf stat wrote a line benchlab cannot read"):
+        sampler.counted(data)
+    argv = sampler.record(Launch(argv=("prog", "x"), env={"LD_PRELOAD": "/lib/je.so"}, timeout=1), data, system=False).argv
+    stat = argv.index("stat")
+    assert argv[stat - 1 : stat + 4] == ("perf", "stat", "-j", "-o", str(tmp_path / "counters.json"))
+    assert argv[-5:] == ("--", "env", "LD_PRELOAD=/lib/je.so", "prog", "x")  # perf stat counts the workload, preloaded
+    assert Sampler("perf", "cpu-clock", ProfileSpec()).counted(data) == ({}, [])  # nothing asked, nothing read
+
+
+def test_counters_are_perf_events_never_options() -> None:
+    for bad in (["-o/etc/passwd"], ["cycles instructions"], [""], ["x"] * 17):
+        with pytest.raises(SpecError):
+            spec_from_dict(
+                {
+                    "name": "x",
+                    "profile": {"counters": bad},
+                    "workloads": [{"name": "w", "command": ["true"]}],
+                    "variants": [{"name": "v"}],
+                }
+            )
+    spec = spec_from_dict(
+        {
+            "name": "x",
+            "profile": {"counters": ["cycles:u", "cpu/event=0x3c,umask=0x0/"]},
+            "workloads": [{"name": "w", "command": ["true"]}],
+            "variants": [{"name": "v"}],
+        }
+    )
+    assert spec.profile is not None and spec.profile.counters == ["cycles:u", "cpu/event=0x3c,umask=0x0/"]

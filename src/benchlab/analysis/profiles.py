@@ -27,8 +27,8 @@ import numpy as np
 
 from benchlab import report_model as model
 from benchlab.errors import StoreError
-from benchlab.stacks import Costs, DamagedProfile, Function, StackDocument, costs, decode, function_of
-from benchlab.stats.estimators import paired_t
+from benchlab.stacks import TIME_EVENTS, Costs, DamagedProfile, Function, StackDocument, costs, decode, function_of
+from benchlab.stats.estimators import hodges_lehmann_two_sample, paired_t
 from benchlab.stats.judge import Row, Series, Settings, judge, pair_key
 from benchlab.store import ExperimentData, ProfiledRun
 from benchlab.terms import CHARACTERISTIC, PRIMARY
@@ -39,6 +39,8 @@ MAX_LIBRARIES = 12
 MAX_INCLUSIVE = 15  # the functions most on the stack, shown with their callees' time
 EVERYWHERE = 0.95  # a function on this share of the stacks or more (`main`) says nothing of where
 ALL = "all"
+CYCLES, INSTRUCTIONS, CPI = "cycles", "instructions", "cycles per instruction"
+MEANING = {CYCLES: "the whole", INSTRUCTIONS: "more work", CPI: "slower work"}  # cycles = instructions x CPI
 MIN_FRAME = 0.001  # a flame graph's narrowest frame, a fraction of the whole
 MAX_FRAMES = 10_000  # a flame graph's frames at most (the widest kept)
 
@@ -170,6 +172,16 @@ def _function_row(
     )  # fmt: skip
 
 
+def _log_change(logs: list[float]) -> tuple[float, tuple[float, float]]:
+    """A ratio from its per-block log ratios: exp(mean) - 1 with its 95% paired-t interval (none
+    below 2 pairs; a point where every pair gives the same ratio)."""
+    if len(logs) < 2 or np.ptp(logs) == 0:
+        change = math.expm1(logs[0]) if logs else math.nan
+        return change, (change, change) if len(logs) > 1 else (math.nan, math.nan)
+    mean, (ci,), _ = paired_t(np.asarray(logs))
+    return math.expm1(mean), (math.expm1(ci[0]), math.expm1(ci[1]))
+
+
 def _cost(workload: str, variant: str, profiled: list[Profiled], wall: Series | None) -> model.ProfileCost:
     """Profiled against unprofiled wall time of one variant, paired by block: the mean log ratio
     with its 95% paired-t interval (too few pairs: none)."""
@@ -180,16 +192,53 @@ def _cost(workload: str, variant: str, profiled: list[Profiled], wall: Series | 
         for p in profiled
         if p.run.variant == variant and p.run.wall_s and timed.get(p.key, 0) > 0
     ]
-    if len(ratios) < 2 or np.ptp(ratios) == 0:
-        change = math.expm1(ratios[0]) if len(ratios) == 1 else math.nan
-        return model.ProfileCost(
-            workload=workload, variant=variant, pairs=len(ratios), change=model.number(change), change_ci=(None, None)
-        )
-    mean, (ci,), _ = paired_t(np.asarray(ratios))
+    change, ci = _log_change(ratios)
     return model.ProfileCost(
-        workload=workload, variant=variant, pairs=len(ratios), change=model.number(math.expm1(mean)),
-        change_ci=(model.number(math.expm1(ci[0])), model.number(math.expm1(ci[1]))),
+        workload=workload, variant=variant, pairs=len(ratios), change=model.number(change),
+        change_ci=model.pair(ci),
     )  # fmt: skip
+
+
+def _counted(profiled: list[Profiled]) -> dict[str, list[float | None]]:
+    """Each event perf stat counted, by run (None where the run did not count it), with cycles
+    per instruction where both are counted: cycles, instructions and their ratio first, then the
+    rest by name."""
+    events = {event for p in profiled for event in p.document.counters}
+    values = {e: [p.document.counters.get(e) for p in profiled] for e in events}
+    if CYCLES in values and INSTRUCTIONS in values:
+        values[CPI] = [c / i if c is not None and i else None for c, i in zip(values[CYCLES], values[INSTRUCTIONS], strict=True)]
+    first = list(MEANING)
+    return {e: values[e] for e in sorted(values, key=lambda e: (first.index(e) if e in first else len(first), e))}
+
+
+def _counter_rows(workload: str, variants: list[str], baseline: str, profiled: list[Profiled]) -> list[model.CounterRow]:
+    """Per variant and counted event, its change against the baseline: paired by block where
+    both were counted in the same blocks, else (a diff) as two samples of logs. A count of 0 has
+    no ratio and is left out."""
+    rows = []
+    for event, per_run in _counted(profiled).items():
+        by_variant: dict[str, dict[int, float]] = defaultdict(dict)
+        for p, value in zip(profiled, per_run, strict=True):
+            if value is not None and value > 0:
+                by_variant[p.run.variant][p.key] = value
+        base = by_variant.get(baseline, {})
+        for variant in variants:
+            mine = by_variant.get(variant, {})
+            if variant == baseline or not mine or not base:
+                continue
+            shared = sorted(base.keys() & mine.keys())
+            if shared:
+                change, ci = _log_change([math.log(mine[k] / base[k]) for k in shared])
+            else:
+                shift, (logs_ci,) = hodges_lehmann_two_sample(np.log(list(mine.values())), np.log(list(base.values())))
+                change, ci = math.expm1(shift), (math.expm1(logs_ci[0]), math.expm1(logs_ci[1]))
+            rows.append(model.CounterRow(
+                workload=workload, variant=variant, counter=event, meaning=MEANING.get(event),
+                unit="s" if event in TIME_EVENTS else "count", pairs=len(shared),
+                baseline_median=model.number(_median(base.values())), median=model.number(_median(mine.values())),
+                change=model.number(change), change_ci=model.pair(ci),
+            ))  # fmt: skip
+    return rows
 
 
 @dataclass
@@ -271,6 +320,7 @@ def judge_profiles(
     rows: list[model.FunctionRow] = []
     cost: list[model.ProfileCost] = []
     flames: list[model.FlameGraph] = []
+    counters: list[model.CounterRow] = []
     judged: list[tuple[Series, _Quantity, list[Profiled]]] = []
     for workload in workloads:
         mine = [p for p in profiled if p.run.workload == workload]
@@ -285,6 +335,7 @@ def judge_profiles(
             judged.append((_series(workload, name, unit, mine, quantity.self_time, family=family, whole=whole), quantity, mine))
         cost += [_cost(workload, v, mine, walls.get(workload)) for v in variants]
         flames += _flame_graphs(workload, variants, settings.baseline, mine)
+        counters += _counter_rows(workload, variants, settings.baseline, mine)
         unsymbolized = sum(p.costs.unsymbolized for p in mine) / max(sum(p.costs.total for p in mine), 1e-300)
         if unsymbolized >= MIN_SHARE:
             notes.append(f"{workload}: {unsymbolized:.0%} of the time is in code without symbols, counted by library ([lib])")
@@ -307,7 +358,9 @@ def judge_profiles(
         notes.append(
             "no hardware counters here: time is sampled as cpu-clock, and cycles, instructions and misses are not counted"
         )
-    return model.Profiles(event=event, runs=len(profiled), failed=len(failed), rows=rows, cost=cost, flames=flames, notes=notes)
+    return model.Profiles(
+        event=event, runs=len(profiled), failed=len(failed), rows=rows, cost=cost, flames=flames, counters=counters, notes=notes
+    )
 
 
 _LEVELS = ("function", "inclusive", "library", "space", "total")

@@ -10,11 +10,18 @@ busy and idle stretches alike.
 The variant's preloaded libraries (an allocator, the shim) belong to the workload, not to perf:
 they are handed on through `env` after perf's `--`, so perf itself runs unchanged and the shim's
 report is the workload's alone.
+
+Counters (cycles, instructions, misses) are counted by `perf stat` run inside `perf record`,
+between it and the workload: so they count the workload's tree alone, never the sampler's own
+work, and are exact counts rather than sums of sample periods. perf stat writes them as JSON
+lines (`-j`), one object per event.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import os
 import shutil
 import tempfile
@@ -28,6 +35,7 @@ from benchlab.spec.models import ProfileSpec
 from benchlab.stacks import DamagedProfile, StackDocument, read_document
 
 PERF_MISSING = "perf is not installed: profiled runs need it (apt-get install linux-perf)"
+HARDWARE_COUNTERS = ("cycles", "instructions", "cache-misses", "branch-misses")  # counted where the machine has a PMU
 FOLD_SCRIPT = Path(__file__).with_name("perf_stacks.py")
 FOLD_TIMEOUT = 600.0  # seconds perf may take to fold one run's samples
 
@@ -56,6 +64,7 @@ class Sampler:
     perf: str
     event: str  # `cycles` where the machine counts them, else `cpu-clock`
     settings: ProfileSpec
+    counters: tuple[str, ...] = ()  # events perf stat counts over the run
 
     def record(self, launch: Launch, data: Path, *, system: bool) -> Launch:
         """`launch` under perf record (`system`: every CPU, else the launched tree), writing to
@@ -65,6 +74,11 @@ class Sampler:
         env = dict(launch.env)
         preload = env.pop("LD_PRELOAD", None)
         child = ("env", f"LD_PRELOAD={preload}", *launch.argv) if preload else launch.argv
+        if self.counters:
+            child = (
+                self.perf, "stat", "-j", "-o", str(_counts(data)), *(["--all-cpus"] if system else []),
+                *(arg for event in self.counters for arg in ("-e", event)), "--", *child,
+            )  # fmt: skip
         argv = (
             self.perf, "record", "--quiet", "--no-buildid", "--no-buildid-cache", "--no-bpf-event",
             *(["--all-cpus"] if system else []), "-e", self.event,
@@ -92,8 +106,40 @@ class Sampler:
         except DamagedProfile as exc:
             raise WorkloadFailed(f"perf's folded samples are unreadable: {exc}") from None
 
+    def counted(self, data: Path) -> tuple[dict[str, float], list[str]]:
+        """What perf stat counted over a finished profiled run, and the events it could not count
+        (`<not supported>` by this machine, `<not counted>`); WorkloadFailed where it wrote nothing."""
+        if not self.counters:
+            return {}, []
+        try:
+            lines = _counts(data).read_text(errors="replace").splitlines()
+        except OSError:
+            raise WorkloadFailed("perf stat counted nothing (see its message)") from None
+        counted: dict[str, float] = {}
+        missing: list[str] = []
+        for line in lines:
+            if not line.startswith("{"):
+                continue  # its header comment, blank lines
+            try:
+                entry = json.loads(line)
+                event, value = str(entry["event"]), str(entry["counter-value"])
+            except (ValueError, KeyError, TypeError):
+                raise WorkloadFailed(f"perf stat wrote a line benchlab cannot read: {line[:200]!r}") from None
+            try:
+                number = float(value) * (1e-3 if entry.get("unit") == "msec" else 1.0)  # task-clock's: in seconds
+            except ValueError:
+                missing.append(event)  # <not supported>, <not counted>
+                continue
+            if math.isfinite(number) and number >= 0:
+                counted[event] = number
+        return counted, missing
+
     def truncated(self, data: Path) -> bool:
         return data.exists() and data.stat().st_size >= self.settings.max_size
+
+
+def _counts(data: Path) -> Path:
+    return data.with_name("counters.json")
 
 
 @contextmanager

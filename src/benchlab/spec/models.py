@@ -32,6 +32,10 @@ MIN_TIMEOUT = 0.01  # seconds: below this no process even starts, so every run w
 Seconds = Annotated[Finite, Field(ge=MIN_TIMEOUT, le=MAX_TIMEOUT)]
 Scalar = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] | Finite | bool | Arg
 
+MAX_COUNTERS = 16  # events perf stat counts in one profiled run
+# a perf event as `perf stat -e` takes it (`cycles:u`, `cpu/event=0x3c,umask=0x0/`, `sched:sched_switch`):
+# never an option, never a space
+PerfEvent = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.:/=,@-]*$", max_length=200)]
 Direction = Literal["lower", "higher", "none"]
 Correction = Literal["bh", "holm", "none"]
 Allocator = Literal["glibc", "jemalloc", "tcmalloc", "mimalloc"]
@@ -97,6 +101,11 @@ class ProfileSpec(Strict):
     max_size: Annotated[int, Field(ge=1 << 20, le=1 << 40)] = 256 << 20
     """The most perf data one profiled run may write (`"256M"`): past it the profile is cut short
     and marked so."""
+    counters: Annotated[list[PerfEvent], Field(max_length=MAX_COUNTERS)] | None = None
+    """Events `perf stat` counts over each profiled run's process tree (the whole system with
+    `scope = "system"`), as perf names them: hardware (`instructions`, `cache-misses`) or software
+    (`page-faults`, `context-switches`). Default: `cycles`, `instructions`, `cache-misses` and
+    `branch-misses` where the machine has hardware counters, none where it has not; `[]` counts none."""
 
     _size = field_validator("max_size", mode="before")(parse_size)
 

@@ -9,9 +9,10 @@ from collections import defaultdict
 
 from benchlab.report.views import cells
 from benchlab.report.views.grid import Grid
-from benchlab.report_model import FunctionRow, Profiles, Report
+from benchlab.report_model import CounterRow, FunctionRow, Profiles, Report
 
 HEADER = ["function", "library", "baseline", "variant", "change of the whole [CI]", "share", "verdict"]
+COUNTER_HEADER = ["counter", "says", "baseline", "variant", "change [95% CI]"]
 FUNCTIONS_SHOWN = 12  # per workload and variant in a report; `explain` shows every judged one
 
 
@@ -61,7 +62,23 @@ def grids(
             if row.level != "function":
                 grid.add(_cells(row), emphasis=row.level == "total")
         out.append(grid)
+        counted = [c for c in profiles.counters if (c.workload, c.variant) == (w, v)]
+        if counted:
+            out.append(_counter_grid(w, v, counted))
     return out
+
+
+def _counter_grid(workload: str, variant: str, rows: list[CounterRow]) -> Grid:
+    """What perf stat counted: cycles split into instructions (more work) and cycles per
+    instruction (slower work), then the other events; shown with intervals, not judged."""
+    grid = Grid(title=f"counted: {workload}, {variant} against the baseline", header=COUNTER_HEADER)
+    for row in rows:
+        unit = "s" if row.unit == "s" else ""  # a count or a ratio: its bare number
+        grid.add([
+            row.counter, row.meaning or "", _time(row.baseline_median, unit), _time(row.median, unit),
+            cells.change(row.change, row.change_ci, log_scale=True),
+        ])  # fmt: skip
+    return grid
 
 
 def footer(profiles: Profiles) -> str:
@@ -76,6 +93,11 @@ def footer(profiles: Profiles) -> str:
     ]
     if costs:
         lines.append("profiled runs' wall time against the timed runs' [95% CI]: " + "; ".join(costs))
+    if profiles.counters:
+        lines.append(
+            "counted: by perf stat over each profiled run, shown with 95% intervals, not judged; cycles change as "
+            "instructions (more work) times cycles per instruction (slower work)"
+        )
     return ". ".join([*lines, *profiles.notes]) + "."
 
 
