@@ -290,9 +290,10 @@ class FunctionRow(Judgement):
 
     workload: str
     variant: str
-    level: Literal["function", "inclusive", "library", "space", "total"] = Field(
+    level: Literal["function", "inclusive", "library", "space", "total", "off-cpu", "off-cpu total"] = Field(
         description="function: its self time, judged; inclusive: its time with its callees' (the functions most on the "
-        "stack, shown); library, space (kernel or user) and total: shown"
+        "stack, shown); library, space (kernel or user) and total: shown; off-cpu: the time waited off the CPU with it "
+        "on the stack (profile.off_cpu), judged in a family of its own; off-cpu total: all waits, shown"
     )
     name: str = Field(description="the function's symbol, `[library]` where it has none, the library, kernel or user, or all")
     library: str | None = Field(description="the function's library (`kernel` for the kernel image)")

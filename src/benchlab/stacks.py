@@ -24,12 +24,14 @@ MAX_FRAMES = 1_000_000
 MAX_STACKS = 2_000_000
 MAX_DEPTH = 4096  # perf's own limit on a callchain is 127 by default (kernel.perf_event_max_stack), at most 4096
 MAX_DOCUMENT = 512 << 20  # bytes of JSON one profile may inflate to: a compressed bomb is refused, not inflated
-TIME_EVENTS = {"cpu-clock": 1e-9, "task-clock": 1e-9}  # events whose period is nanoseconds of CPU time
+OFF_CPU = "off-cpu"  # the event of a run's waits (StackDocument.waits)
+TIME_EVENTS = {"cpu-clock": 1e-9, "task-clock": 1e-9, OFF_CPU: 1e-9}  # events whose period is nanoseconds
 
 MAX_COUNTED = 64  # events counted over one run
 Text = Annotated[StrictStr, Field(max_length=4096)]
 Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Count = Annotated[StrictInt, Field(ge=0, lt=2**63)]
+Stack = tuple[Text, Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(max_length=MAX_DEPTH)], Count, Count]
 
 
 class StackDocument(BaseModel):
@@ -40,19 +42,23 @@ class StackDocument(BaseModel):
 
     event: Annotated[StrictStr, Field(max_length=200)]
     frames: Annotated[list[tuple[Text | None, Text | None, StrictBool]], Field(max_length=MAX_FRAMES)]
-    stacks: Annotated[
-        list[tuple[Text, Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(max_length=MAX_DEPTH)], Count, Count]],
-        Field(max_length=MAX_STACKS),
-    ]
+    stacks: Annotated[list[Stack], Field(max_length=MAX_STACKS)]
+    off_cpu: Annotated[list[Stack], Field(max_length=MAX_STACKS)] = []
+    """Where the run's threads waited off the CPU: [process name, frame indices, nanoseconds, times]."""
     counters: Annotated[dict[Annotated[StrictStr, Field(max_length=200)], Amount], Field(max_length=MAX_COUNTED)] = {}
     """What perf stat counted over the run, by event (none where nothing was asked or counted)."""
 
     @model_validator(mode="after")
     def _frames_exist(self) -> StackDocument:
         count = len(self.frames)
-        if any(i >= count for _, path, _, _ in self.stacks for i in path):
+        if any(i >= count for _, path, _, _ in (*self.stacks, *self.off_cpu) for i in path):
             raise ValueError("a stack names a frame the profile does not hold")
         return self
+
+    def waits(self) -> StackDocument:
+        """The run's off-CPU stacks as a profile of their own, weighed in seconds waited: what
+        `costs` and the judging read of on-CPU time, they read of waiting."""
+        return StackDocument(event=OFF_CPU, frames=self.frames, stacks=self.off_cpu)
 
     @property
     def unit(self) -> str:

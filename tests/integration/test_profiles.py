@@ -104,6 +104,27 @@ def test_perf_stat_counts_each_profiled_run_and_what_this_machine_cannot_count_i
     assert "counted: spin, slow against the baseline" in shown and "task-clock" in shown
 
 
+def test_off_cpu_time_is_judged_where_the_workload_waits(tmp_path: Path) -> None:
+    """A shell waits for its child while the child sleeps: a longer sleep is longer in both
+    waits, each at its own kernel function, by the scheduler's switch events."""
+    need("perf")
+    spec = tmp_path / "waits.toml"
+    spec.write_text(
+        'name = "waits"\nblocks = 4\nwarmup = 0\nprofile = { off_cpu = true }\n'
+        '[[workloads]]\nname = "nap"\ncommand = ["sh", "-c", "sleep $NAP; true"]\n'
+        '[[variants]]\nname = "short"\nenv = { NAP = "0.1" }\n[[variants]]\nname = "long"\nenv = { NAP = "0.3" }\n'
+    )
+    cli("run", str(spec), check=True)
+    waits = {r["name"]: r for r in explained("waits")["rows"] if r["level"] == "off-cpu"}  # type: ignore[index]
+    for function in ("do_nanosleep", "do_wait"):  # the sleeper's wait, and the shell's for it
+        row = waits[function]
+        assert row["verdict"] == "worse" and row["library"] == "kernel", row
+        assert row["shift"] == pytest.approx(0.2, abs=0.05)  # seconds more, each
+    total = next(r for r in explained("waits")["rows"] if r["level"] == "off-cpu total")  # type: ignore[index]
+    assert total["baseline_self_median"] == pytest.approx(0.2, abs=0.05)
+    assert "where it waited: nap, long against the baseline (off the CPU)" in cli("explain", "waits", check=True).stdout
+
+
 @pytest.mark.slow
 def test_an_allocator_change_shows_the_allocators_own_functions() -> None:
     need("perf")

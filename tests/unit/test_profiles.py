@@ -4,7 +4,9 @@ known changes (and none: the A/A false-attribution rate)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import types
 import zlib
 from pathlib import Path
 
@@ -17,9 +19,10 @@ from benchlab.analysis.profiles import flame_graph, judge_profiles, read_profile
 from benchlab.analysis.simulation import simulate_profiles
 from benchlab.errors import SpecError, WorkloadFailed
 from benchlab.measure.process import Launch
-from benchlab.measure.sampler import Sampler
+from benchlab.measure.sampler import FOLD_SCRIPT, Sampler
 from benchlab.plan import make_plan
 from benchlab.report.formats.html import flames
+from benchlab.report.views import profile_grid
 from benchlab.spec.models import ProfileSpec
 from benchlab.spec.validate import spec_from_dict
 from benchlab.stacks import DamagedProfile, Function, StackDocument, costs, decode, encode, folded
@@ -282,3 +285,102 @@ def test_counters_are_perf_events_never_options() -> None:
         }
     )
     assert spec.profile is not None and spec.profile.counters == ["cycles:u", "cpu/event=0x3c,umask=0x0/"]
+
+
+def _fold_script() -> types.ModuleType:
+    """perf_stacks.py as perf's Python runs it: a fresh module, its handlers called in time order."""
+    spec = importlib.util.spec_from_file_location("perf_stacks_under_test", FOLD_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _chain(*names: str) -> list[dict[str, object]]:
+    """A callchain as perf hands it: the leaf first, kernel frames in the kernel's half."""
+    kernel = {"schedule", "do_wait", "pipe_read"}
+    return [
+        {
+            "ip": (1 << 63 if n in kernel else 0) + 16 * (i + 1),
+            "sym": {"name": n},
+            "dso": "[kernel.kallsyms]" if n in kernel else "/bin/app",
+        }
+        for i, n in enumerate(names)
+    ]
+
+
+def test_the_fold_script_gives_each_wait_off_the_cpu_to_the_stack_it_switched_out_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = _fold_script()
+    monkeypatch.setenv("BENCHLAB_STACKS", str(tmp_path / "stacks.json"))
+    script.process_event(
+        {"ev_name": "cpu-clock/freq=999/", "comm": "app", "sample": {"period": MS}, "callchain": _chain("work", "main")}
+    )
+
+    def out(tid: int, seconds: float, *frames: str) -> None:
+        fields = {
+            "common_s": int(seconds),
+            "common_ns": round(seconds % 1 * 1e9),
+            "prev_pid": tid,
+            "prev_comm": "app",
+            "common_callchain": _chain(*frames),
+        }
+        script.trace_unhandled("sched__sched_switch", None, fields)
+
+    def back_in(tid: int, seconds: float) -> None:
+        script.context_switch(round(seconds * 1e9), 0, tid, tid, -1, -1, -1, False, False)
+
+    out(7, 1.0, "schedule", "pipe_read", "main")
+    script.context_switch(round(1.0e9) + 5, 0, 7, 7, -1, -1, -1, True, False)  # the switch out itself: nothing ends
+    back_in(7, 1.25)
+    out(7, 2.0, "schedule", "do_wait", "main")
+    back_in(7, 2.5)
+    out(7, 3.0, "schedule", "pipe_read", "main")
+    back_in(7, 3.25)
+    out(8, 4.0, "schedule", "pipe_read", "main")  # a thread that never came back: no wait to count
+    script.trace_unhandled("sched__sched_switch", None, {"prev_pid": 0, "common_s": 5, "common_ns": 0})  # the idle task
+    script.trace_unhandled("irq__irq_handler_entry", None, {"irq": 1})
+    script.trace_end()
+    document = stacks.read_document((tmp_path / "stacks.json").read_bytes())
+    assert document.event == "cpu-clock"  # the sampler's own name for it, without the frequency it asked for
+    waits = costs(document.waits())
+    assert waits.unit == "s" and waits.total == pytest.approx(1.0)
+    assert waits.inclusive[Function("pipe_read", "kernel", True)] == pytest.approx(0.5)
+    assert waits.inclusive[Function("do_wait", "kernel", True)] == pytest.approx(0.5)
+    assert sorted(count for *_, count in document.off_cpu) == [1, 2]
+
+
+def _waiting_runs(rng: np.random.Generator, waits: dict[str, float], blocks: int) -> list[ProfiledRun]:
+    """Profiled runs whose threads wait in pipe_read for `waits[variant]` seconds and in do_wait for 0.2 s."""
+    runs = []
+    frames = [
+        ("main", APP, False),
+        ("pipe_read", "[kernel.kallsyms]", True),
+        ("do_wait", "[kernel.kallsyms]", True),
+        ("schedule", "[kernel.kallsyms]", True),
+    ]
+    for block in range(blocks):
+        for variant, seconds in waits.items():
+            piped, waited = (int(1e9 * s * rng.lognormal(0, 0.02)) for s in (seconds, 0.2))
+            document = small_document().model_copy(update={"frames": frames, "stacks": [("app", [0], MS, 1)],
+                                                            "off_cpu": [("app", [0, 1, 3], piped, 3), ("app", [0, 2, 3], waited, 1)]})  # fmt: skip
+            runs.append(ProfiledRun("w", variant, 1, block, len(runs), "ok", 0.0, 1.0, wall_s=1.0, profile=encode(document)))
+    return runs
+
+
+def test_a_longer_wait_is_judged_worse_where_it_waits_in_a_family_of_its_own() -> None:
+    runs = _waiting_runs(np.random.default_rng(8), {"A": 0.2, "B": 0.3}, blocks=5)
+    profiles = judge_profiles(runs, ["w"], ["A", "B"], Settings(baseline="A"), {})
+    waits = {r.name: r for r in profiles.rows if r.level == "off-cpu"}
+    assert set(waits) == {"pipe_read", "do_wait"}  # schedule is every wait's leaf, main on every stack: neither says where
+    piped = waits["pipe_read"]
+    assert piped.verdict == "worse" and piped.family == "primary" and 0 < piped.change_ci[0] < 0.25 < piped.change_ci[1]  # type: ignore[operator]
+    assert piped.share == pytest.approx(1.0, abs=0.1) and waits["do_wait"].verdict != "worse"
+    total = next(r for r in profiles.rows if r.level == "off-cpu total")
+    assert total.verdict == "-" and total.baseline_self_median == pytest.approx(0.4, rel=0.05)
+    shown = "\n".join(str(g.rows) for g in profile_grid.grids(profiles))
+    assert (
+        "(all waits)" in shown
+        and [g.title for g in profile_grid.grids(profiles)][1] == "where it waited: w, B against the baseline (off the CPU)"
+    )

@@ -78,7 +78,15 @@ def read_profiles(runs: Iterable[ProfiledRun]) -> tuple[list[Profiled], str]:
 
 
 def _series(
-    workload: str, name: str, unit: str, profiled: list[Profiled], value: dict[int, float], *, family: str, whole: float
+    workload: str,
+    name: str,
+    unit: str,
+    profiled: list[Profiled],
+    value: dict[int, float],
+    *,
+    family: str,
+    whole: float,
+    group: str,
 ) -> Series:
     """One quantity of every profiled run of a workload (`value`: by the run's place in
     `profiled`, 0 where absent) as a series per variant, keyed for pairing."""
@@ -88,9 +96,7 @@ def _series(
         keys.append(p.key)
         values.append(value.get(i, 0.0))
     arrays = {v: (np.asarray(k, dtype=np.int64), np.asarray(x, dtype=float)) for v, (k, x) in per_variant.items()}
-    return Series(
-        workload, name, unit, "lower", arrays, family, group=f"{workload} profile", raw_fraction_of=whole, parametric=True
-    )
+    return Series(workload, name, unit, "lower", arrays, family, group=group, raw_fraction_of=whole, parametric=True)
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,44 @@ def _quantities(profiled: list[Profiled]) -> list[_Quantity]:
     out.append(_Quantity("space", "user", None, False, {i: p.costs.total - p.costs.kernel for i, p in enumerate(profiled)}))
     out.append(_Quantity("total", ALL, None, None, {i: p.costs.total for i, p in enumerate(profiled)}))
     return out
+
+
+def _wait_quantities(waits: list[Profiled]) -> list[_Quantity]:
+    """Where the workload waited off the CPU: the functions most on its waits' stacks, by
+    inclusive time (the scheduler is every wait's leaf, so a wait is told apart by what called
+    it), leaving out those on nearly every wait (the scheduler itself); then all waits."""
+    total = sum(p.costs.total for p in waits)
+    on_stack: dict[Function, float] = defaultdict(float)
+    for p in waits:
+        for function, t in p.costs.inclusive.items():
+            on_stack[function] += t
+    telling = [f for f, t in on_stack.items() if MIN_SHARE * total <= t < EVERYWHERE * total]
+    chosen = sorted(telling, key=lambda f: (-on_stack[f], f))
+    out = [
+        _Quantity("off-cpu", f.name, f.library, f.kernel, {i: p.costs.inclusive.get(f, 0.0) for i, p in enumerate(waits)})
+        for f in chosen[:MAX_FUNCTIONS]
+    ]
+    return [*out, _Quantity("off-cpu total", ALL, None, None, {i: p.costs.total for i, p in enumerate(waits)})]
+
+
+def _judged_series(
+    workload: str, profiled: list[Profiled], baseline: str, quantities: list[_Quantity], *, group: str
+) -> list[tuple[Series, _Quantity, list[Profiled]]]:
+    """Each quantity as a series, as a fraction of the workload's whole on the baseline (its
+    median): the judged levels in the family of `group`, the rest shown."""
+    base = [p for p in profiled if p.run.variant == baseline] or profiled
+    whole, unit = _median(p.costs.total for p in base), profiled[0].costs.unit
+    return [
+        (
+            _series(
+                workload, f"{q.level}:{q.name}:{q.library}", unit, profiled, q.self_time,
+                family=PRIMARY if q.level in JUDGED else CHARACTERISTIC, whole=whole, group=group,
+            ),
+            q,
+            profiled,
+        )
+        for q in quantities
+    ]  # fmt: skip
 
 
 def _median(values: Iterable[float]) -> float:
@@ -326,13 +370,10 @@ def judge_profiles(
         mine = [p for p in profiled if p.run.workload == workload]
         if not mine:
             continue
-        base = [p for p in mine if p.run.variant == settings.baseline]
-        whole = _median(p.costs.total for p in base) if base else _median(p.costs.total for p in mine)
-        unit = mine[0].costs.unit
-        for quantity in _quantities(mine):
-            family = PRIMARY if quantity.level == "function" else CHARACTERISTIC
-            name = f"{quantity.level}:{quantity.name}:{quantity.library}"
-            judged.append((_series(workload, name, unit, mine, quantity.self_time, family=family, whole=whole), quantity, mine))
+        judged += _judged_series(workload, mine, settings.baseline, _quantities(mine), group=f"{workload} profile")
+        waits = [Profiled(p.run, costs(document), document) for p in mine if (document := p.document.waits()).stacks]
+        if waits:
+            judged += _judged_series(workload, waits, settings.baseline, _wait_quantities(waits), group=f"{workload} off-cpu")
         cost += [_cost(workload, v, mine, walls.get(workload)) for v in variants]
         flames += _flame_graphs(workload, variants, settings.baseline, mine)
         counters += _counter_rows(workload, variants, settings.baseline, mine)
@@ -343,16 +384,17 @@ def judge_profiles(
     by_series = {(r.workload, r.metric, r.variant): r for r in found}
     # a share of a change not shown to exist is noise: only where the whole's 95% interval excludes zero
     totals = {
-        (r.workload, r.variant): r.change * r.fraction_of
+        (r.workload, r.variant, r.group): r.change * r.fraction_of
         for r in found
-        if r.metric.startswith("total:") and (r.change_ci95[0] > 0 or r.change_ci95[1] < 0)
+        if r.metric.startswith(("total:", "off-cpu total:")) and (r.change_ci95[0] > 0 or r.change_ci95[1] < 0)
     }
     for s, quantity, mine in judged:
         for variant in variants:
             row = by_series.get((s.workload, s.metric, variant))
             if row is None or variant == settings.baseline and len(variants) > 1:
                 continue
-            rows.append(_function_row(row, quantity, mine, settings.baseline, totals.get((s.workload, variant), math.nan)))
+            total = totals.get((s.workload, variant, s.group), math.nan)
+            rows.append(_function_row(row, quantity, mine, settings.baseline, total))
     rows.sort(key=lambda r: (r.workload, r.variant, _LEVELS.index(r.level), -abs(r.shift or 0.0), r.name, r.library or ""))
     if event == "cpu-clock":
         notes.append(
@@ -363,4 +405,5 @@ def judge_profiles(
     )
 
 
-_LEVELS = ("function", "inclusive", "library", "space", "total")
+_LEVELS = ("function", "inclusive", "library", "space", "total", "off-cpu", "off-cpu total")
+JUDGED = ("function", "off-cpu")  # the levels judged, each workload's in a family of its own

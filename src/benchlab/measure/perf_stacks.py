@@ -10,7 +10,12 @@ in whatever Python perf was built with.
 The document (`benchlab.stacks.StackDocument` reads it): `event` as perf names the event it
 sampled (a machine without hardware counters records `cpu-clock` when asked for cycles),
 `frames` as [symbol or null, library or null, kernel?], `stacks` as [process name, frame indices
-from the root, summed sample periods, samples].
+from the root, summed sample periods, samples], and `off_cpu` (where `sched:sched_switch` and
+switch events were recorded) as [process name, frame indices, nanoseconds off the CPU, times].
+
+Off-CPU time: a thread's `sched_switch` tracepoint (perf hands tracepoints to `trace_unhandled`,
+with their fields and the stack) is its switch out, at that stack; its next switch in (a
+PERF_RECORD_SWITCH, handed to `context_switch`) ends the wait. The time between is the stack's.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ KERNEL_HALF = 1 << 63  # x86-64 and arm64 map the kernel in the upper half of th
 frames: dict[tuple[str | None, str | None, bool], int] = {}  # (symbol, dso, kernel) -> index
 stacks: dict[tuple[str, tuple[int, ...]], list[int]] = {}  # (comm, frame indices root first) -> [period, samples]
 events: dict[str, int] = {}  # event name -> samples
+off_cpu: dict[tuple[str, tuple[int, ...]], list[int]] = {}  # (comm, frame indices) -> [nanoseconds, times]
+switched_out: dict[int, tuple[int, str, tuple[int, ...]]] = {}  # thread -> (when, comm, frame indices)
 
 
 def _frame(entry: dict[str, Any]) -> int:
@@ -44,8 +51,30 @@ def process_event(param: dict[str, Any]) -> None:
     slot = stacks.setdefault((param.get("comm", ""), path), [0, 0])
     slot[0] += sample.get("period", 1)
     slot[1] += 1
-    name = param.get("ev_name", "")
+    name = param.get("ev_name", "").split("/", 1)[0]  # `cpu-clock/freq=999/` as the sampler asks for it with off-CPU time
     events[name] = events.get(name, 0) + 1
+
+
+def trace_unhandled(event_name: str, context: object, fields: dict[str, Any], *sample: object) -> None:
+    if not event_name.endswith("sched_switch") or not fields.get("prev_pid"):
+        return  # another tracepoint, or an idle CPU's swapper (pid 0) switching out
+    chain = fields.get("common_callchain") or []
+    path = tuple(_frame(entry) for entry in reversed(chain) if entry.get("ip"))
+    when = int(fields.get("common_s", 0)) * 1_000_000_000 + int(fields.get("common_ns", 0))
+    comm = fields.get("prev_comm") or fields.get("common_comm") or ""
+    switched_out[int(fields.get("prev_pid", -1))] = (when, comm if isinstance(comm, str) else str(comm), path)
+
+
+def context_switch(ts: int, cpu: int, pid: int, tid: int, *rest: object) -> None:
+    """A switch of a thread out of or back onto a CPU: perf passes (ts, cpu, pid, tid, np_pid,
+    np_tid, machine_pid, out, out_preempt, ...), more in later versions."""
+    if rest[3]:  # out
+        return
+    begun = switched_out.pop(tid, None)
+    if begun is not None and ts > begun[0]:
+        slot = off_cpu.setdefault((begun[1], begun[2]), [0, 0])
+        slot[0] += ts - begun[0]
+        slot[1] += 1
 
 
 def trace_end() -> None:
@@ -53,6 +82,7 @@ def trace_end() -> None:
         "event": max(events, key=lambda name: events[name]) if events else "",
         "frames": [list(key) for key in frames],
         "stacks": [[comm, list(path), period, count] for (comm, path), (period, count) in stacks.items()],
+        "off_cpu": [[comm, list(path), waited, count] for (comm, path), (waited, count) in off_cpu.items()],
     }
     with open(os.environ["BENCHLAB_STACKS"], "w") as out:
         json.dump(document, out)

@@ -81,11 +81,19 @@ class Sampler:
             )  # fmt: skip
         argv = (
             self.perf, "record", "--quiet", "--no-buildid", "--no-buildid-cache", "--no-bpf-event",
-            *(["--all-cpus"] if system else []), "-e", self.event,
-            "-F", str(self.settings.frequency), "--call-graph", self.settings.call_graph,
+            *(["--all-cpus"] if system else []), *self._events(), "--call-graph", self.settings.call_graph,
             "--max-size", f"{self.settings.max_size}B", "-o", str(data), "--", *child,
         )  # fmt: skip
         return dataclasses.replace(launch, argv=argv, env=env, perf_counters=False, memory_interval=None, stdout_limit=None)
+
+    def _events(self) -> list[str]:
+        """What perf record samples: the event at the spec's frequency; with off-CPU time, every
+        switch of a thread out (`sched:sched_switch`, at the stack it leaves from, `-c 1`: a
+        tracepoint sampled at a frequency would skip switches) and back in (`--switch-events`)."""
+        frequency = str(self.settings.frequency)
+        if not self.settings.off_cpu:
+            return ["-e", self.event, "-F", frequency]
+        return ["-e", f"{self.event}/freq={frequency}/", "-e", "sched:sched_switch", "-c", "1", "--switch-events"]
 
     def fold(self, data: Path, where: Executor) -> StackDocument:
         """The stacks of a finished profiled run, or WorkloadFailed saying why there are none;

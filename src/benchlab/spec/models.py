@@ -101,6 +101,12 @@ class ProfileSpec(Strict):
     max_size: Annotated[int, Field(ge=1 << 20, le=1 << 40)] = 256 << 20
     """The most perf data one profiled run may write (`"256M"`): past it the profile is cut short
     and marked so."""
+    off_cpu: bool = False
+    """Also record where the workload waits off the CPU (blocked on a pipe, I/O, a lock, a child;
+    or runnable but preempted): every switch of its threads out and back in (`sched:sched_switch`
+    and perf's switch events), each wait's time given to the stack it switched out at, judged
+    like CPU time in a family of its own. Each switch costs a sample: heavy for workloads that
+    switch hundreds of thousands of times a second."""
     counters: Annotated[list[PerfEvent], Field(max_length=MAX_COUNTERS)] | None = None
     """Events `perf stat` counts over each profiled run's process tree (the whole system with
     `scope = "system"`), as perf names them: hardware (`instructions`, `cache-misses`) or software

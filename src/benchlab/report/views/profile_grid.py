@@ -30,8 +30,9 @@ def _share(row: FunctionRow) -> str:
 
 
 def _cells(row: FunctionRow) -> list[str]:
-    name = {"space": f"{row.name} space", "total": "(all samples)", "inclusive": f"{row.name} +callees"}.get(row.level, row.name)
-    library = row.library or "" if row.level in ("function", "inclusive") else ""
+    labels = {"space": f"{row.name} space", "total": "(all samples)", "inclusive": f"{row.name} +callees"}
+    name = {**labels, "off-cpu total": "(all waits)"}.get(row.level, row.name)
+    library = row.library or "" if row.level in ("function", "inclusive", "off-cpu") else ""
     return [
         name, library, _time(row.baseline_self_median, row.unit),
         _time(row.self_median, row.unit), cells.change(row.change, row.change_ci, log_scale=True), _share(row), row.verdict,
@@ -49,23 +50,30 @@ def grids(
             by_pair[(row.workload, row.variant)].append(row)
     out = []
     for (w, v), rows in by_pair.items():
-        grid = Grid(
-            title=f"where the time went: {w}, {v} against the baseline ({profiles.event})", header=HEADER, verdict_columns=[6]
-        )
-        functions = [r for r in rows if r.level == "function"]
-        shown = functions if limit is None else functions[:limit]
-        for row in shown:
-            grid.add(_cells(row))
-        if len(shown) < len(functions):
-            grid.notes.append(f"{len(functions) - len(shown)} more judged functions: `benchlab explain` lists them")
-        for row in rows:
-            if row.level != "function":
-                grid.add(_cells(row), emphasis=row.level == "total")
-        out.append(grid)
+        on_cpu = [r for r in rows if not r.level.startswith("off-cpu")]
+        out.append(_grid(f"where the time went: {w}, {v} against the baseline ({profiles.event})", on_cpu, "function", limit))
+        waits = [r for r in rows if r.level.startswith("off-cpu")]
+        if waits:
+            out.append(_grid(f"where it waited: {w}, {v} against the baseline (off the CPU)", waits, "off-cpu", limit))
         counted = [c for c in profiles.counters if (c.workload, c.variant) == (w, v)]
         if counted:
             out.append(_counter_grid(w, v, counted))
     return out
+
+
+def _grid(title: str, rows: list[FunctionRow], judged: str, limit: int | None) -> Grid:
+    """The judged rows (of level `judged`; the first `limit`), then the rest, shown."""
+    grid = Grid(title=title, header=HEADER, verdict_columns=[6])
+    functions = [r for r in rows if r.level == judged]
+    shown = functions if limit is None else functions[:limit]
+    for row in shown:
+        grid.add(_cells(row))
+    if len(shown) < len(functions):
+        grid.notes.append(f"{len(functions) - len(shown)} more judged functions: `benchlab explain` lists them")
+    for row in rows:
+        if row.level != judged:
+            grid.add(_cells(row), emphasis=row.level.endswith("total"))
+    return grid
 
 
 def _counter_grid(workload: str, variant: str, rows: list[CounterRow]) -> Grid:
