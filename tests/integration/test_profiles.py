@@ -138,6 +138,38 @@ def test_an_allocator_change_shows_the_allocators_own_functions() -> None:
     assert any(name.endswith("::churn") for name in names)  # the probe's own loop, by its symbol
 
 
+def test_a_google_benchmark_binary_is_profiled_by_its_own_functions(tmp_path: Path) -> None:
+    """Its profiled runs run the binary as its timed runs do (their JSON is not read back): the
+    benchmark's own function, by its symbol in the binary."""
+    need("perf")
+    need("g++")
+    if not Path("/usr/include/benchmark/benchmark.h").exists():
+        pytest.skip("libbenchmark-dev is not installed (the README's test command installs it)")
+    source = tmp_path / "bm.cc"
+    source.write_text(
+        "#include <benchmark/benchmark.h>\n"
+        "static void BM_mix(benchmark::State& state) {\n"
+        "  unsigned long x = 1;\n"
+        "  for (auto _ : state) for (unsigned long i = 0; i < 100000; i++) benchmark::DoNotOptimize(x = x * 6364136223846793005UL + i);\n"
+        "}\nBENCHMARK(BM_mix);\nBENCHMARK_MAIN();\n"
+    )
+    binary = tmp_path / "bm"
+    subprocess.run(
+        ["g++", "-O2", "-fno-omit-frame-pointer", str(source), "-o", str(binary), "-lbenchmark", "-lpthread"], check=True
+    )
+    spec = tmp_path / "gb.toml"
+    spec.write_text(
+        f'name = "gbprofiled"\nblocks = 3\nwarmup = 0\nprofile = true\n[[workloads]]\nname = "mix"\ngbench = "{binary}"\n'
+        'args = ["--benchmark_min_time=0.05"]\n[[variants]]\nname = "a"\n[[variants]]\nname = "b"\n'
+    )
+    cli("run", str(spec), check=True)
+    report = json.loads(cli("report", "gbprofiled", "--format", "json", check=True).stdout)
+    assert (report["profiles"]["runs"], report["profiles"]["failed"]) == (6, 0)
+    assert {"real_time", "cpu_time"} <= {r["metric"] for r in report["rows"]}  # the timed runs' JSON, read as always
+    functions = {(r["name"], r["library"]) for r in explained("gbprofiled")["rows"] if r["level"] == "function"}  # type: ignore[index]
+    assert ("BM_mix", "bm") in functions, functions
+
+
 def test_without_perf_the_timed_runs_go_on_and_one_line_says_why(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(tmp_path / "empty")}  # no perf on it; the workload is named by its path
     proc = subprocess.run(
