@@ -170,6 +170,18 @@ def test_a_google_benchmark_binary_is_profiled_by_its_own_functions(tmp_path: Pa
     assert ("BM_mix", "bm") in functions, functions
 
 
+def test_pipe_ping_pong_pinned_and_not_shows_the_kernels_pipe_and_scheduler_functions() -> None:
+    need("perf")
+    cli(
+        "compare", "-w", "ipc.pipe.pingpong roundtrips=5000", "-V", "unpinned", "-V", "pinned: cpus=0", "-n", "3",
+        "--profile", "--name", "pingpong", check=True,
+    )  # fmt: skip
+    rows = explained("pingpong")["rows"]
+    kernel = {r["name"] for r in rows if r["level"] in ("function", "inclusive") and r["library"] == "kernel"}  # type: ignore[index]
+    assert any(name.endswith(("pipe_read", "pipe_write")) for name in kernel), sorted(kernel)  # anon_pipe_read from 6.15
+    assert kernel & {"schedule", "__schedule"} or any(n.startswith("finish_task_switch") for n in kernel), sorted(kernel)
+
+
 def test_without_perf_the_timed_runs_go_on_and_one_line_says_why(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(tmp_path / "empty")}  # no perf on it; the workload is named by its path
     proc = subprocess.run(
