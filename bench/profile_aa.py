@@ -8,9 +8,12 @@ that did: the false-attribution rate of per-function verdicts.
    power: the share in which a function made 50% slower (+0.05 s, 5.6% of the run) is worse and
    on top of the table.
 2. Real (`--real N`): N A/A experiments of the built-in alloc.churn, two identical variants,
-   `--profile`, on this machine; the share with any function judged.
+   profiled, on this machine; the share with any function judged.
+3. `--off-cpu`: each simulated function also waits off the CPU as long as it runs, and the real
+   experiments are of a pipe ping-pong with `profile.off_cpu`: an experiment names something
+   where any function or wait is judged.
 
-    uv run python bench/profile_aa.py [--experiments 400] [--noise 5% ...] [--at 8 20 ...] [--seed N] [--real 30]
+    uv run python bench/profile_aa.py [--experiments 400] [--noise 5% ...] [--at 8 20 ...] [--seed N] [--real 30] [--off-cpu]
 """
 
 from __future__ import annotations
@@ -35,50 +38,59 @@ BLOCKS = (3, 5, 6, 8, 10, 20)
 JUDGED = ("better", "worse")
 
 
-def simulated(experiments: int, noises: list[str], blocks_list: list[int], seed: int) -> None:
+def simulated(experiments: int, noises: list[str], blocks_list: list[int], seed: int, *, waits: bool) -> None:
+    """With `waits`, each function also waits off the CPU as long as it runs: an A/A experiment
+    counts as naming one where any function or wait is judged, and power is that of the waits."""
     slower = SECONDS.copy()
     slower[3] *= 1.5
-    print(f"simulated, {experiments} experiments per cell: A/A share with any function judged; power (f3 +50% found on top)")
+    level = "off-cpu" if waits else "function"
+    print(f"simulated, {experiments} experiments per cell{', with off-CPU waits' if waits else ''}: A/A share with any "
+          f"function judged; power ({level} f3 +50% found on top)")  # fmt: skip
     print(f"{'noise':>9} {'blocks':>6} {'A/A named':>10} {'power':>7}")
     for name, (noise, tails) in ((n, NOISE[n]) for n in noises):
         for blocks in blocks_list:
             rng = np.random.default_rng((seed, blocks, int(noise * 100)))
             named = found = 0
             for _ in range(experiments):
-                aa = simulate_profiles(rng, {"A": SECONDS, "B": SECONDS}, blocks=blocks, noise=noise, tails=tails)
+                aa = simulate_profiles(rng, {"A": SECONDS, "B": SECONDS}, blocks=blocks, noise=noise, tails=tails, waits=waits)
                 rows = judge_profiles(aa, ["w"], ["A", "B"], Settings(baseline="A"), {}).rows
-                named += any(r.verdict in JUDGED for r in rows if r.level == "function")
-                ab = simulate_profiles(rng, {"A": SECONDS, "B": slower}, blocks=blocks, noise=noise, tails=tails)
-                top = [
-                    r for r in judge_profiles(ab, ["w"], ["A", "B"], Settings(baseline="A"), {}).rows if r.level == "function"
-                ][0]
+                named += any(r.verdict in JUDGED for r in rows if r.level in ("function", "off-cpu"))
+                ab = simulate_profiles(rng, {"A": SECONDS, "B": slower}, blocks=blocks, noise=noise, tails=tails, waits=waits)
+                rows = judge_profiles(ab, ["w"], ["A", "B"], Settings(baseline="A"), {}).rows
+                top = [r for r in rows if r.level == level][0]
                 found += top.name == "f3" and top.verdict == "worse"
             print(f"{name:>9} {blocks:>6} {named / experiments:>10.1%} {found / experiments:>7.1%}")
 
 
-def real(experiments: int, blocks: int) -> None:
+REAL = {False: "alloc.churn threads=1 ops=300000", True: "ipc.pipe.pingpong roundtrips=3000"}  # the latter waits on pipes
+
+
+def real(experiments: int, blocks: int, *, waits: bool) -> None:
+    """With `waits`: A/A experiments of a pipe ping-pong, with off-CPU time recorded."""
     benchlab = str(Path(sys.executable).parent / "benchlab")
+    workload = REAL[waits]
     with tempfile.TemporaryDirectory() as folder:
         env = {**os.environ, "BENCHLAB_DB": str(Path(folder) / "aa.db")}
         named = 0
         functions = []
         for i in range(experiments):
             name = f"aa-{i}"
-            subprocess.run(
-                [benchlab, "compare", "-w", "alloc.churn threads=1 ops=300000", "-V", "a", "-V", "b", "-n", str(blocks),
-                 "--seed", str(i), "--profile", "--name", name],
-                check=True, capture_output=True, env=env,
-            )  # fmt: skip
+            builtin, option = workload.split(" ", 1)
+            spec = Path(folder) / f"{name}.toml"
+            spec.write_text(
+                f'name = "{name}"\nblocks = {blocks}\nseed = {i}\nprofile = {{ off_cpu = {str(waits).lower()} }}\n'
+                f'[[workloads]]\nname = "w"\nbuiltin = "{builtin}"\noptions = {{ {option.replace("=", " = ")} }}\n'
+                '[[variants]]\nname = "a"\n[[variants]]\nname = "b"\n'
+            )
+            subprocess.run([benchlab, "run", str(spec)], check=True, capture_output=True, env=env)
             done = subprocess.run([benchlab, "explain", name, "--format", "json"], check=True, capture_output=True, env=env)
-            rows = [r for r in json.loads(done.stdout)["rows"] if r["level"] == "function"]
+            rows = [r for r in json.loads(done.stdout)["rows"] if r["level"] in ("function", "off-cpu")]
             functions.append(len(rows))
             named += any(r["verdict"] in JUDGED for r in rows)
-            print(
-                f"  {name}: {len(rows)} functions judged, {'some' if any(r['verdict'] in JUDGED for r in rows) else 'none'} named"
-            )
+            print(f"  {name}: {len(rows)} judged, {'some' if any(r['verdict'] in JUDGED for r in rows) else 'none'} named")
         print(
-            f"real A/A, alloc.churn, {blocks} blocks: {named} of {experiments} experiments named a function "
-            f"({named / experiments:.1%}); functions judged per experiment: median {int(np.median(functions))}"
+            f"real A/A, {workload}{', off-CPU too' if waits else ''}, {blocks} blocks: {named} of {experiments} experiments "
+            f"named a function ({named / experiments:.1%}); rows judged per experiment: median {int(np.median(functions))}"
         )
 
 
@@ -90,11 +102,12 @@ def main() -> None:
     parser.add_argument("--noise", nargs="+", choices=list(NOISE), default=list(NOISE), help="simulated noise models")
     parser.add_argument("--at", nargs="+", type=int, default=list(BLOCKS), help="simulated numbers of blocks")
     parser.add_argument("--seed", type=int, default=0, help="seeds the simulation (another seed, other experiments)")
+    parser.add_argument("--off-cpu", action="store_true", help="with off-CPU waits judged too (profile.off_cpu)")
     args = parser.parse_args()
     if args.experiments:
-        simulated(args.experiments, args.noise, args.at, args.seed)
+        simulated(args.experiments, args.noise, args.at, args.seed, waits=args.off_cpu)
     if args.real:
-        real(args.real, args.blocks)
+        real(args.real, args.blocks, waits=args.off_cpu)
 
 
 if __name__ == "__main__":

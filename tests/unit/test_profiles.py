@@ -138,17 +138,17 @@ def test_a_function_made_slower_tops_the_table_worse_with_an_interval_above_zero
     assert change == pytest.approx(0.05 / SECONDS.sum(), rel=0.3)  # as a share of the whole run
 
 
-def test_identical_variants_name_a_function_in_at_most_alpha_of_experiments() -> None:
+@pytest.mark.parametrize("waits", [False, True])  # with off-CPU waits, a second family shares alpha
+def test_identical_variants_name_a_function_in_at_most_alpha_of_experiments(waits: bool) -> None:
     """The false-attribution rate under A/A: 300 simulated experiments of 5 blocks, noise 5% per
     function and run. Binomial(300, 0.05) exceeds 24 with probability 0.03."""
     rng = np.random.default_rng(11)
-    named = sum(
-        any(
-            v in ("better", "worse")
-            for _, v, _, _ in judged(simulate_profiles(rng, {"A": SECONDS, "B": SECONDS}, blocks=5, noise=0.05), ["A", "B"])
-        )
-        for _ in range(300)
-    )
+    named = 0
+    for _ in range(300):
+        runs = simulate_profiles(rng, {"A": SECONDS, "B": SECONDS}, blocks=5, noise=0.05, waits=waits)
+        rows = judge_profiles(runs, ["w"], ["A", "B"], Settings(baseline="A"), {}).rows
+        named += any(r.verdict in ("better", "worse") for r in rows if r.level in ("function", "off-cpu"))
+        assert not waits or any(r.level == "off-cpu" for r in rows)
     assert named <= 24
 
 

@@ -128,21 +128,29 @@ def simulate_profiles(
     noise: float,
     drift: float = 0.05,
     tails: float = 0.0,
+    waits: bool = False,
 ) -> list[ProfiledRun]:
     """Profiled runs of one workload `w` with functions f0, f1, ... below `main`, each variant's
     seconds per function given: per block a factor shared by the block's runs (drift, lognormal
     `drift`), per run and function lognormal `noise` (or, with `tails`, that noise times Student's
-    t with `tails` degrees of freedom: heavy tails), then the sampler's Poisson counts of 1 ms samples."""
+    t with `tails` degrees of freedom: heavy tails), then the sampler's Poisson counts of 1 ms
+    samples. With `waits`, each function also waits off the CPU as long as it runs (under noise
+    of its own, timed exactly as switch events are): in `schedule`, below it."""
     runs: list[ProfiledRun] = []
+    functions = len(next(iter(variants.values())))
+    frames = [("main", "/usr/bin/app", False), *((f"f{i}", "/usr/bin/app", False) for i in range(functions))]
+    scheduler = len(frames)
     for block in range(blocks):
         shared = rng.lognormal(0, drift)
         for variant, seconds in variants.items():
             wiggle = rng.standard_t(tails, size=len(seconds)) if tails else rng.standard_normal(len(seconds))
             counts = rng.poisson(seconds * shared * np.exp(noise * wiggle) / (PERIOD_NS * 1e-9))
+            waited = seconds * shared * np.exp(noise * rng.standard_normal(len(seconds))) if waits else np.zeros(0)
             document = StackDocument(
                 event="cpu-clock",
-                frames=[("main", "/usr/bin/app", False), *((f"f{i}", "/usr/bin/app", False) for i in range(len(seconds)))],
+                frames=[*frames, ("schedule", "[kernel.kallsyms]", True)],
                 stacks=[("app", [0, i + 1], int(c) * PERIOD_NS, int(c)) for i, c in enumerate(counts.tolist()) if c],
+                off_cpu=[("app", [0, i + 1, scheduler], int(t * 1e9), 1) for i, t in enumerate(waited.tolist())],
             )
             runs.append(ProfiledRun("w", variant, 1, block, len(runs), "ok", 0.0, 1.0, wall_s=1.0, profile=encode(document)))
     return runs
