@@ -508,9 +508,14 @@ class Runner:
                 if not finished.ok:
                     raise finished.failure()
                 stacks = sampler.fold(data, executor)
-                counted, uncounted = sampler.counted(data)
-                if uncounted:
-                    self._note_once(f"{planned.workload}: perf cannot count {', '.join(uncounted)} on this machine")
+                counted = sampler.counted(data)
+                if counted.uncounted:
+                    self._note_once(f"{planned.workload}: perf cannot count {', '.join(counted.uncounted)} on this machine")
+                if counted.multiplexed:
+                    self._note_once(
+                        f"{planned.workload}: perf stat counted {', '.join(counted.multiplexed)} for part of a run and "
+                        "scaled them up: more events than this machine's PMU counts at once"
+                    )
             except WorkloadFailed as failure:
                 return self._record_profiled(exp, dataclasses.replace(
                     stored, status=failure.status, ended_at=self.clock(),
@@ -520,7 +525,7 @@ class Runner:
                 self._note_once(f"{planned.workload}: a profile reached max_size and was cut short")
         return self._record_profiled(exp, dataclasses.replace(
             stored, status="ok", ended_at=self.clock(), wall_s=finished.usage.wall_s,
-            profile=encode(stacks.model_copy(update={"counters": counted})),
+            profile=encode(stacks.model_copy(update={"counters": counted.values})),
         ))  # fmt: skip
 
     def _record_profiled(self, exp: ExperimentRecord, run: ProfiledRun) -> str:

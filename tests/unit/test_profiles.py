@@ -19,7 +19,7 @@ from benchlab.analysis.profiles import flame_graph, judge_profiles, read_profile
 from benchlab.analysis.simulation import simulate_profiles
 from benchlab.errors import SpecError, WorkloadFailed
 from benchlab.measure.process import Launch
-from benchlab.measure.sampler import FOLD_SCRIPT, Sampler
+from benchlab.measure.sampler import FOLD_SCRIPT, Counted, Sampler
 from benchlab.plan import make_plan
 from benchlab.report.formats.html import flames
 from benchlab.report.views import profile_grid
@@ -250,11 +250,13 @@ def test_perf_stats_counts_are_read_in_seconds_and_what_it_cannot_count_is_named
     (tmp_path / "counters.json").write_text(
         "# started on Mon Nov 30 03:55:08 2026\n\n"
         '{"counter-value" : "1844.218000", "unit" : "msec", "event" : "task-clock", "event-runtime" : 1844218, "pcnt-running" : 100.00}\n'
-        '{"counter-value" : "75.000000", "unit" : "", "event" : "page-faults", "event-runtime" : 1844218, "pcnt-running" : 100.00}\n'
+        '{"counter-value" : "75.000000", "unit" : "", "event" : "page-faults", "event-runtime" : 1844218, "pcnt-running" : 50.00}\n'
         '{"counter-value" : "<not supported>", "unit" : "", "event" : "cycles", "event-runtime" : 0, "pcnt-running" : 100.00}\n'
     )
     sampler = Sampler("perf", "cpu-clock", ProfileSpec(), ("task-clock", "page-faults", "cycles"))
-    assert sampler.counted(data) == ({"task-clock": pytest.approx(1.844218), "page-faults": 75.0}, ["cycles"])
+    counted = sampler.counted(data)
+    assert counted.values == {"task-clock": pytest.approx(1.844218), "page-faults": 75.0} and counted.uncounted == ["cycles"]
+    assert counted.multiplexed == ["page-faults"]  # counted 50% of the run, and scaled
     (tmp_path / "counters.json").write_text('{"counter-value": 3}\n')
     with pytest.raises(WorkloadFailed, match="perf stat wrote a line benchlab cannot read"):
         sampler.counted(data)
@@ -262,7 +264,7 @@ def test_perf_stats_counts_are_read_in_seconds_and_what_it_cannot_count_is_named
     stat = argv.index("stat")
     assert argv[stat - 1 : stat + 4] == ("perf", "stat", "-j", "-o", str(tmp_path / "counters.json"))
     assert argv[-5:] == ("--", "env", "LD_PRELOAD=/lib/je.so", "prog", "x")  # perf stat counts the workload, preloaded
-    assert Sampler("perf", "cpu-clock", ProfileSpec()).counted(data) == ({}, [])  # nothing asked, nothing read
+    assert Sampler("perf", "cpu-clock", ProfileSpec()).counted(data) == Counted()  # nothing asked, nothing read
 
 
 def test_counters_are_perf_events_never_options() -> None:

@@ -57,6 +57,17 @@ def hardware_cycles(perf: str) -> bool:
     return done.ok and bool(lines) and not lines[-1].startswith("<not")
 
 
+@dataclasses.dataclass
+class Counted:
+    """What perf stat counted over one run: each event's count (time events in seconds), the
+    events it could not count (`<not supported>` by this machine, `<not counted>`), and those it
+    counted part of the run only and scaled up (more events than the PMU has counters)."""
+
+    values: dict[str, float] = dataclasses.field(default_factory=dict)
+    uncounted: list[str] = dataclasses.field(default_factory=list)
+    multiplexed: list[str] = dataclasses.field(default_factory=list)
+
+
 @dataclasses.dataclass(frozen=True)
 class Sampler:
     """How this machine's profiled runs are sampled."""
@@ -114,33 +125,33 @@ class Sampler:
         except DamagedProfile as exc:
             raise WorkloadFailed(f"perf's folded samples are unreadable: {exc}") from None
 
-    def counted(self, data: Path) -> tuple[dict[str, float], list[str]]:
-        """What perf stat counted over a finished profiled run, and the events it could not count
-        (`<not supported>` by this machine, `<not counted>`); WorkloadFailed where it wrote nothing."""
+    def counted(self, data: Path) -> Counted:
+        """What perf stat counted over a finished profiled run; WorkloadFailed where it wrote nothing."""
+        counted = Counted()
         if not self.counters:
-            return {}, []
+            return counted
         try:
             lines = _counts(data).read_text(errors="replace").splitlines()
         except OSError:
             raise WorkloadFailed("perf stat counted nothing (see its message)") from None
-        counted: dict[str, float] = {}
-        missing: list[str] = []
         for line in lines:
             if not line.startswith("{"):
                 continue  # its header comment, blank lines
             try:
                 entry = json.loads(line)
-                event, value = str(entry["event"]), str(entry["counter-value"])
+                event, value, running = str(entry["event"]), str(entry["counter-value"]), float(entry.get("pcnt-running", 100))
             except (ValueError, KeyError, TypeError):
                 raise WorkloadFailed(f"perf stat wrote a line benchlab cannot read: {line[:200]!r}") from None
             try:
                 number = float(value) * (1e-3 if entry.get("unit") == "msec" else 1.0)  # task-clock's: in seconds
             except ValueError:
-                missing.append(event)  # <not supported>, <not counted>
+                counted.uncounted.append(event)  # <not supported>, <not counted>
                 continue
             if math.isfinite(number) and number >= 0:
-                counted[event] = number
-        return counted, missing
+                counted.values[event] = number
+                if running < 100:
+                    counted.multiplexed.append(event)
+        return counted
 
     def truncated(self, data: Path) -> bool:
         return data.exists() and data.stat().st_size >= self.settings.max_size
