@@ -75,11 +75,12 @@ def real(experiments: int, blocks: int, *, waits: bool) -> None:
         functions = []
         for i in range(experiments):
             name = f"aa-{i}"
-            builtin, option = workload.split(" ", 1)
+            builtin, *options = workload.split()
+            table = ", ".join(option.replace("=", " = ") for option in options)
             spec = Path(folder) / f"{name}.toml"
             spec.write_text(
                 f'name = "{name}"\nblocks = {blocks}\nseed = {i}\nprofile = {{ off_cpu = {str(waits).lower()} }}\n'
-                f'[[workloads]]\nname = "w"\nbuiltin = "{builtin}"\noptions = {{ {option.replace("=", " = ")} }}\n'
+                f'[[workloads]]\nname = "w"\nbuiltin = "{builtin}"\noptions = {{ {table} }}\n'
                 '[[variants]]\nname = "a"\n[[variants]]\nname = "b"\n'
             )
             subprocess.run([benchlab, "run", str(spec)], check=True, capture_output=True, env=env)
