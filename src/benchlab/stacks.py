@@ -4,8 +4,9 @@ of the stack, validated whole wherever it is read (a database or bundle is not t
 what benchlab wrote).
 
 A frame is a function where perf found its symbol; where it found none (a stripped program or
-library) the frame is the library, `[libfoo.so]`, so that time in code without symbols is still
-counted, aggregated by library (`Costs.unsymbolized` says how much).
+library) the frame is its library and address, `[libfoo.so]+0x1194`, or, where the fold could
+not place the address, the library alone, `[libfoo.so]`: time in code without symbols is still
+counted, by address or by library (`Costs.unsymbolized` says how much).
 """
 
 from __future__ import annotations
@@ -122,6 +123,12 @@ class Function:
     kernel: bool
 
 
+def unsymbolized_name(symbol: str | None) -> bool:
+    """Whether a frame's name is the fold's for code without a symbol (`[lib]+0x...`): no
+    symbol a compiler writes starts with a bracket."""
+    return symbol is None or symbol.startswith("[")
+
+
 def function_of(symbol: str | None, dso: str | None, kernel: bool) -> Function:
     library = library_name(dso)
     unnamed = library if library.startswith("[") else f"[{library}]"
@@ -140,7 +147,7 @@ class Costs:
     inclusive: dict[Function, float]
     libraries: dict[str, float]
     kernel: float
-    unsymbolized: float  # self time in frames without a symbol (counted by library)
+    unsymbolized: float  # self time in frames without a symbol (counted by address or library)
 
 
 def costs(document: StackDocument) -> Costs:
@@ -158,7 +165,7 @@ def costs(document: StackDocument) -> Costs:
         self_time[leaf] += weight
         libraries[leaf.library] += weight
         kernel += weight if leaf.kernel else 0.0
-        unsymbolized += weight if document.frames[path[-1]][0] is None else 0.0
+        unsymbolized += weight if unsymbolized_name(document.frames[path[-1]][0]) else 0.0
         for function in dict.fromkeys(functions[i] for i in path):  # once per stack, in a fixed order
             inclusive[function] += weight
     return Costs(document.unit, total, document.samples, dict(self_time), dict(inclusive), dict(libraries), kernel, unsymbolized)

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -123,6 +124,38 @@ def test_off_cpu_time_is_judged_where_the_workload_waits(tmp_path: Path) -> None
     total = next(r for r in explained("waits")["rows"] if r["level"] == "off-cpu total")  # type: ignore[index]
     assert total["baseline_self_median"] == pytest.approx(0.2, abs=0.05)
     assert "where it waited: nap, long against the baseline (off the CPU)" in cli("explain", "waits", check=True).stdout
+
+
+def test_a_stripped_program_is_explained_by_the_addresses_of_its_slowed_function(program: str, tmp_path: Path) -> None:
+    """No symbols: the rows are `[spin]+0x...`, and the top one lies inside spin_b as the
+    unstripped program's symbol table places it."""
+    (tmp_path / "stripped").mkdir()
+    stripped = tmp_path / "stripped" / "spin"
+    subprocess.run([need("strip"), "-o", str(stripped), program], check=True)
+    cli(
+        "compare",
+        "--cmd",
+        str(stripped),
+        "-V",
+        "base",
+        "-V",
+        "slow: env.SLOW_B=1",
+        "-n",
+        "5",
+        "--profile",
+        "--name",
+        "stripped",
+        check=True,
+    )
+    explained_ = explained("stripped")
+    top = next(r for r in explained_["rows"] if r["level"] == "function")  # type: ignore[index]
+    assert re.fullmatch(r"\[spin\]\+0x[0-9a-f]+", top["name"]) and top["library"] == "spin" and top["verdict"] == "worse", top
+    symbols = subprocess.run([need("nm"), "-S", program], capture_output=True, text=True, check=True).stdout.split("\n")
+    start, size = next(
+        (int(a, 16), int(n, 16)) for a, n, _, name in (line.split() for line in symbols if line.endswith(" spin_b"))
+    )
+    assert start <= int(top["name"].split("+")[1], 16) < start + size
+    assert any("in code without symbols, counted by library and address" in note for note in explained_["notes"])  # type: ignore[union-attr]
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import struct
 import types
 import zlib
 from pathlib import Path
@@ -386,3 +387,29 @@ def test_a_longer_wait_is_judged_worse_where_it_waits_in_a_family_of_its_own() -
         "(all waits)" in shown
         and [g.title for g in profile_grid.grids(profiles)][1] == "where it waited: w, B against the baseline (off the CPU)"
     )
+
+
+def test_a_frame_without_a_symbol_is_named_by_its_library_and_its_address_in_the_file(tmp_path: Path) -> None:
+    """perf gives where the sampled code's mapping starts; the fold adds the executable
+    segment's address from the file's program headers: the address objdump shows."""
+    library = tmp_path / "libfake.so"
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"  # 64-bit, little-endian
+    struct.pack_into("<QHH", header, 0x20, 64, 0, 0)  # program headers right after the header
+    struct.pack_into("<HH", header, 0x36, 56, 2)
+    segments = struct.pack("<IIQQQQQQ", 1, 4, 0, 0, 0, 0x1000, 0x1000, 0x1000)  # PT_LOAD, read only
+    segments += struct.pack("<IIQQQQQQ", 1, 5, 0x1000, 0x401000, 0x401000, 0x800, 0x800, 0x1000)  # PT_LOAD, r-x
+    library.write_bytes(bytes(header) + segments)
+    script = _fold_script()
+    base = 0x7F00_0000_0000
+    leaf = {"ip": base + 0x194, "dso": str(library)}  # 0x194 into the executable mapping
+    caller = {"ip": 0x7E00_0000_0010, "dso": "/usr/lib/libother.so"}  # a library never sampled at a leaf
+    script.process_event({"ev_name": "cpu-clock", "comm": "app", "dso": str(library), "dso_map_start": base,
+                          "sample": {"pid": 9, "period": MS}, "callchain": [leaf, caller]})  # fmt: skip
+    assert [name for name, *_ in script.frames] == [None, "[libfake.so]+0x401194"]
+    assert Function("[libfake.so]+0x401194", "libfake.so", False) == stacks.function_of(
+        "[libfake.so]+0x401194", str(library), False
+    )
+    document = StackDocument(event="cpu-clock", frames=[(None, "/usr/lib/libother.so", False), ("[libfake.so]+0x401194", str(library), False)],
+                             stacks=[("app", [0, 1], MS, 1)])  # fmt: skip
+    assert costs(document).unsymbolized == pytest.approx(0.001)  # still code without a symbol

@@ -379,7 +379,10 @@ def judge_profiles(
         counters += _counter_rows(workload, variants, settings.baseline, mine)
         unsymbolized = sum(p.costs.unsymbolized for p in mine) / max(sum(p.costs.total for p in mine), 1e-300)
         if unsymbolized >= MIN_SHARE:
-            notes.append(f"{workload}: {unsymbolized:.0%} of the time is in code without symbols, counted by library ([lib])")
+            notes.append(
+                f"{workload}: {unsymbolized:.0%} of the time is in code without symbols, counted by library and address "
+                "([lib]+0x...: the address objdump and addr2line take) or, where its mapping was not seen, by library ([lib])"
+            )
     found, _ = judge([s for s, _, _ in judged], variants, settings)
     by_series = {(r.workload, r.metric, r.variant): r for r in found}
     # a share of a change not shown to exist is noise: only where the whole's 95% interval excludes zero

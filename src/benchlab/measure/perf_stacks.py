@@ -13,6 +13,13 @@ sampled (a machine without hardware counters records `cpu-clock` when asked for 
 from the root, summed sample periods, samples], and `off_cpu` (where `sched:sched_switch` and
 switch events were recorded) as [process name, frame indices, nanoseconds off the CPU, times].
 
+A frame without a symbol (a stripped program or library) is named by its library and address,
+`[libfoo.so]+0x1194`, where the mapping it ran from is known: perf gives the start of the
+sampled instruction's mapping with each sample, learnt here per process and library, and the
+executable segment's address is read from the file's ELF program headers, so the address is the
+one `addr2line` and `objdump` take, the same in every run whatever ASLR did. Where neither is
+known (the library never sampled at its leaf, no file), the frame is the library alone.
+
 Off-CPU time: a thread's `sched_switch` tracepoint (perf hands tracepoints to `trace_unhandled`,
 with their fields and the stack) is its switch out, at that stack; its next switch in (a
 PERF_RECORD_SWITCH, handed to `context_switch`) ends the wait. The time between is the stack's.
@@ -22,20 +29,58 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from typing import Any
 
 KERNEL_HALF = 1 << 63  # x86-64 and arm64 map the kernel in the upper half of the address space
+PAGE = 4096
 
 frames: dict[tuple[str | None, str | None, bool], int] = {}  # (symbol, dso, kernel) -> index
 stacks: dict[tuple[str, tuple[int, ...]], list[int]] = {}  # (comm, frame indices root first) -> [period, samples]
 events: dict[str, int] = {}  # event name -> samples
 off_cpu: dict[tuple[str, tuple[int, ...]], list[int]] = {}  # (comm, frame indices) -> [nanoseconds, times]
 switched_out: dict[int, tuple[int, str, tuple[int, ...]]] = {}  # thread -> (when, comm, frame indices)
+mapped: dict[tuple[int, str], int] = {}  # (process, library) -> where its executable mapping starts
+segments: dict[str, int | None] = {}  # library -> its executable segment's page-aligned address, if readable
 
 
-def _frame(entry: dict[str, Any]) -> int:
+def _executable_segment(path: str) -> int | None:
+    """The page-aligned virtual address of a 64-bit ELF file's first executable PT_LOAD segment:
+    where the loader maps the segment that perf's mapping start is the start of."""
+    try:
+        with open(path, "rb") as elf:
+            header = elf.read(64)
+            if len(header) < 64 or header[:4] != b"\x7fELF" or header[4] != 2:
+                return None
+            order = "<" if header[5] == 1 else ">"
+            (table,) = struct.unpack_from(order + "Q", header, 0x20)
+            size, count = struct.unpack_from(order + "HH", header, 0x36)
+            elf.seek(table)
+            entries = elf.read(size * count)
+        for i in range(count):
+            kind, flags, _, address = struct.unpack_from(order + "IIQQ", entries, i * size)
+            if kind == 1 and flags & 1:  # PT_LOAD, PF_X
+                return int(address) & ~(PAGE - 1)
+    except (OSError, struct.error):
+        return None
+    return None
+
+
+def _address(pid: int, entry: dict[str, Any]) -> str | None:
+    """`[library]+0x...` for a frame without a symbol, where its mapping and file are known."""
+    dso, ip = entry.get("dso"), entry.get("ip", 0)
+    start = mapped.get((pid, dso)) if dso and ip < KERNEL_HALF else None
+    if start is None or ip < start:
+        return None
+    if dso not in segments:
+        segments[dso] = _executable_segment(dso)
+    segment = segments[dso]
+    return None if segment is None else f"[{os.path.basename(dso)}]+{ip - start + segment:#x}"
+
+
+def _frame(entry: dict[str, Any], pid: int = -1) -> int:
     sym = entry.get("sym")
-    key = (sym.get("name") if sym else None, entry.get("dso"), entry.get("ip", 0) >= KERNEL_HALF)
+    key = (sym.get("name") if sym else _address(pid, entry), entry.get("dso"), entry.get("ip", 0) >= KERNEL_HALF)
     index = frames.get(key)
     if index is None:
         index = frames[key] = len(frames)
@@ -47,7 +92,10 @@ def process_event(param: dict[str, Any]) -> None:
     chain = param.get("callchain") or [
         {"ip": sample.get("ip", 0), "sym": param.get("symbol") and {"name": param["symbol"]}, "dso": param.get("dso")}
     ]
-    path = tuple(_frame(entry) for entry in reversed(chain) if entry.get("ip"))
+    pid = int(sample.get("pid", -1))
+    if param.get("dso") and "dso_map_start" in param:
+        mapped[(pid, param["dso"])] = int(param["dso_map_start"])
+    path = tuple(_frame(entry, pid) for entry in reversed(chain) if entry.get("ip"))
     slot = stacks.setdefault((param.get("comm", ""), path), [0, 0])
     slot[0] += sample.get("period", 1)
     slot[1] += 1
