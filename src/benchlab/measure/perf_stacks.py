@@ -69,7 +69,9 @@ def _executable_segment(path: str) -> int | None:
 def _address(pid: int, entry: dict[str, Any]) -> str | None:
     """`[library]+0x...` for a frame without a symbol, where its mapping and file are known."""
     dso, ip = entry.get("dso"), entry.get("ip", 0)
-    start = mapped.get((pid, dso)) if dso and ip < KERNEL_HALF else None
+    if not isinstance(dso, str) or ip >= KERNEL_HALF:
+        return None
+    start = mapped.get((pid, dso))
     if start is None or ip < start:
         return None
     if dso not in segments:
