@@ -413,3 +413,19 @@ def test_a_frame_without_a_symbol_is_named_by_its_library_and_its_address_in_the
     document = StackDocument(event="cpu-clock", frames=[(None, "/usr/lib/libother.so", False), ("[libfake.so]+0x401194", str(library), False)],
                              stacks=[("app", [0, 1], MS, 1)])  # fmt: skip
     assert costs(document).unsymbolized == pytest.approx(0.001)  # still code without a symbol
+
+
+def test_a_stripped_librarys_cold_addresses_are_judged_together_and_its_hot_ones_alone() -> None:
+    """One hot instruction, and 40 others each well under 1% of the run: the hot one is a row,
+    the others one row for their library, their time summed."""
+    frames = [("main", APP, False), ("[libz.so.1]+0x10", "/usr/lib/libz.so.1", False)]
+    frames += [(f"[libz.so.1]+{0x100 + i:#x}", "/usr/lib/libz.so.1", False) for i in range(40)]
+    document = StackDocument(
+        event="cpu-clock", frames=frames,
+        stacks=[("app", [0], 500 * MS, 500), ("app", [0, 1], 100 * MS, 100), *(("app", [0, 2 + i], MS, 1) for i in range(40))],
+    )  # fmt: skip
+    runs = [ProfiledRun("w", v, 1, b, 0, "ok", 0.0, 1.0, wall_s=1.0, profile=encode(document)) for b in range(3) for v in "AB"]
+    rows = {r.name: r for r in judge_profiles(runs, ["w"], ["A", "B"], Settings(baseline="A"), {}).rows if r.level == "function"}
+    assert set(rows) == {"main", "[libz.so.1]+0x10", "[libz.so.1]"}
+    assert rows["[libz.so.1]"].self_median == pytest.approx(0.040) and rows["[libz.so.1]"].inclusive_median is None
+    assert rows["[libz.so.1]+0x10"].self_median == pytest.approx(0.100)

@@ -27,7 +27,17 @@ import numpy as np
 
 from benchlab import report_model as model
 from benchlab.errors import StoreError
-from benchlab.stacks import TIME_EVENTS, Costs, DamagedProfile, Function, StackDocument, costs, decode, function_of
+from benchlab.stacks import (
+    TIME_EVENTS,
+    Costs,
+    DamagedProfile,
+    Function,
+    StackDocument,
+    costs,
+    decode,
+    function_of,
+    unsymbolized_name,
+)
 from benchlab.stats.estimators import hodges_lehmann_two_sample, paired_t
 from benchlab.stats.judge import Row, Series, Settings, judge, pair_key
 from benchlab.store import ExperimentData, ProfiledRun
@@ -109,6 +119,19 @@ class _Quantity:
     inclusive: dict[int, float] | None = None
 
 
+def _cold_addresses(pooled: dict[Function, float], threshold: float) -> dict[Function, Function]:
+    """Each address of code without a symbol (`[lib]+0x...`) holding less than `threshold`, to its
+    library's `[lib]`: a stripped function is one row per hot instruction, and the rest of a
+    stripped library's time, spread over addresses each too small to judge, is judged together
+    (an allocator's internals, `[libjemalloc.so.2]`). Their time with callees is not summed:
+    one stack may hold several of them."""
+    return {
+        f: Function(f"[{f.library}]", f.library, f.kernel)
+        for f, t in pooled.items()
+        if t < threshold and unsymbolized_name(f.name) and f.name != f"[{f.library}]"
+    }
+
+
 def _quantities(profiled: list[Profiled]) -> list[_Quantity]:
     """The functions judged (by self time), then those most on the stack (by inclusive time,
     leaving out those on nearly every stack: `main`, a thread's entry), the libraries, kernel and
@@ -124,14 +147,19 @@ def _quantities(profiled: list[Profiled]) -> list[_Quantity]:
             on_stack[function] += t
         for library, t in p.costs.libraries.items():
             libraries[library] += t
-    chosen = sorted((f for f, t in pooled.items() if t >= MIN_SHARE * pooled_total), key=lambda f: (-pooled[f], f))[
+    rest = _cold_addresses(pooled, MIN_SHARE * pooled_total)
+    grouped: dict[Function, float] = defaultdict(float)
+    for function, t in pooled.items():
+        grouped[rest.get(function, function)] += t
+    chosen = sorted((f for f, t in grouped.items() if t >= MIN_SHARE * pooled_total), key=lambda f: (-grouped[f], f))[
         :MAX_FUNCTIONS
     ]
+    members = {f: [m for m, group in rest.items() if group == f] for f in chosen if f in rest.values()}
     out = [
         _Quantity(
             "function", f.name, f.library, f.kernel,
-            {i: p.costs.self_time.get(f, 0.0) for i, p in enumerate(profiled)},
-            {i: p.costs.inclusive.get(f, 0.0) for i, p in enumerate(profiled)},
+            {i: sum(p.costs.self_time.get(m, 0.0) for m in [f, *members.get(f, [])]) for i, p in enumerate(profiled)},
+            None if f in members else {i: p.costs.inclusive.get(f, 0.0) for i, p in enumerate(profiled)},
         )
         for f in chosen
     ]  # fmt: skip
