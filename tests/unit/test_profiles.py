@@ -19,6 +19,7 @@ from benchlab.analysis.profile_exports import speedscope_document
 from benchlab.analysis.profiles import flame_graph, judge_profiles, read_profiles
 from benchlab.analysis.simulation import simulate_profiles
 from benchlab.errors import SpecError, WorkloadFailed
+from benchlab.measure.perf_stacks import event_name
 from benchlab.measure.process import Launch
 from benchlab.measure.sampler import FOLD_SCRIPT, Counted, Sampler
 from benchlab.plan import make_plan
@@ -429,3 +430,25 @@ def test_a_stripped_librarys_cold_addresses_are_judged_together_and_its_hot_ones
     assert set(rows) == {"main", "[libz.so.1]+0x10", "[libz.so.1]"}
     assert rows["[libz.so.1]"].self_median == pytest.approx(0.040) and rows["[libz.so.1]"].inclusive_median is None
     assert rows["[libz.so.1]+0x10"].self_median == pytest.approx(0.100)
+
+
+def test_a_hybrid_cpus_pmus_each_count_their_share_and_the_shares_add_up(tmp_path: Path) -> None:
+    """perf stat on a hybrid CPU names each PMU's event (`cpu_core/cycles/`): one event to benchlab,
+    counted where either PMU counted it."""
+    (tmp_path / "counters.json").write_text(
+        '{"counter-value" : "3000.000000", "unit" : "", "event" : "cpu_core/cycles/", "pcnt-running" : 100.00}\n'
+        '{"counter-value" : "1000.000000", "unit" : "", "event" : "cpu_atom/cycles/", "pcnt-running" : 100.00}\n'
+        '{"counter-value" : "500.000000", "unit" : "", "event" : "cpu_core/instructions/", "pcnt-running" : 100.00}\n'
+        '{"counter-value" : "<not counted>", "unit" : "", "event" : "cpu_atom/instructions/", "pcnt-running" : 0.00}\n'
+        '{"counter-value" : "<not supported>", "unit" : "", "event" : "cpu_atom/branch-misses/", "pcnt-running" : 0.00}\n'
+    )
+    counted = Sampler("perf", "cycles", ProfileSpec(), ("cycles", "instructions", "branch-misses")).counted(
+        tmp_path / "perf.data"
+    )
+    assert counted.values == {"cycles": 4000.0, "instructions": 500.0} and counted.uncounted == ["branch-misses"]
+    assert [event_name(n) for n in ("cpu-clock/freq=999/", "cpu_core/cycles/", "cycles", "cycles:u")] == [
+        "cpu-clock",
+        "cycles",
+        "cycles",
+        "cycles:u",
+    ]

@@ -1,5 +1,6 @@
-"""Runs inside `perf script -s` (perf's own Python), never imported by benchlab: folds a profiled
-run's samples into stacks and writes them as JSON to the path in BENCHLAB_STACKS.
+"""Runs inside `perf script -s` (perf's own Python): folds a profiled run's samples into stacks
+and writes them as JSON to the path in BENCHLAB_STACKS. benchlab imports only `event_name` from
+it (the sampler reads perf stat's event names as this reads perf record's).
 
 perf hands each sample to `process_event` as a dict (its callchain as a list of dicts with `ip`,
 `sym` and `dso`), which is why benchlab reads perf's data through this hook rather than parsing
@@ -89,6 +90,16 @@ def _frame(entry: dict[str, Any], pid: int = -1) -> int:
     return index
 
 
+def event_name(name: str) -> str:
+    """An event as benchlab names it: `cpu-clock/freq=999/` (as the sampler asks for it with
+    off-CPU time) is `cpu-clock`, `cpu_core/cycles/` (one PMU of a hybrid CPU's) is `cycles`.
+    The sampler imports it to read perf stat's names the same way."""
+    parts = name.split("/")
+    if len(parts) == 3 and not parts[2]:
+        return parts[0] if "=" in parts[1] else parts[1]
+    return name
+
+
 def process_event(param: dict[str, Any]) -> None:
     sample = param.get("sample", {})
     chain = param.get("callchain") or [
@@ -101,7 +112,7 @@ def process_event(param: dict[str, Any]) -> None:
     slot = stacks.setdefault((param.get("comm", ""), path), [0, 0])
     slot[0] += sample.get("period", 1)
     slot[1] += 1
-    name = param.get("ev_name", "").split("/", 1)[0]  # `cpu-clock/freq=999/` as the sampler asks for it with off-CPU time
+    name = event_name(param.get("ev_name", ""))
     events[name] = events.get(name, 0) + 1
 
 

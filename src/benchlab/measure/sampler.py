@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from benchlab.errors import EnvironmentProblem, WorkloadFailed
+from benchlab.measure.perf_stacks import event_name
 from benchlab.measure.process import Executor, Launch, LocalExecutor
 from benchlab.spec.models import ProfileSpec
 from benchlab.stacks import DamagedProfile, StackDocument, read_document
@@ -134,23 +135,26 @@ class Sampler:
             lines = _counts(data).read_text(errors="replace").splitlines()
         except OSError:
             raise WorkloadFailed("perf stat counted nothing (see its message)") from None
+        uncounted: list[str] = []
         for line in lines:
             if not line.startswith("{"):
                 continue  # its header comment, blank lines
             try:
                 entry = json.loads(line)
-                event, value, running = str(entry["event"]), str(entry["counter-value"]), float(entry.get("pcnt-running", 100))
+                event, value = event_name(str(entry["event"])), str(entry["counter-value"])
+                running = float(entry.get("pcnt-running", 100))
             except (ValueError, KeyError, TypeError):
                 raise WorkloadFailed(f"perf stat wrote a line benchlab cannot read: {line[:200]!r}") from None
             try:
                 number = float(value) * (1e-3 if entry.get("unit") == "msec" else 1.0)  # task-clock's: in seconds
             except ValueError:
-                counted.uncounted.append(event)  # <not supported>, <not counted>
+                uncounted.append(event)  # <not supported>, <not counted>
                 continue
-            if math.isfinite(number) and number >= 0:
-                counted.values[event] = number
-                if running < 100:
+            if math.isfinite(number) and number >= 0:  # a hybrid CPU's PMUs each count their cores' share
+                counted.values[event] = counted.values.get(event, 0.0) + number
+                if running < 100 and event not in counted.multiplexed:
                     counted.multiplexed.append(event)
+        counted.uncounted = [e for e in dict.fromkeys(uncounted) if e not in counted.values]
         return counted
 
     def truncated(self, data: Path) -> bool:
