@@ -116,8 +116,8 @@ def process_event(param: dict[str, Any]) -> None:
     events[name] = events.get(name, 0) + 1
 
 
-def trace_unhandled(event_name: str, context: object, fields: dict[str, Any], *sample: object) -> None:
-    if not event_name.endswith("sched_switch") or not fields.get("prev_pid"):
+def trace_unhandled(event: str, context: object, fields: dict[str, Any], *sample: object) -> None:
+    if not event.endswith("sched_switch") or not fields.get("prev_pid"):
         return  # another tracepoint, or an idle CPU's swapper (pid 0) switching out
     chain = fields.get("common_callchain") or []
     path = tuple(_frame(entry) for entry in reversed(chain) if entry.get("ip"))

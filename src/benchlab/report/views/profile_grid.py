@@ -30,8 +30,12 @@ def _share(row: FunctionRow) -> str:
 
 
 def _cells(row: FunctionRow) -> list[str]:
-    labels = {"space": f"{row.name} space", "total": "(all samples)", "inclusive": f"{row.name} +callees"}
-    name = {**labels, "off-cpu total": "(all waits)"}.get(row.level, row.name)
+    name = {
+        "space": f"{row.name} space",
+        "total": "(all samples)",
+        "inclusive": f"{row.name} +callees",
+        "off-cpu total": "(all waits)",
+    }.get(row.level, row.name)
     library = row.library or "" if row.level in ("function", "inclusive", "off-cpu") else ""
     return [
         name, library, _time(row.baseline_self_median, row.unit),
